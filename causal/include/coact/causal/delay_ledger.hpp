@@ -1,0 +1,135 @@
+// coact/causal/delay_ledger.hpp: the delay ledger — global injected delay G,
+// per-thread local counts L, debt = G - L, paying and crediting.
+//
+// Provides: the ledger of virtual speedup (Coz, Curtsinger & Berger, SOSP
+// 2015, §3.2 "virtual speedup"; DESIGN.md "Causal profiling"; seed 003 "the
+// delay ledger"). A region virtually sped up by s that ran Δ cycles on thread
+// t calls add_delay(s·Δ): G += s·Δ and L_t += s·Δ, so every *other* thread
+// owes s·Δ. Threads pay at pay points (pay_debt) by waiting; a parked thread
+// woken by one that has paid is forgiven (credit_resume). Timer deadlines are
+// shifted by G's growth since their delay_stamp (global_delay_cycles()),
+// converted with coact::calibrate::cycles_to_duration.
+//
+// Units: TSC cycles of coact::calibrate::now_cycles() (nanoseconds on the
+// CLOCK_MONOTONIC fallback; tsc_hz() converts either way).
+//
+// Threads: every function may be called from any thread and acts on the
+// calling thread's L. A thread registers implicitly on its first ledger call
+// that finds G != 0, at L = G (a thread does not owe delay injected before it
+// joined). Calls while G == 0 do not register (they are a single relaxed
+// load), so a thread that exists *before* delay is injected and must owe it
+// from then on calls register_thread() at start; runtime workers do.
+//
+// Blocking: pay_debt() blocks for the debt (spins / sleeps); nothing else blocks.
+//
+// Fast path: while no delay was ever injected (G == 0), global_delay_cycles,
+// debt_cycles, pay_debt and credit_resume are one relaxed load of G and a
+// branch, inlined; no thread-local access.
+//
+// Memory ordering: G is a pure counter — no other memory is published through
+// it — so relaxed operations suffice (see the comment on detail::g_global_delay
+// in the .cpp). Read-after-write coherence of a single atomic guarantees a
+// thread never reads a G older than one it has already used for its own L,
+// hence L <= G as read by the owning thread, and debt never underflows (the
+// subtraction saturates anyway). A woken thread's credit_resume() may read a
+// G slightly older than its waker's; then it owes the difference and pays it
+// at its next pay point (conservative, never lost).
+//
+// pay_debt() accuracy (measured, see the [ledger][measure] test, 2-core
+// KVM guest, Xeon @ 2.8 GHz, 1000 payments per debt, the machine otherwise
+// lightly loaded; overshoot = cycles actually waited − cycles owed):
+//   PAY_DEBT_OVERSHOOT_TABLE
+// Under-pay: never (it waits until now_cycles() >= entry + debt).
+// Overshoot bound: below the spin threshold the wait is a TSC spin, so the
+// overshoot is the spin-loop granularity unless the thread is preempted;
+// above it, nanosleep covers all but an adaptive margin (an EWMA of this
+// thread's observed sleep lateness, 10..250 µs) that is spun out, so the
+// overshoot only exceeds the spin granularity when a sleep wakes later than
+// the margin or the spin is preempted — both scheduler events; the tails
+// above are those events on a shared 2-core box. Tests assert < 1 ms.
+//
+// Lifetime: G lives for the process; L lives for its thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace coact::causal {
+
+namespace detail {
+// Process-global injected delay G (cycles). Defined in delay_ledger.cpp;
+// declared here so the G == 0 fast paths inline to one relaxed load.
+extern std::atomic<uint64_t> g_global_delay;
+
+uint64_t debt_cycles_slow() noexcept;
+uint64_t pay_debt_slow();
+void credit_resume_slow() noexcept;
+}  // namespace detail
+
+/// Short debts (below this) are paid by a TSC spin; longer ones sleep for the
+/// bulk and spin the rest. 50 µs: nanosleep on Linux wakes ~50-100 µs late
+/// (50 µs default timer slack + wake-up latency), so sleeping shorter debts
+/// cannot be accurate.
+inline constexpr uint64_t kPaySpinThresholdNs = 50'000;
+
+/// G: total delay injected so far (cycles, monotonic non-decreasing). Any
+/// thread; one relaxed load. Timer entries stamp it as their delay_stamp.
+inline uint64_t global_delay_cycles() noexcept {
+  return detail::g_global_delay.load(std::memory_order_relaxed);
+}
+
+/// L of the calling thread (registers it if G != 0 and it is new). Any thread.
+uint64_t local_delay_cycles() noexcept;
+
+/// Registers the calling thread now, at L = G, if not yet registered (a no-op
+/// otherwise). Call at thread start on threads that must owe every delay
+/// injected from then on. Any thread; never blocks.
+void register_thread() noexcept;
+
+/// G − L for the calling thread, saturating at 0. Any thread; never blocks.
+/// G == 0 fast path: one relaxed load.
+inline uint64_t debt_cycles() noexcept {
+  if (detail::g_global_delay.load(std::memory_order_relaxed) == 0) return 0;
+  return detail::debt_cycles_slow();
+}
+
+/// A region on this thread was virtually sped up by `cycles`: G += cycles and
+/// L += cycles, so this thread owes nothing for it and every other thread owes
+/// `cycles`. Any thread; never blocks; one relaxed RMW on G. Precondition: the
+/// caller has called calibrate::tsc_hz() once before the sweep (so that the
+/// first pay_debt never stalls on calibration); add_delay itself never
+/// calibrates.
+void add_delay(uint64_t cycles) noexcept;
+
+/// Pays the calling thread's debt as owed at entry (d = G − L read once):
+/// waits until now_cycles() >= entry + d — a TSC spin when d is below
+/// kPaySpinThresholdNs, else nanosleep for all but an adaptive margin and a
+/// spin for the rest, re-reading the clock after every sleep — then L += d.
+/// Delay added while paying is paid next time. Returns d (cycles credited;
+/// 0 when nothing was owed). Any thread; blocks for ~d. Accuracy: the table
+/// in the header comment (never under-pays). Errors: std::runtime_error only
+/// from a first-use tsc_hz() with a bad COACT_TSC_HZ.
+inline uint64_t pay_debt() {
+  if (detail::g_global_delay.load(std::memory_order_relaxed) == 0) return 0;
+  return detail::pay_debt_slow();
+}
+
+/// The calling thread was parked and has been woken by a thread that has paid
+/// its debt: fast-forward L to G (the sleep paid for it). Any thread; never blocks.
+inline void credit_resume() noexcept {
+  if (detail::g_global_delay.load(std::memory_order_relaxed) == 0) return;
+  detail::credit_resume_slow();
+}
+
+/// Test driver: G += cycles without touching the caller's L, so every
+/// registered thread (the caller included) owes `cycles`. Calls
+/// calibrate::tsc_hz() first so later conversions never stall a scheduler
+/// loop (seed 003). Any thread. Errors: as tsc_hz().
+void inject_delay_cycles_for_test(uint64_t cycles);
+
+/// The mutex every delta-sensitive ledger test holds: the ledger is
+/// process-global, so such tests must not interleave. A function-local static.
+std::mutex& test_ledger_mutex();
+
+}  // namespace coact::causal

@@ -1,0 +1,169 @@
+// coact/runtime/actor.hpp: actors, typed handlers and typed references.
+//
+// An actor is a class deriving from coact::Actor<Self> with one handler per
+// message kind, spelled `void on(M& msg)` (or `on(const M&)`, or `on(M)`).
+// Handlers run to completion, one at a time per actor (the run-token,
+// detail/run_token.hpp), on some pool worker.
+//
+//   struct Counter : coact::Actor<Counter> {
+//     int n = 0;
+//     void on(const Add& a) { n += a.k; }
+//     void on(const Report& r) { r.to.send(Total{n}); }
+//   };
+//   auto c = rt.spawn<Counter>();
+//   c.send(Add{3});
+//
+// Sending (ActorRef<A>::send) is legal from any thread. Inside a handler the
+// mail is buffered and flushed at the handler boundary (the flush point the
+// burst dispatch of seed 000 hangs off); outside the pool it enters through
+// the root door (injector push + at most one wake). Per sender-recipient FIFO
+// holds: mail from one handler (or one outside thread) to one recipient is
+// handled in send order. Mail to an actor that has stopped is dropped and
+// counted (RuntimeStats::dropped_dead), never a crash.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <coact/runtime/detail/actor_cell.hpp>
+#include <coact/runtime/message_kind.hpp>
+#include <coact/runtime/pid.hpp>
+
+namespace coact {
+
+class Runtime;
+template <class A>
+class ActorRef;
+
+/// True iff actor type A has a handler for message kind M.
+template <class A, class M>
+concept handles = requires(A& a, M& m) { a.on(m); };
+
+/// Non-template base of every actor. Thread rules: its members may only be
+/// called from the actor's own handlers (or its constructor).
+class ActorBase {
+ public:
+  ActorBase() noexcept : cell_(detail::constructing_cell()) {}
+  ActorBase(const ActorBase&) = delete;
+  ActorBase& operator=(const ActorBase&) = delete;
+  virtual ~ActorBase() = default;
+
+  /// This actor's address.
+  Pid pid() const noexcept { return cell_->pid; }
+  /// The runtime this actor lives in.
+  Runtime& runtime() const noexcept;
+  /// Stops this actor when the current handler returns (after its sends are
+  /// flushed). Mail still queued is dropped and counted; the actor object is
+  /// destroyed on the worker; later sends to it are dropped and counted.
+  void stop() noexcept { cell_->stop_requested = true; }
+
+ protected:
+  detail::ActorCell* cell() const noexcept { return cell_; }
+
+ private:
+  template <class>
+  friend class Actor;
+  detail::ActorCell* cell_;
+};
+
+/// CRTP base: derive `struct X : coact::Actor<X>`.
+template <class Self>
+class Actor : public ActorBase {
+ public:
+  /// A typed reference to this actor.
+  ActorRef<Self> self() const noexcept;
+};
+
+namespace detail {
+
+/// Envelope carrying message M for actor type A.
+template <class A, class M>
+struct TypedEnvelope final : Envelope {
+  M msg;
+  template <class U>
+  explicit TypedEnvelope(U&& m) : msg(std::forward<U>(m)) {
+    invoke = &run;
+    drop = &destroy;
+    kind = kind_id<M>();
+  }
+  static void run(ActorBase* actor, Envelope* e) {
+    auto* self = static_cast<TypedEnvelope*>(e);
+    static_cast<A*>(actor)->on(self->msg);
+    delete self;
+  }
+  static void destroy(Envelope* e) { delete static_cast<TypedEnvelope*>(e); }
+};
+
+/// Delivers `e` to `target`: buffered for the handler-boundary flush when
+/// called from inside a handler, else through the root door. Takes ownership
+/// of `e`. Any thread.
+void post(ActorCell* target, Envelope* e);
+/// Asks `target` to stop after the mail already queued ahead of this request.
+void post_stop(ActorCell* target);
+
+}  // namespace detail
+
+/// Typed, reference-counted handle to an actor of type A. Copyable, cheap
+/// (one atomic increment per copy). A null ref (default-constructed) must not
+/// be sent to. Holding a ref keeps the cell's memory, not the actor, alive:
+/// once the actor stops, sends through the ref are dropped and counted.
+template <class A>
+class ActorRef {
+ public:
+  ActorRef() noexcept = default;
+  ActorRef(const ActorRef& o) noexcept : cell_(o.cell_) {
+    if (cell_) cell_->add_ref();
+  }
+  ActorRef(ActorRef&& o) noexcept : cell_(std::exchange(o.cell_, nullptr)) {}
+  ActorRef& operator=(ActorRef o) noexcept {
+    std::swap(cell_, o.cell_);
+    return *this;
+  }
+  ~ActorRef() {
+    if (cell_) cell_->release();
+  }
+
+  explicit operator bool() const noexcept { return cell_ != nullptr; }
+  Pid pid() const noexcept { return cell_ ? cell_->pid : Pid{}; }
+  friend bool operator==(const ActorRef& a, const ActorRef& b) noexcept { return a.cell_ == b.cell_; }
+
+  /// Sends `msg` (moved or copied into the envelope). Any thread. Requires a
+  /// non-null ref; A must have a handler for M (checked at compile time).
+  template <class M>
+    requires handles<A, std::remove_cvref_t<M>>
+  void send(M&& msg) const {
+    using Msg = std::remove_cvref_t<M>;
+    detail::post(cell_, new detail::TypedEnvelope<A, Msg>(std::forward<M>(msg)));
+  }
+
+  /// Asks the actor to stop once the mail queued ahead of this request is
+  /// handled. Any thread; a no-op on an actor that already stopped.
+  void stop() const { detail::post_stop(cell_); }
+
+  /// Internal: adopt a cell, taking a new reference.
+  static ActorRef from_cell(detail::ActorCell* c) noexcept {
+    ActorRef r;
+    r.cell_ = c;
+    if (c) c->add_ref();
+    return r;
+  }
+  /// Internal: adopt a reference the caller already holds (null allowed).
+  static ActorRef from_cell_adopt(detail::ActorCell* c) noexcept {
+    ActorRef r;
+    r.cell_ = c;
+    return r;
+  }
+  detail::ActorCell* cell() const noexcept { return cell_; }
+
+ private:
+  detail::ActorCell* cell_ = nullptr;
+};
+
+template <class Self>
+ActorRef<Self> Actor<Self>::self() const noexcept {
+  return ActorRef<Self>::from_cell(cell_);
+}
+
+}  // namespace coact

@@ -1,0 +1,67 @@
+// coact/runtime/detail/actor_cell.hpp: ActorCell, the runtime's per-actor record.
+//
+// An ActorCell holds the run-token, the inbox and the actor object's storage.
+// Lifetime: intrusively reference-counted. The registry holds one "life"
+// reference from spawn until the actor stops; every ActorRef and every mail
+// buffered for flush holds one more. The actor object is destroyed when the
+// actor stops (by the worker that held its run-token); the cell's memory is
+// freed when the last reference goes, and mail still in the inbox then is
+// dropped and counted as mail to a dead actor. While the actor is live the life
+// reference keeps the cell alive, so a queued cell (in a deque or the injector)
+// needs no reference of its own: a Dead cell is never queued (try_wake fails).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <new>
+#include <typeinfo>
+
+#include <coact/runtime/detail/mailbox.hpp>
+#include <coact/runtime/detail/run_token.hpp>
+#include <coact/runtime/pid.hpp>
+
+namespace coact {
+class Runtime;
+}
+
+namespace coact::detail {
+
+class Scheduler;
+
+struct ActorCell {
+  // Any thread that copies/drops a reference; relaxed increment (a reference
+  // is only copied from one already held), acq_rel decrement (the last
+  // dropper must see every write before freeing).
+  std::atomic<uint32_t> refs{1};
+  RunToken token;
+  // Holder-only (the worker in Running): set by ActorBase::stop() or a stop
+  // request; read by the same worker after the handler returns.
+  bool stop_requested = false;
+  // Written once by the registry when it binds the name, read by the
+  // stopping worker to know whether names must be unbound.
+  std::atomic<bool> has_names{false};
+  Pid pid;
+  Scheduler* sched = nullptr;
+  // Holder-only after construction; null once the actor stopped.
+  ActorBase* actor = nullptr;
+  const std::type_info* type = nullptr;
+  void (*destroy_actor)(ActorCell*) = nullptr;  // runs ~A() in place
+  void (*free_cell)(ActorCell*) = nullptr;      // frees the allocation
+  Mailbox inbox;
+
+  void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  /// Drops one reference; frees the cell (dropping leftover mail) on the last.
+  void release() noexcept;
+};
+
+/// Storage for a cell and its actor A in one allocation.
+template <class A>
+struct CellImpl {
+  ActorCell cell;
+  alignas(A) unsigned char storage[sizeof(A)];
+};
+
+/// Set while an actor's constructor runs, so ActorBase() can find its cell.
+ActorCell*& constructing_cell() noexcept;
+
+}  // namespace coact::detail

@@ -1,0 +1,94 @@
+// coact/runtime/detail/mailbox.hpp: Envelope and the per-actor MPSC inbox.
+//
+// The inbox is Dmitry Vyukov's intrusive non-blocking MPSC queue
+// (1024cores.net, "Intrusive MPSC node-based queue"): producers do one
+// exchange on `head_` and one store to the old head's `next`; the single
+// consumer (the worker holding the actor's run-token) pops from `tail_`.
+// Producers never block and never fail. A producer preempted between its
+// exchange and its `next` store leaves the queue momentarily "non-empty but
+// unpoppable": pop() returns nullptr and empty() returns false; the consumer
+// treats that as "not drained" and requeues the actor rather than spinning.
+// FIFO: mail pushed by one thread is popped in push order.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace coact {
+class ActorBase;
+}
+
+namespace coact::detail {
+
+/// One mail: type-erased header followed (in TypedEnvelope) by the message.
+struct Envelope {
+  // Written by the producer that pushed this node (release store in push),
+  // read by the consumer (acquire load in pop).
+  std::atomic<Envelope*> next{nullptr};
+  /// Runs the handler on `actor` and destroys the envelope. Null for the stub.
+  void (*invoke)(ActorBase* actor, Envelope* self) = nullptr;
+  /// Destroys without running (mail to a dead actor).
+  void (*drop)(Envelope* self) = nullptr;
+  /// Message kind id (detail::kind_id<M>()); 0 for system mail.
+  uint32_t kind = 0;
+  /// System mail: 1 = stop request. 0 = user mail.
+  uint32_t system = 0;
+};
+
+class Mailbox {
+ public:
+  Mailbox() noexcept : head_(&stub_), tail_(&stub_) {}
+  Mailbox(const Mailbox&) = delete;
+  Mailbox& operator=(const Mailbox&) = delete;
+
+  /// Any thread. Never blocks.
+  void push(Envelope* e) noexcept {
+    e->next.store(nullptr, std::memory_order_relaxed);
+    // seq_cst: participates in the run-token total order (run_token.hpp).
+    Envelope* prev = head_.exchange(e, std::memory_order_seq_cst);
+    prev->next.store(e, std::memory_order_release);
+  }
+
+  /// Consumer only. nullptr when empty or when a producer is mid-push.
+  Envelope* pop() noexcept {
+    Envelope* tail = tail_;
+    Envelope* next = tail->next.load(std::memory_order_acquire);
+    if (tail == &stub_) {
+      if (next == nullptr) return nullptr;
+      tail_ = next;
+      tail = next;
+      next = next->next.load(std::memory_order_acquire);
+    }
+    if (next != nullptr) {
+      tail_ = next;
+      return tail;
+    }
+    Envelope* head = head_.load(std::memory_order_acquire);
+    if (tail != head) return nullptr;  // a producer is mid-push
+    push(&stub_);
+    next = tail->next.load(std::memory_order_acquire);
+    if (next != nullptr) {
+      tail_ = next;
+      return tail;
+    }
+    return nullptr;
+  }
+
+  /// Post-empty recheck, called after the holder released the run-token, so
+  /// it must not touch consumer state (another worker may now own it). The
+  /// consumer only goes idle after pop() returned nullptr, which leaves head_
+  /// at &stub_ unless some producer has pushed since: head_ != &stub_ means
+  /// "mail may be waiting". seq_cst load: the W3 step of run_token.hpp.
+  bool has_mail_after_release() const noexcept {
+    return head_.load(std::memory_order_seq_cst) != &stub_;
+  }
+
+ private:
+  // Written by producers (exchange), read by the consumer in pop/empty.
+  alignas(64) std::atomic<Envelope*> head_;
+  // Consumer-private.
+  alignas(64) Envelope* tail_;
+  Envelope stub_;
+};
+
+}  // namespace coact::detail

@@ -1,0 +1,173 @@
+// coact/runtime/runtime.hpp: Runtime, the actor system: a pool of workers,
+// the registry of live actors, the name registry and the root door.
+//
+// Boot: the constructor resolves nothing itself; pass a SchedulerTuning
+// (resolve_tuning() applies argv > COACT_* environment > TOML > default) and
+// the workers start at once, so mail sent from outside before run() is
+// handled. run() blocks the calling thread until no actor is live or
+// request_stop() is called; the destructor stops and joins the workers, then
+// destroys the actors still live and drops (and counts) their mail.
+//
+// Threads: spawn, send, resolve, register_name, request_stop and stats may be
+// called from any thread, including handlers. run() must not be called from a
+// handler. A Runtime must outlive every handler (it joins its workers).
+// Fail-fast: an exception escaping a handler aborts the process with a
+// message naming the actor (type and pid) and a libunwind backtrace of the
+// throw site (runtime/src/panic.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include <coact/runtime/actor.hpp>
+#include <coact/runtime/name.hpp>
+#include <coact/runtime/pid.hpp>
+#include <coact/runtime/tuning.hpp>
+
+namespace coact {
+
+/// Counters since boot. Read with relaxed loads: each is exact once the
+/// runtime is quiescent, approximate while it runs.
+struct RuntimeStats {
+  uint64_t spawned = 0;           ///< actors spawned
+  uint64_t stopped = 0;           ///< actors stopped
+  uint64_t live = 0;              ///< actors live now
+  uint64_t delivered = 0;         ///< handler invocations (user mail)
+  uint64_t dropped_dead = 0;      ///< mail to an actor that had stopped
+  uint64_t dropped_unresolved = 0;///< send by Pid or Name that resolved to nobody
+  uint64_t futex_wakes = 0;       ///< futex wake syscalls issued by parkers
+  uint64_t parks = 0;             ///< times a worker parked on its futex
+  uint64_t injector_pushes = 0;   ///< pushes onto the shared injector
+};
+
+namespace detail {
+class Scheduler;
+using MakeEnvelope = Envelope* (*)(void* msg);
+}  // namespace detail
+
+class Runtime {
+ public:
+  /// Boots a pool with tuning.effective_workers() workers.
+  explicit Runtime(SchedulerTuning tuning = resolve_tuning());
+  /// Boots with tuning resolved from argc/argv (+ environment and config file).
+  Runtime(int argc, const char* const* argv);
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();
+
+  /// Creates an actor of type A, constructed in place with `args`. Any thread.
+  /// If A's constructor throws, the exception propagates and nothing is registered.
+  template <class A, class... Args>
+  ActorRef<A> spawn(Args&&... args);
+
+  /// Blocks until no actor is live or request_stop() was called. Not from a handler.
+  void run();
+  /// Makes run() return. Any thread; idempotent.
+  void request_stop() noexcept;
+  /// True once request_stop() was called.
+  bool stop_requested() const noexcept;
+
+  /// Typed reference to the live actor `pid` if it is of type A; null otherwise.
+  template <class A>
+  ActorRef<A> resolve(Pid pid) const {
+    return ActorRef<A>::from_cell_adopt(resolve_cell(pid, typeid(A)));
+  }
+
+  /// Sends to the actor `pid` (of type A). Returns false (and counts the mail
+  /// as dropped_unresolved) when the pid is stale, dead or of another type.
+  template <class A, class M>
+    requires handles<A, std::remove_cvref_t<M>>
+  bool send(Pid pid, M&& msg) {
+    detail::ActorCell* c = resolve_cell(pid, typeid(A));
+    if (!c) {
+      count_unresolved();
+      return false;
+    }
+    detail::post(c, new detail::TypedEnvelope<A, std::remove_cvref_t<M>>(std::forward<M>(msg)));
+    c->release();
+    return true;
+  }
+
+  /// Binds `name` to `ref` until the actor stops or unregister_name(). Returns
+  /// false if the name is bound to another live actor. Any thread.
+  template <class A, class M>
+    requires handles<A, M>
+  bool register_name(const Name<M>& name, const ActorRef<A>& ref) {
+    detail::MakeEnvelope make = [](void* m) -> detail::Envelope* {
+      return new detail::TypedEnvelope<A, M>(std::move(*static_cast<M*>(m)));
+    };
+    return bind_name(name.str(), kind_id<M>(), ref.cell(), make);
+  }
+  /// Removes a binding; false if it was not bound.
+  template <class M>
+  bool unregister_name(const Name<M>& name) {
+    return unbind_name(name.str());
+  }
+  /// Sends to whoever `name` is bound to at this moment; false (counted as
+  /// dropped_unresolved) if nobody is.
+  template <class M>
+  bool send(const Name<M>& name, M msg) {
+    return send_named(name.str(), kind_id<M>(), &msg);
+  }
+  /// The pid bound to `name` now, or an invalid Pid.
+  Pid whereis(const std::string& name) const;
+
+  RuntimeStats stats() const noexcept;
+  const SchedulerTuning& tuning() const noexcept;
+  uint32_t workers() const noexcept;
+
+  /// The runtime whose handler is running on this thread, or nullptr.
+  static Runtime* current() noexcept;
+
+  detail::Scheduler& scheduler() noexcept { return *sched_; }
+
+ private:
+  friend class ActorBase;
+  detail::ActorCell* resolve_cell(Pid pid, const std::type_info& type) const;
+  void count_unresolved() noexcept;
+  bool bind_name(const std::string& name, uint32_t kind, detail::ActorCell* cell,
+                 detail::MakeEnvelope make);
+  bool unbind_name(const std::string& name);
+  bool send_named(const std::string& name, uint32_t kind, void* msg);
+  void register_spawn(detail::ActorCell* cell);
+  void abort_spawn(detail::ActorCell* cell) noexcept;
+  void finish_spawn(detail::ActorCell* cell) noexcept;
+
+  std::unique_ptr<detail::Scheduler> sched_;
+};
+
+template <class A, class... Args>
+ActorRef<A> Runtime::spawn(Args&&... args) {
+  static_assert(std::is_base_of_v<Actor<A>, A>, "actors derive from coact::Actor<Self>");
+  auto* impl = new detail::CellImpl<A>();
+  detail::ActorCell* c = &impl->cell;
+  c->type = &typeid(A);
+  c->destroy_actor = [](detail::ActorCell* cell) {
+    static_cast<A*>(cell->actor)->~A();
+    cell->actor = nullptr;
+  };
+  c->free_cell = [](detail::ActorCell* cell) {
+    delete reinterpret_cast<detail::CellImpl<A>*>(cell);
+  };
+  // The run-token starts Running ("held by the spawner"), so mail that reaches
+  // the actor by pid while A's constructor runs waits in the inbox.
+  register_spawn(c);  // assigns the pid, holds the life reference
+  detail::ActorCell*& slot = detail::constructing_cell();
+  detail::ActorCell* outer = std::exchange(slot, c);
+  try {
+    c->actor = new (impl->storage) A(std::forward<Args>(args)...);
+  } catch (...) {
+    slot = outer;
+    abort_spawn(c);
+    throw;
+  }
+  slot = outer;
+  ActorRef<A> ref = ActorRef<A>::from_cell(c);
+  finish_spawn(c);  // releases the run-token held during construction
+  return ref;
+}
+
+}  // namespace coact

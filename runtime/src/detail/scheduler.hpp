@@ -1,0 +1,156 @@
+// runtime/src/detail/scheduler.hpp: the pool (seed 000, "Wakeup and
+// fairness"): N workers, each with a LIFO own deque, a shared injector,
+// optional peer steal and SpinPark; the registry; the dispatch loop.
+//
+// Worker loop, numbered as scheduler.cpp implements it:
+//   1. acquire: own deque (LIFO; every local_chain_backstop-th consecutive own
+//      pop probes the injector first), then the injector (chain rule: if more
+//      remains and a sibling is parked, wake one), then peer steal (if
+//      enabled), then SpinPark (spin spin_window_usec, then park).
+//   2. enter_running on the popped actor (Ready -> Running).
+//   3. drain its inbox under BatchBudget: per mail, run the handler, then flush
+//      the handler's outbound mail (the one flush point), then honour stop().
+//   4. budget hit (batch_max_mails, or batch_max_usec read every
+//      clock_check_stride-th dispatch): mark_ready and re-publish to the
+//      injector, so two busy actors share a worker fairly.
+//   5. drained: mark_idle, then the post-empty recheck try_self_requeue.
+// Scheduling a woken actor from a worker keeps it local (own deque) unless the
+// cascade has run longer than the keep-local time valve or the deque reached
+// local_sticky_max: then the backlog (all but the freshest) spills to the
+// injector and one sibling is notified. Off-pool threads enter through the
+// root door: injector push + notify (at most one wake).
+// Shutdown: 1. set stopping_; 2. wake every parker; 3. join workers; 4. stop
+// every still-live actor on the joining thread (destroy, drop and count its
+// mail); 5. free the deques and the injector (they hold no references).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <coact/runtime/detail/actor_cell.hpp>
+#include <coact/runtime/runtime.hpp>
+#include <coact/runtime/tuning.hpp>
+
+#include "injector.hpp"
+#include "registry.hpp"
+#include "spin_park.hpp"
+#include "work_deque.hpp"
+
+namespace coact::detail {
+
+class Scheduler;
+
+struct Worker {
+  Worker(Scheduler* s, uint32_t i) : sched(s), index(i), own(&deque) {}
+  Scheduler* sched;
+  uint32_t index;
+  WorkDeque<ActorCell*> deque;
+  DequeOwner<ActorCell*> own;
+  // Everything below is owned by this worker's thread.
+  std::vector<std::pair<ActorCell*, Envelope*>> outbound;  // buffered sends of the running handler
+  ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
+  bool in_handler = false;
+  uint32_t own_streak = 0;       // consecutive own-deque pops (chain backstop)
+  uint32_t stride_count = 0;     // dispatches since the last clock read
+  uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
+  uint64_t cascade_start_ns = 0; // when the current local cascade began
+  // Counters: written by this worker (relaxed), read by stats().
+  std::atomic<uint64_t> delivered{0};
+  std::atomic<uint64_t> parks{0};
+  std::thread thread;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Runtime* rt, SchedulerTuning tuning);
+  ~Scheduler();
+
+  void start();
+  void shutdown();
+
+  // Mail.
+  void post(ActorCell* target, Envelope* e);
+  void deposit(ActorCell* target, Envelope* e, Worker* w);
+
+  // Lifecycle.
+  void register_spawn(ActorCell* c);
+  void finish_spawn(ActorCell* c);
+  void abort_spawn(ActorCell* c) noexcept;
+  void wait_until_done();
+  void request_stop() noexcept;
+  bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
+
+  Registry& registry() noexcept { return registry_; }
+  NameRegistry& names() noexcept { return names_; }
+  Runtime* runtime() noexcept { return rt_; }
+  const SchedulerTuning& tuning() const noexcept { return tuning_; }
+  uint32_t worker_count() const noexcept { return uint32_t(workers_.size()); }
+  RuntimeStats stats() const noexcept;
+  void count_dropped_dead(uint64_t n) noexcept { dropped_dead_.fetch_add(n, std::memory_order_relaxed); }
+  void count_unresolved() noexcept { dropped_unresolved_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// The worker running on this thread (any scheduler), or nullptr.
+  static Worker* current_worker() noexcept;
+
+ private:
+  void worker_main(Worker& w);
+  ActorCell* acquire(Worker& w);
+  ActorCell* take_shared(Worker& w, bool& more);
+  ActorCell* idle(Worker& w);
+  void run_cell(Worker& w, ActorCell* c);
+  void dispatch(Worker& w, ActorCell* c, Envelope* e);
+  void flush(Worker& w);
+  void schedule(Worker* w, ActorCell* c);
+  void schedule_local(Worker& w, ActorCell* c);
+  void publish_shared(ActorCell* c);
+  void finalize_stop(Worker* w, ActorCell* c);
+  uint64_t valve_ns() const noexcept { return valve_ns_; }
+
+  Runtime* rt_;
+  SchedulerTuning tuning_;
+  uint64_t valve_ns_ = 0;        // keep-local time valve; 0 = disabled
+  uint64_t batch_max_ns_ = 0;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  Injector<ActorCell*> injector_;
+  SpinPark spin_park_;
+  Registry registry_;
+  NameRegistry names_;
+
+  // stopping_: set once by shutdown(), read by workers in their idle loop.
+  std::atomic<bool> stopping_{false};
+  // stop_requested_: set by request_stop(); read by run().
+  std::atomic<bool> stop_requested_{false};
+  // live_: actors spawned and not yet stopped; the stop that takes it to 0
+  // notifies run() under done_mu_.
+  std::atomic<int64_t> live_{0};
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+
+  std::atomic<uint64_t> spawned_{0};
+  std::atomic<uint64_t> stopped_{0};
+  std::atomic<uint64_t> dropped_dead_{0};
+  std::atomic<uint64_t> dropped_unresolved_{0};
+  std::atomic<uint64_t> injector_pushes_{0};
+  std::atomic<uint64_t> delivered_offpool_{0};
+  uint64_t futex_wakes_at_boot_ = 0;
+  uint64_t futex_waits_at_boot_ = 0;
+};
+
+/// Aborts with `msg`, naming the actor running on this thread (if any) and a
+/// libunwind backtrace (panic.cpp). Never returns.
+[[noreturn]] void panic(const char* what, const char* detail = nullptr) noexcept;
+
+}  // namespace coact::detail
+
+/// Invariant check that stays on in release builds: aborts via detail::panic.
+#define COACT_INVARIANT(cond, msg)                                         \
+  do {                                                                     \
+    if (!(cond)) [[unlikely]]                                              \
+      ::coact::detail::panic("invariant violated: " #cond, (msg));         \
+  } while (0)

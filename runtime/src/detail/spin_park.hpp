@@ -1,0 +1,130 @@
+// runtime/src/detail/spin_park.hpp: SpinPark, the idle-worker coordinator
+// (seed 000, "Wakeup and fairness"): an idle worker spins for a bounded
+// window re-scanning for shared work, then parks on its own futex parker.
+// Producers of shared work call notify(), which skips the futex entirely when
+// some worker is spinning (route-to-spinner: the spinner's scan finds the
+// work for free); only the genuine idle edge pays one unpark.
+//
+// Park protocol (worker w), numbered as the code is:
+//   1. spinning_ += 1; scan for work until the spin window ends.
+//   2. register w on the idle list (idle_count_ += 1)      -- register ...
+//   3. spinning_ -= 1                                      -- ... before decrement
+//   4. recheck for shared work (seq_cst loads)
+//   5. found: unregister (if nobody popped us) and run it; else park.
+// Notify protocol (producer, after publishing work with a seq_cst write):
+//   a. if spinning_ > 0 (seq_cst load): return (a spinner will see it)
+//   b. if idle_count_ == 0: return (every worker is busy and rescans)
+//   c. pop one worker from the idle list and unpark it.
+//
+// Lost-wakeup argument. All accesses named here are seq_cst, so they sit in
+// one total order S. Suppose the producer's publish P and the worker's park.
+//  - If a. reads spinning_ > 0, some worker v was counted spinning after P in S
+//    or before. Every spinner leaves the spin state only through step 3,
+//    followed by step 4; if v's step 3 is after a. in S, v's step 4 is after P
+//    and sees the work. (v may be w or another worker; either way someone runs it.)
+//  - If a. reads 0 and b. reads idle_count_ > 0, c. unparks a registered worker,
+//    whose parker keeps the token even if it has not slept yet.
+//  - If b. reads idle_count_ == 0: then no worker had completed step 2 before b.
+//    in S, so any worker that parks later does steps 2-4 after b. (hence after
+//    P), and step 4 sees the work.
+// A worker popped from the idle list (c.) while it was still rechecking finds a
+// token in its parker; its next park returns at once: a spurious wake, never a
+// lost one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "parker.hpp"
+#include "sync.hpp"
+
+namespace coact::detail {
+
+class SpinPark {
+ public:
+  explicit SpinPark(uint32_t workers) : parkers_(std::make_unique<Parker[]>(workers)), n_(workers) {
+    idle_.reserve(workers);
+  }
+
+  /// Producer side, after publishing shared work. Any thread.
+  void notify() noexcept {
+    if (spinning_.load(sync::memory_order_seq_cst) > 0) return;  // a.
+    if (idle_count_.load(sync::memory_order_seq_cst) == 0) return;  // b.
+    wake_one();  // c.
+  }
+
+  /// Unparks up to n idle workers regardless of spinners (burst recruitment,
+  /// shutdown). Returns how many were unparked.
+  uint32_t wake_workers(uint32_t n) noexcept {
+    uint32_t k = 0;
+    while (k < n && wake_one()) ++k;
+    return k;
+  }
+
+  /// Unparks every worker (shutdown). Any thread.
+  void wake_all() noexcept {
+    for (uint32_t i = 0; i < n_; ++i) parkers_[i].unpark();
+  }
+
+  // ---- worker side ----
+  void begin_spin() noexcept { spinning_.fetch_add(1, sync::memory_order_seq_cst); }
+  void end_spin() noexcept { spinning_.fetch_sub(1, sync::memory_order_seq_cst); }
+  /// Steps 2 and 3: register on the idle list, then stop counting as a spinner.
+  void register_idle_then_unspin(uint32_t w) {
+    {
+      std::lock_guard lk(mu_);
+      idle_.push_back(w);
+      idle_count_.store(int32_t(idle_.size()), sync::memory_order_seq_cst);
+    }
+    spinning_.fetch_sub(1, sync::memory_order_seq_cst);
+  }
+  /// Step 5, found work: leave the idle list if still on it. Returns false if a
+  /// notifier already popped us (our parker then holds a token).
+  bool unregister_idle(uint32_t w) {
+    std::lock_guard lk(mu_);
+    for (size_t i = 0; i < idle_.size(); ++i) {
+      if (idle_[i] == w) {
+        idle_[i] = idle_.back();
+        idle_.pop_back();
+        idle_count_.store(int32_t(idle_.size()), sync::memory_order_seq_cst);
+        return true;
+      }
+    }
+    return false;
+  }
+  /// Sleeps on w's parker (optionally with a timeout; false = timed out).
+  bool park(uint32_t w, const sync::RelativeTimeout* timeout = nullptr) noexcept {
+    return parkers_[w].park(timeout);
+  }
+  Parker& parker(uint32_t w) noexcept { return parkers_[w]; }
+
+  int32_t spinning() const noexcept { return spinning_.load(sync::memory_order_relaxed); }
+  int32_t idle() const noexcept { return idle_count_.load(sync::memory_order_relaxed); }
+
+ private:
+  bool wake_one() noexcept {
+    uint32_t w;
+    {
+      std::lock_guard lk(mu_);
+      if (idle_.empty()) return false;
+      w = idle_.back();
+      idle_.pop_back();
+      idle_count_.store(int32_t(idle_.size()), sync::memory_order_seq_cst);
+    }
+    parkers_[w].unpark();
+    return true;
+  }
+
+  // spinning_: workers in step 1; written by workers, read by notifiers.
+  alignas(64) sync::atomic<int32_t> spinning_{0};
+  // idle_count_: mirrors idle_.size(), written under mu_, read lock-free by notify().
+  alignas(64) sync::atomic<int32_t> idle_count_{0};
+  std::mutex mu_;
+  std::vector<uint32_t> idle_;  // guarded by mu_: workers registered in step 2
+  std::unique_ptr<Parker[]> parkers_;
+  uint32_t n_;
+};
+
+}  // namespace coact::detail

@@ -1,0 +1,93 @@
+// runtime/src/detail/sync.hpp: the one import point for atomics, fences,
+// CPU relax and the futex syscall used by the scheduler (CONVENTIONS.md,
+// "Concurrency code"; model: tokio src/loom/mod.rs). A model or stress build
+// swaps what is behind these names; counting futex wakes here is how the
+// "one post wakes at most 2 workers" test observes the scheduler.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace coact::detail::sync {
+
+using std::atomic;
+using std::memory_order_acq_rel;
+using std::memory_order_acquire;
+using std::memory_order_relaxed;
+using std::memory_order_release;
+using std::memory_order_seq_cst;
+
+/// Full fence. Under TSan a fence is not modelled, so callers that rely on a
+/// fence also use seq_cst accesses on the fenced locations (see spin_park.hpp).
+inline void fence_seq_cst() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+/// One spin-loop hint (PAUSE on x86).
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+/// Process-wide counters of futex traffic (relaxed; for tests and stats).
+inline atomic<uint64_t> g_futex_wakes{0};
+inline atomic<uint64_t> g_futex_waits{0};
+
+/// Result of a futex wait, as a value (model: abseil futex.h).
+enum class WaitResult { woken, value_changed, timed_out, interrupted };
+
+/// Relative timeout for a futex wait (distinct type from an absolute deadline).
+struct RelativeTimeout {
+  std::chrono::nanoseconds d;
+};
+
+/// Blocks while *addr == expected, until woken, or the timeout passes
+/// (no timeout: nullptr). Any thread.
+inline WaitResult futex_wait(atomic<int32_t>* addr, int32_t expected,
+                             const RelativeTimeout* timeout = nullptr) noexcept {
+  timespec ts{};
+  timespec* tsp = nullptr;
+  if (timeout) {
+    auto ns = timeout->d.count() < 0 ? 0 : timeout->d.count();
+    ts.tv_sec = ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    tsp = &ts;
+  }
+  g_futex_waits.fetch_add(1, memory_order_relaxed);
+  long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp,
+                   nullptr, 0);
+  if (r == 0) return WaitResult::woken;
+  switch (errno) {
+    case EAGAIN: return WaitResult::value_changed;
+    case ETIMEDOUT: return WaitResult::timed_out;
+    default: return WaitResult::interrupted;
+  }
+}
+
+/// Wakes up to `n` waiters on addr; returns how many were woken. Counted.
+inline int futex_wake(atomic<int32_t>* addr, int n) noexcept {
+  g_futex_wakes.fetch_add(1, memory_order_relaxed);
+  return int(syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAKE_PRIVATE, n, nullptr,
+                     nullptr, 0));
+}
+
+/// Monotonic nanoseconds (CLOCK_MONOTONIC via steady_clock).
+inline uint64_t now_ns() noexcept {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+}  // namespace coact::detail::sync

@@ -1,0 +1,143 @@
+// runtime/src/detail/work_deque.hpp: a worker's own deque, Chase-Lev
+// (Chase & Lev, SPAA 2005), with the C11 orderings of Lê, Pop, Cohen and
+// Zappa Nardelli, "Correct and Efficient Work-Stealing for Weak Memory
+// Models" (PPoPP 2013), where the two standalone fences are folded into
+// seq_cst accesses (ThreadSanitizer does not model fences).
+//
+// The owner pushes and pops at the bottom (LIFO: the freshest hop is the
+// warmest); stealers take from the top (FIFO). Owner and stealer are
+// different handle types, so the compiler enforces who may call what:
+//   DequeOwner<T>   - push, pop, size, steal_oldest (only the owning worker)
+//   DequeStealer<T> - steal (any thread)
+// The ring grows by doubling; retired rings are kept until the deque is
+// destroyed (a stealer may still be reading one), so memory is bounded by
+// twice the peak size. T must be a trivially copyable pointer type.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sync.hpp"
+
+namespace coact::detail {
+
+template <class T>
+class WorkDeque {
+ public:
+  explicit WorkDeque(int64_t capacity = 256) { buf_.store(alloc(capacity), sync::memory_order_relaxed); }
+  WorkDeque(const WorkDeque&) = delete;
+  WorkDeque& operator=(const WorkDeque&) = delete;
+
+  // ---- owner ----
+  void push(T x) {
+    int64_t b = bottom_.load(sync::memory_order_relaxed);
+    int64_t t = top_.load(sync::memory_order_acquire);
+    Ring* a = buf_.load(sync::memory_order_relaxed);
+    if (b - t > a->cap - 1) a = grow(a, t, b);
+    a->at(b).store(x, sync::memory_order_relaxed);
+    // release: a stealer that acquires bottom_ sees the slot write.
+    bottom_.store(b + 1, sync::memory_order_release);
+  }
+
+  T pop() {
+    int64_t b = bottom_.load(sync::memory_order_relaxed) - 1;
+    Ring* a = buf_.load(sync::memory_order_relaxed);
+    // seq_cst store + seq_cst load of top_ replace the paper's fence: a
+    // concurrent stealer either sees the lowered bottom or we see its top.
+    bottom_.store(b, sync::memory_order_seq_cst);
+    int64_t t = top_.load(sync::memory_order_seq_cst);
+    if (t <= b) {
+      T x = a->at(b).load(sync::memory_order_relaxed);
+      if (t == b) {  // last element: race the stealers for it
+        if (!top_.compare_exchange_strong(t, t + 1, sync::memory_order_seq_cst,
+                                          sync::memory_order_relaxed)) {
+          x = nullptr;
+        }
+        bottom_.store(b + 1, sync::memory_order_relaxed);
+      }
+      return x;
+    }
+    bottom_.store(b + 1, sync::memory_order_relaxed);
+    return nullptr;
+  }
+
+  /// Approximate length (exact for the owner when no stealer races).
+  int64_t size() const {
+    int64_t b = bottom_.load(sync::memory_order_relaxed);
+    int64_t t = top_.load(sync::memory_order_relaxed);
+    return b > t ? b - t : 0;
+  }
+
+  // ---- any thread ----
+  /// Takes the oldest element, or nullptr when empty or on a lost race.
+  T steal() {
+    int64_t t = top_.load(sync::memory_order_seq_cst);
+    int64_t b = bottom_.load(sync::memory_order_seq_cst);
+    if (t < b) {
+      Ring* a = buf_.load(sync::memory_order_acquire);
+      T x = a->at(t).load(sync::memory_order_relaxed);
+      if (!top_.compare_exchange_strong(t, t + 1, sync::memory_order_seq_cst,
+                                        sync::memory_order_relaxed)) {
+        return nullptr;
+      }
+      return x;
+    }
+    return nullptr;
+  }
+
+ private:
+  struct Ring {
+    int64_t cap;
+    std::unique_ptr<sync::atomic<T>[]> slots;
+    sync::atomic<T>& at(int64_t i) { return slots[size_t(i & (cap - 1))]; }
+  };
+  Ring* alloc(int64_t cap) {
+    rings_.push_back(std::make_unique<Ring>(Ring{cap, std::make_unique<sync::atomic<T>[]>(size_t(cap))}));
+    return rings_.back().get();
+  }
+  Ring* grow(Ring* a, int64_t t, int64_t b) {
+    Ring* n = alloc(a->cap * 2);
+    for (int64_t i = t; i < b; ++i) n->at(i).store(a->at(i).load(sync::memory_order_relaxed), sync::memory_order_relaxed);
+    // release: a stealer acquiring buf_ sees the copied slots.
+    buf_.store(n, sync::memory_order_release);
+    return n;
+  }
+
+  // top_: CASed by stealers and by the owner for the last element.
+  alignas(64) sync::atomic<int64_t> top_{0};
+  // bottom_: written only by the owner; read by stealers.
+  alignas(64) sync::atomic<int64_t> bottom_{0};
+  // buf_: written only by the owner (grow); read by stealers.
+  sync::atomic<Ring*> buf_{nullptr};
+  std::vector<std::unique_ptr<Ring>> rings_;  // owner-only; retired rings live until destruction
+};
+
+/// The owning worker's handle: LIFO push/pop at the bottom.
+template <class T>
+class DequeOwner {
+ public:
+  explicit DequeOwner(WorkDeque<T>* d) : d_(d) {}
+  void push(T x) { d_->push(x); }
+  T pop() { return d_->pop(); }
+  int64_t size() const { return d_->size(); }
+  /// The owner taking its own oldest element (to spill a backlog to the injector).
+  T take_oldest() { return d_->steal(); }
+
+ private:
+  WorkDeque<T>* d_;
+};
+
+/// Any other thread's handle: FIFO steal at the top.
+template <class T>
+class DequeStealer {
+ public:
+  explicit DequeStealer(WorkDeque<T>* d) : d_(d) {}
+  T steal() const { return d_->steal(); }
+  int64_t size() const { return d_->size(); }
+
+ private:
+  WorkDeque<T>* d_;
+};
+
+}  // namespace coact::detail

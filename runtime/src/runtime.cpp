@@ -1,0 +1,126 @@
+// runtime/src/runtime.cpp: Runtime's out-of-line members, ActorCell::release,
+// the post entry points and the live-scheduler set.
+#include <coact/runtime/runtime.hpp>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "detail/live_schedulers.hpp"
+#include "detail/scheduler.hpp"
+
+namespace coact {
+
+namespace detail {
+
+namespace {
+std::mutex g_live_mu;
+std::vector<Scheduler*> g_live;  // guarded by g_live_mu
+}  // namespace
+
+void live_schedulers_add(Scheduler* s) {
+  std::lock_guard lk(g_live_mu);
+  g_live.push_back(s);
+}
+void live_schedulers_remove(Scheduler* s) {
+  std::lock_guard lk(g_live_mu);
+  g_live.erase(std::remove(g_live.begin(), g_live.end(), s), g_live.end());
+}
+void count_late_drops(Scheduler* s, uint64_t n) noexcept {
+  std::lock_guard lk(g_live_mu);
+  if (std::find(g_live.begin(), g_live.end(), s) != g_live.end()) s->count_dropped_dead(n);
+}
+
+ActorCell*& constructing_cell() noexcept {
+  thread_local ActorCell* c = nullptr;
+  return c;
+}
+
+void ActorCell::release() noexcept {
+  if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Last reference: no producer can be mid-push (every producer holds a
+  // reference while it sends), so the inbox is quiescent. Mail left here
+  // raced the actor's stop: it was deposited after the final drain.
+  uint64_t dropped = 0;
+  while (Envelope* e = inbox.pop()) {
+    if (e->system == 0) ++dropped;
+    e->drop(e);
+  }
+  if (dropped != 0 && sched != nullptr) count_late_drops(sched, dropped);
+  free_cell(this);
+}
+
+void post(ActorCell* target, Envelope* e) { target->sched->post(target, e); }
+
+namespace {
+struct StopEnvelope final : Envelope {
+  StopEnvelope() {
+    system = 1;
+    drop = [](Envelope* self) { delete static_cast<StopEnvelope*>(self); };
+  }
+};
+}  // namespace
+
+void post_stop(ActorCell* target) { target->sched->post(target, new StopEnvelope()); }
+
+}  // namespace detail
+
+Runtime& ActorBase::runtime() const noexcept { return *cell_->sched->runtime(); }
+
+Runtime::Runtime(SchedulerTuning tuning) : sched_(std::make_unique<detail::Scheduler>(this, tuning)) {
+  sched_->start();
+}
+
+Runtime::Runtime(int argc, const char* const* argv) : Runtime(resolve_tuning(argc, argv)) {}
+
+Runtime::~Runtime() { sched_->shutdown(); }
+
+void Runtime::run() {
+  COACT_INVARIANT(detail::Scheduler::current_worker() == nullptr, "Runtime::run() called from a pool worker");
+  sched_->wait_until_done();
+}
+void Runtime::request_stop() noexcept { sched_->request_stop(); }
+bool Runtime::stop_requested() const noexcept { return sched_->stop_requested(); }
+
+RuntimeStats Runtime::stats() const noexcept { return sched_->stats(); }
+const SchedulerTuning& Runtime::tuning() const noexcept { return sched_->tuning(); }
+uint32_t Runtime::workers() const noexcept { return sched_->worker_count(); }
+
+Runtime* Runtime::current() noexcept {
+  detail::Worker* w = detail::Scheduler::current_worker();
+  return w ? w->sched->runtime() : nullptr;
+}
+
+detail::ActorCell* Runtime::resolve_cell(Pid pid, const std::type_info& type) const {
+  return sched_->registry().lookup(pid, &type);
+}
+void Runtime::count_unresolved() noexcept { sched_->count_unresolved(); }
+
+bool Runtime::bind_name(const std::string& name, uint32_t kind, detail::ActorCell* cell,
+                        detail::MakeEnvelope make) {
+  if (cell == nullptr) return false;
+  return sched_->names().bind(name, kind, cell, make);
+}
+bool Runtime::unbind_name(const std::string& name) { return sched_->names().unbind(name); }
+
+bool Runtime::send_named(const std::string& name, uint32_t kind, void* msg) {
+  detail::NameRegistry::Entry e{};
+  if (!sched_->names().lookup(name, kind, e)) {
+    sched_->count_unresolved();
+    return false;
+  }
+  detail::post(e.cell, e.make(msg));
+  e.cell->release();
+  return true;
+}
+
+Pid Runtime::whereis(const std::string& name) const {
+  // Any kind: look the entry up regardless of its message kind.
+  return sched_->names().pid_of(name);
+}
+
+void Runtime::register_spawn(detail::ActorCell* c) { sched_->register_spawn(c); }
+void Runtime::finish_spawn(detail::ActorCell* c) noexcept { sched_->finish_spawn(c); }
+void Runtime::abort_spawn(detail::ActorCell* c) noexcept { sched_->abort_spawn(c); }
+
+}  // namespace coact

@@ -1,0 +1,392 @@
+// runtime/src/scheduler.cpp: the pool's worker loop, dispatch, flush and
+// scheduling decisions. The numbered steps are in detail/scheduler.hpp; the
+// run-token ordering argument in coact/runtime/detail/run_token.hpp; the
+// lost-wakeup argument in detail/spin_park.hpp.
+#include "detail/scheduler.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <coact/causal/hooks.hpp>
+
+#include "detail/live_schedulers.hpp"
+
+namespace coact::detail {
+
+namespace {
+thread_local Worker* t_worker = nullptr;
+
+constexpr uint64_t kDefaultHandoffNs = 5000;  // until calibration lands: 5 µs (seed: "single-digit µs")
+
+// Relaxed single-writer increment: the owning worker is the only writer, so a
+// load+store pair avoids a locked instruction per dispatch.
+inline void bump(std::atomic<uint64_t>& c) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+}  // namespace
+
+Worker* Scheduler::current_worker() noexcept { return t_worker; }
+
+Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
+    : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()) {
+  const uint32_t n = tuning_.effective_workers();
+  // Keep-local time valve (seed 000): 6x the hand-off cost, clamped 6..60 µs;
+  // COACT_LOCAL_TIME_BUDGET_US pins it (0 disables).
+  if (tuning_.local_time_budget_us) {
+    valve_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
+  } else {
+    uint64_t h = tuning_.handoff_cost_ns.value_or(kDefaultHandoffNs);
+    valve_ns_ = std::clamp<uint64_t>(6 * h, 6000, 60000);
+  }
+  batch_max_ns_ = uint64_t(tuning_.batch_max_usec) * 1000;
+  workers_.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(this, i));
+  futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
+  futex_waits_at_boot_ = sync::g_futex_waits.load(std::memory_order_relaxed);
+  live_schedulers_add(this);
+}
+
+Scheduler::~Scheduler() { live_schedulers_remove(this); }
+
+void Scheduler::start() {
+  for (auto& w : workers_) {
+    Worker* wp = w.get();
+    w->thread = std::thread([this, wp] { worker_main(*wp); });
+  }
+}
+
+// Shutdown, steps as in scheduler.hpp.
+void Scheduler::shutdown() {
+  stopping_.store(true, std::memory_order_seq_cst);  // 1.
+  spin_park_.wake_all();                             // 2.
+  for (auto& w : workers_) {                         // 3.
+    if (w->thread.joinable()) w->thread.join();
+  }
+  std::vector<ActorCell*> cells = registry_.snapshot();  // 4.
+  for (ActorCell* c : cells) {
+    if (c->token.load() != RunState::dead) finalize_stop(nullptr, c);
+    c->release();
+  }
+  names_.clear();
+  // 5. deques and injector are plain pointers without references: nothing to release.
+}
+
+// ---- mail ----------------------------------------------------------------
+
+void Scheduler::post(ActorCell* target, Envelope* e) {
+  Worker* w = t_worker;
+  if (w != nullptr && w->in_handler) {
+    target->add_ref();  // keeps the cell alive until the flush deposits the mail
+    w->outbound.emplace_back(target, e);
+    return;
+  }
+  deposit(target, e, w);  // root door (or a worker outside a handler)
+}
+
+void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
+  if (t->token.load() == RunState::dead) {
+    const bool user = e->system == 0;
+    e->drop(e);
+    if (user) count_dropped_dead(1);
+    return;
+  }
+  t->inbox.push(e);
+  if (t->token.try_wake()) {
+    if (w != nullptr && w->sched == this) {
+      schedule_local(*w, t);
+    } else {
+      publish_shared(t);
+    }
+  }
+}
+
+void Scheduler::flush(Worker& w) {
+  causal::on_pay_point();  // pay before making other actors runnable
+  // deposit() never appends to outbound (we are outside the handler now).
+  for (auto& [t, e] : w.outbound) {
+    t->sched->deposit(t, e, &w);
+    t->release();
+  }
+  w.outbound.clear();
+}
+
+void Scheduler::schedule_local(Worker& w, ActorCell* c) {
+  w.own.push(c);
+  const int64_t n = w.own.size();
+  if (n <= 1) return;  // a chain: the one hop stays warm, nothing to spill
+  const bool valve = valve_ns_ != 0 && w.clock_ns - w.cascade_start_ns > valve_ns_;
+  if (valve || n >= int64_t(tuning_.local_sticky_max)) {
+    // Spill the backlog (all but the freshest) so a heavy cascade parallelizes.
+    for (int64_t i = 0; i < n - 1; ++i) {
+      ActorCell* x = w.own.take_oldest();
+      if (x == nullptr) break;
+      injector_.push(x);
+      injector_pushes_.fetch_add(1, std::memory_order_relaxed);
+    }
+    w.cascade_start_ns = w.clock_ns;
+    spin_park_.notify();
+  } else if (tuning_.peer_steal) {
+    spin_park_.notify();  // a sibling may steal the surplus
+  }
+}
+
+void Scheduler::publish_shared(ActorCell* c) {
+  causal::on_pay_point();
+  injector_.push(c);
+  injector_pushes_.fetch_add(1, std::memory_order_relaxed);
+  spin_park_.notify();
+}
+
+// ---- worker loop --------------------------------------------------------
+
+void Scheduler::worker_main(Worker& w) {
+  t_worker = &w;
+  w.clock_ns = sync::now_ns();
+  w.cascade_start_ns = w.clock_ns;
+  while (ActorCell* c = acquire(w)) run_cell(w, c);
+  t_worker = nullptr;
+}
+
+// Step 1.
+ActorCell* Scheduler::acquire(Worker& w) {
+  if (ActorCell* c = w.own.pop()) {
+    if (++w.own_streak >= tuning_.local_chain_backstop) {
+      // Chain backstop: a self-sustaining relay never visits the injector on
+      // its own; probe it once so shared work waits at most K own pops.
+      w.own_streak = 0;
+      if (ActorCell* x = injector_.try_pop()) {
+        w.own.push(c);
+        return x;
+      }
+    }
+    return c;
+  }
+  w.own_streak = 0;
+  w.cascade_start_ns = w.clock_ns;  // shared work starts a new cascade
+  bool more = false;
+  if (ActorCell* c = take_shared(w, more)) {
+    if (more) spin_park_.notify();  // chain rule: surplus runs in parallel
+    return c;
+  }
+  return idle(w);
+}
+
+ActorCell* Scheduler::take_shared(Worker& w, bool& more) {
+  if (ActorCell* c = injector_.try_pop()) {
+    more = !injector_.empty();
+    return c;
+  }
+  if (tuning_.peer_steal) {
+    const uint32_t n = uint32_t(workers_.size());
+    for (uint32_t k = 1; k < n; ++k) {
+      Worker& v = *workers_[(w.index + k) % n];
+      DequeStealer<ActorCell*> stealer(&v.deque);
+      if (ActorCell* c = stealer.steal()) {
+        more = stealer.size() > 0;
+        return c;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// SpinPark, steps as in spin_park.hpp.
+ActorCell* Scheduler::idle(Worker& w) {
+  const uint64_t spin_ns = uint64_t(tuning_.spin_window_usec) * 1000;
+  for (;;) {
+    if (stopping_.load(std::memory_order_acquire)) return nullptr;
+    bool more = false;
+    spin_park_.begin_spin();  // 1.
+    const uint64_t deadline = sync::now_ns() + spin_ns;
+    for (;;) {
+      if (ActorCell* c = take_shared(w, more)) {
+        spin_park_.end_spin();
+        if (more) spin_park_.notify();
+        w.clock_ns = sync::now_ns();
+        return c;
+      }
+      if (stopping_.load(std::memory_order_acquire)) {
+        spin_park_.end_spin();
+        return nullptr;
+      }
+      if (sync::now_ns() >= deadline) break;
+      for (int i = 0; i < 16; ++i) sync::cpu_relax();
+    }
+    causal::on_pay_point();                           // pay before parking
+    spin_park_.register_idle_then_unspin(w.index);  // 2. + 3.
+    if (ActorCell* c = take_shared(w, more)) {        // 4.
+      spin_park_.unregister_idle(w.index);
+      if (more) spin_park_.notify();
+      w.clock_ns = sync::now_ns();
+      return c;
+    }
+    if (stopping_.load(std::memory_order_seq_cst)) {
+      spin_park_.unregister_idle(w.index);
+      return nullptr;
+    }
+    bump(w.parks);
+    spin_park_.park(w.index);  // 5.
+    causal::on_resume();       // woken by a thread that paid: credit
+    spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious
+    w.clock_ns = sync::now_ns();
+  }
+}
+
+// Steps 2-5.
+void Scheduler::run_cell(Worker& w, ActorCell* c) {
+  COACT_INVARIANT(c->token.enter_running(), "run-token: a popped actor was not Ready");
+  const uint64_t batch_start = w.clock_ns;
+  uint32_t mails = 0;
+  for (;;) {
+    Envelope* e = c->inbox.pop();
+    if (e == nullptr) break;
+    dispatch(w, c, e);
+    if (c->stop_requested) {
+      finalize_stop(&w, c);
+      return;
+    }
+    ++mails;
+    bool over_time = false;
+    if (++w.stride_count >= tuning_.clock_check_stride) {
+      w.stride_count = 0;
+      w.clock_ns = sync::now_ns();
+      over_time = w.clock_ns - batch_start >= batch_max_ns_;
+    }
+    if (mails >= tuning_.batch_max_mails || over_time) {  // 4.
+      c->token.mark_ready();
+      publish_shared(c);
+      return;
+    }
+    causal::on_pay_point();  // between dispatches
+  }
+  // 5. A concurrent stop on another worker could free c right after
+  // mark_idle; the temporary reference keeps it alive through the recheck.
+  c->add_ref();
+  c->token.mark_idle();
+  if (c->inbox.has_mail_after_release() && c->token.try_self_requeue()) schedule_local(w, c);
+  c->release();
+}
+
+void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
+  if (e->system != 0) {
+    if (e->system == 1) c->stop_requested = true;
+    e->drop(e);
+    return;
+  }
+  const uint32_t kind = e->kind;
+  causal::on_handler_enter(c->type, kind);
+  w.current = c;
+  w.in_handler = true;
+  try {
+    e->invoke(c->actor, e);
+  } catch (const std::exception& ex) {
+    std::string what = "exception escaped a handler for message " + kind_name(kind) + ": " + ex.what();
+    panic(what.c_str());
+  } catch (...) {
+    std::string what = "non-standard exception escaped a handler for message " + kind_name(kind);
+    panic(what.c_str());
+  }
+  w.in_handler = false;
+  w.current = nullptr;
+  causal::on_handler_exit(c->type, kind);
+  bump(w.delivered);
+  if (!w.outbound.empty()) flush(w);
+}
+
+void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
+  c->token.mark_dead();
+  if (c->actor != nullptr) {
+    if (w != nullptr) {
+      w->current = c;
+      w->in_handler = true;  // sends from the destructor are flushed like a handler's
+      c->destroy_actor(c);
+      w->in_handler = false;
+      w->current = nullptr;
+      if (!w->outbound.empty()) flush(*w);
+    } else {
+      c->destroy_actor(c);
+    }
+  }
+  uint64_t dropped = 0;
+  while (Envelope* e = c->inbox.pop()) {
+    if (e->system == 0) ++dropped;
+    e->drop(e);
+  }
+  if (dropped != 0) count_dropped_dead(dropped);
+  registry_.remove(c);
+  if (c->has_names.load(std::memory_order_acquire)) names_.unbind_all(c);
+  stopped_.fetch_add(1, std::memory_order_relaxed);
+  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lk(done_mu_);
+    done_cv_.notify_all();
+  }
+  c->release();  // the life reference
+}
+
+// ---- lifecycle ----------------------------------------------------------
+
+void Scheduler::register_spawn(ActorCell* c) {
+  c->sched = this;
+  c->token.init_running();
+  registry_.insert(c);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  spawned_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Scheduler::finish_spawn(ActorCell* c) {
+  c->token.mark_idle();
+  if (c->inbox.has_mail_after_release() && c->token.try_self_requeue()) {
+    Worker* w = t_worker;
+    if (w != nullptr && w->sched == this) {
+      schedule_local(*w, c);
+    } else {
+      publish_shared(c);
+    }
+  }
+}
+
+void Scheduler::abort_spawn(ActorCell* c) noexcept {
+  c->actor = nullptr;
+  c->token.mark_dead();
+  registry_.remove(c);
+  spawned_.fetch_sub(1, std::memory_order_relaxed);
+  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lk(done_mu_);
+    done_cv_.notify_all();
+  }
+  c->release();
+}
+
+void Scheduler::wait_until_done() {
+  std::unique_lock lk(done_mu_);
+  done_cv_.wait(lk, [&] {
+    return live_.load(std::memory_order_acquire) == 0 || stop_requested_.load(std::memory_order_acquire);
+  });
+}
+
+void Scheduler::request_stop() noexcept {
+  stop_requested_.store(true, std::memory_order_release);
+  std::lock_guard lk(done_mu_);
+  done_cv_.notify_all();
+}
+
+RuntimeStats Scheduler::stats() const noexcept {
+  RuntimeStats s;
+  s.spawned = spawned_.load(std::memory_order_relaxed);
+  s.stopped = stopped_.load(std::memory_order_relaxed);
+  const int64_t live = live_.load(std::memory_order_relaxed);
+  s.live = live > 0 ? uint64_t(live) : 0;
+  for (const auto& w : workers_) {
+    s.delivered += w->delivered.load(std::memory_order_relaxed);
+    s.parks += w->parks.load(std::memory_order_relaxed);
+  }
+  s.dropped_dead = dropped_dead_.load(std::memory_order_relaxed);
+  s.dropped_unresolved = dropped_unresolved_.load(std::memory_order_relaxed);
+  s.futex_wakes = sync::g_futex_wakes.load(std::memory_order_relaxed) - futex_wakes_at_boot_;
+  s.injector_pushes = injector_pushes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace coact::detail

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# scripts/bench.sh: run a named benchmark group; print one JSON object per
+# workload on stdout (JSON lines only; progress and diagnostics go to stderr).
+# The README's performance table is made from this output.
+#
+#   scripts/bench.sh NAME [--quick] [-- ARGS...]
+#
+# Groups:
+#   runtime  Google Benchmark micro-benchmarks (build/release/bench/coact-bench-runtime),
+#            run with JSON output; one object per benchmark:
+#            {"group":"runtime","workload":NAME,"parameters":{...},"figures":{...}}.
+#            ARGS after `--` go to the benchmark binary (e.g. --benchmark_filter=BM_spawn).
+#            --quick: --benchmark_min_time=0.01.
+#   peers    whole programs, coact vs CAF 0.17 (bench/peers/): ping_pong, fan_out,
+#            thread_ring, skynet. Trials alternate coact, caf, coact, caf, ... (at
+#            least 3 each); medians are reported:
+#            {"group":"peers","workload":W,"parameters":{...},"workers":2,"unit":...,
+#             "coact_msgs_per_s":M,"caf_msgs_per_s":M,"ratio":coact/caf,
+#             "trials":{"coact":[...],"caf":[...]}}
+#            --quick: small n (CI smoke); the numbers then mean little.
+#
+# Steps:
+#   1. Check the group name (unknown: exit 2 before building anything).
+#   2. Configure build/release (CMAKE_BUILD_TYPE=Release) if it has no cache;
+#      refuse a build dir configured as another build type.
+#   3. Build only the group's targets (cmake --build -j2 --target ...); cmake's
+#      output goes to stderr.
+#   4. Run the trials; any failing trial (non-zero exit, timeout, no JSON line)
+#      fails the script with a message naming the group, workload and runtime.
+#   5. Aggregate with /usr/bin/python3 (Debian's) and print JSON lines.
+#
+# Environment knobs (read here only; removed from the environment of the
+# benchmark programs so coact's tuning resolver does not warn about them):
+#   COACT_BENCH_BUILD_DIR  build directory (default: <repo>/build/release)
+#   COACT_BENCH_NO_BUILD=1 use the build directory as it is (no configure/build)
+#   COACT_BENCH_TRIALS     trials per runtime for `peers` (default 3, minimum 3)
+#   COACT_BENCH_WORKERS    worker threads for both runtimes in `peers` (default 2)
+#   COACT_BENCH_WORKLOADS  comma-separated subset of the peers workloads
+#   COACT_BENCH_TIMEOUT_S  seconds before one trial counts as hung (default 300)
+# Exit status: 0 ok; 1 a build or trial failed; 2 usage (unknown group, bad knob).
+set -euo pipefail
+
+readonly PY=/usr/bin/python3
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly ROOT
+readonly KNOWN_GROUPS="runtime, peers"
+readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
+
+log() { echo "bench.sh: $*" >&2; }
+die() { local rc=$1; shift; log "$*"; exit "$rc"; }
+
+usage() {
+  cat >&2 <<EOF
+usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
+  NAME     benchmark group (known: ${KNOWN_GROUPS})
+  --quick  small sizes for a CI smoke run
+  ARGS     (group runtime) extra arguments for the Google Benchmark binary
+stdout: one JSON object per workload; stderr: progress.
+EOF
+}
+
+# ---- 1. arguments -------------------------------------------------------------
+group=""
+quick=0
+extra=()
+while (($#)); do
+  case $1 in
+    --quick) quick=1 ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; extra=("$@"); break ;;
+    -*) usage; die 2 "unknown option '$1'" ;;
+    *)
+      [[ -z $group ]] || { usage; die 2 "more than one group given ('$group', '$1')"; }
+      group=$1 ;;
+  esac
+  shift
+done
+[[ -n $group ]] || { usage; exit 2; }
+case $group in
+  runtime|peers) ;;
+  *) die 2 "unknown group '$group' (known: ${KNOWN_GROUPS})" ;;
+esac
+if ((${#extra[@]})) && [[ $group != runtime ]]; then
+  die 2 "arguments after -- are only for group runtime"
+fi
+
+[[ -x $PY ]] || die 1 "$PY not found (Debian's python3 is required for JSON aggregation)"
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+BUILD_DIR=${COACT_BENCH_BUILD_DIR:-$ROOT/build/release}
+TRIALS=${COACT_BENCH_TRIALS:-3}
+WORKERS=${COACT_BENCH_WORKERS:-2}
+TIMEOUT_S=${COACT_BENCH_TIMEOUT_S:-300}
+if ! is_uint "$TRIALS" || ((10#$TRIALS < 3)); then
+  die 2 "COACT_BENCH_TRIALS='$TRIALS': want an integer >= 3"
+fi
+if ! is_uint "$WORKERS" || ((10#$WORKERS < 1 || 10#$WORKERS > 1024)); then
+  die 2 "COACT_BENCH_WORKERS='$WORKERS': want an integer in 1..1024"
+fi
+if ! is_uint "$TIMEOUT_S" || ((10#$TIMEOUT_S < 1)); then
+  die 2 "COACT_BENCH_TIMEOUT_S='$TIMEOUT_S': want an integer >= 1"
+fi
+TRIALS=$((10#$TRIALS)) WORKERS=$((10#$WORKERS)) TIMEOUT_S=$((10#$TIMEOUT_S))
+
+# The benchmark programs run without our COACT_BENCH_* knobs in their environment.
+child_env=(env)
+while IFS= read -r var; do
+  if [[ $var == COACT_BENCH_* ]]; then child_env+=(-u "$var"); fi
+done < <(compgen -e)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/coact-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- 2-3. configure and build -------------------------------------------------
+# Configures BUILD_DIR as Release if it has no cache yet; refuses other build types.
+configure_build_dir() {
+  if [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]]; then
+    [[ -f $BUILD_DIR/CMakeCache.txt ]] || die 1 "COACT_BENCH_NO_BUILD=1 but $BUILD_DIR is not a build directory"
+    return 0
+  fi
+  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
+    log "configuring $BUILD_DIR (Release)"
+    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >&2 ||
+      die 1 "cmake configure of $BUILD_DIR failed"
+  fi
+  local bt
+  bt=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")
+  [[ $bt == Release ]] ||
+    die 1 "$BUILD_DIR is configured with CMAKE_BUILD_TYPE='$bt'; benchmarks need Release (set COACT_BENCH_BUILD_DIR or reconfigure)"
+}
+
+# True if the generated build system has target $1 (every target gets a
+# CMakeFiles/<target>.dir, whatever the generator).
+has_target() {
+  [[ -n $(find "$BUILD_DIR" -type d -name "$1.dir" -path '*/CMakeFiles/*' -print -quit 2>/dev/null) ]]
+}
+
+build_targets() {
+  [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]] && return 0
+  log "building $* in $BUILD_DIR"
+  cmake --build "$BUILD_DIR" -j2 --target "$@" >&2 ||
+    die 1 "building $* in $BUILD_DIR failed (see the cmake output above)"
+}
+
+# Prints the path of executable $1 in the build tree (bench/... by default).
+find_binary() {
+  local name=$1 guess=$2
+  if [[ -x $BUILD_DIR/$guess ]]; then
+    echo "$BUILD_DIR/$guess"
+    return 0
+  fi
+  find "$BUILD_DIR" -type f -name "$name" -perm -u+x -print -quit 2>/dev/null
+}
+
+# ---- group runtime --------------------------------------------------------------
+run_runtime_group() {
+  configure_build_dir
+  if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
+    has_target coact-bench-runtime ||
+      die 1 "group runtime: $BUILD_DIR has no target coact-bench-runtime (it needs Google Benchmark and bench/runtime/*.cpp; reconfigure after adding them)"
+    build_targets coact-bench-runtime
+  fi
+  local bin
+  bin=$(find_binary coact-bench-runtime bench/coact-bench-runtime)
+  [[ -n $bin ]] || die 1 "group runtime: coact-bench-runtime not found in $BUILD_DIR"
+  local args=(--benchmark_out="$tmp/runtime.json" --benchmark_out_format=json)
+  ((quick)) && args+=(--benchmark_min_time=0.01)
+  log "runtime: $bin ${args[*]} ${extra[*]}"
+  local rc=0
+  # Console table to stderr (progress); the JSON file is what we read.
+  timeout "$TIMEOUT_S" "${child_env[@]}" "$bin" "${args[@]}" "${extra[@]}" >&2 || rc=$?
+  ((rc != 124)) || die 1 "group runtime: coact-bench-runtime timed out after ${TIMEOUT_S}s"
+  ((rc == 0)) || die 1 "group runtime: coact-bench-runtime failed (exit $rc)"
+  "$PY" - "$tmp/runtime.json" <<'PYEOF'
+import json, re, sys
+
+path = sys.argv[1]
+try:
+    with open(path) as f:
+        doc = json.load(f)
+except (OSError, ValueError) as e:
+    sys.exit(f"bench.sh: group runtime: cannot read benchmark JSON {path}: {e}")
+
+# Keys Google Benchmark writes for every run that are not figures.
+META = {"name", "run_name", "run_type", "family_index", "per_family_instance_index",
+        "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
+        "label", "error_occurred", "error_message", "time_unit"}
+failed = []
+for b in doc.get("benchmarks", []):
+    name = b.get("name", "?")
+    run_name = b.get("run_name", name)
+    params = {}
+    segs = run_name.split("/")
+    for i, seg in enumerate(segs[1:]):
+        if ":" in seg:
+            k, v = seg.split(":", 1)
+            try:
+                params[k] = int(v)
+            except ValueError:
+                try:
+                    params[k] = float(v)
+                except ValueError:
+                    params[k] = v
+        elif re.fullmatch(r"-?\d+", seg):
+            params[f"arg{i}"] = int(seg)
+        else:
+            params.setdefault("modifiers", []).append(seg)
+    params["threads"] = b.get("threads", 1)
+    figures = {"time_unit": b.get("time_unit", "ns")}
+    for k, v in b.items():
+        if k not in META and isinstance(v, (int, float)) and not isinstance(v, bool):
+            figures[k] = v
+    out = {"group": "runtime", "workload": name, "benchmark": segs[0], "parameters": params,
+           "figures": figures}
+    if b.get("run_type") == "aggregate":
+        out["aggregate"] = b.get("aggregate_name")
+    elif b.get("repetitions", 1) > 1:
+        out["repetition"] = b.get("repetition_index", 0)
+    if b.get("label"):
+        out["label"] = b["label"]
+    if b.get("error_occurred"):
+        out["error"] = b.get("error_message", "error")
+        failed.append(name)
+    print(json.dumps(out, separators=(",", ":")))
+if not doc.get("benchmarks"):
+    sys.exit("bench.sh: group runtime: the benchmark binary reported no benchmarks")
+if failed:
+    sys.exit("bench.sh: group runtime: benchmarks reported errors: " + ", ".join(failed))
+PYEOF
+}
+
+# ---- group peers ----------------------------------------------------------------
+# n per workload: the issue's sizes, or small ones for --quick.
+peer_n() {
+  local wl=$1
+  if ((quick)); then
+    case $wl in ping_pong) echo 20000 ;; fan_out) echo 20000 ;; thread_ring) echo 50000 ;; skynet) echo 10000 ;; esac
+  else
+    echo 1000000  # ping_pong round trips, fan_out requests, thread_ring hops, skynet leaves
+  fi
+}
+
+# run_peer_trial RUNTIME WORKLOAD N TRIAL OUTFILE: one run, its JSON line appended to OUTFILE.
+run_peer_trial() {
+  local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line
+  if [[ $rt == coact ]]; then bin=$COACT_BIN; else bin=$CAF_BIN; fi
+  line=$(timeout "$TIMEOUT_S" "${child_env[@]}" "$bin" --workload "$wl" --n "$n" --workers "$WORKERS") || rc=$?
+  if ((rc == 124)); then
+    die 1 "peers/$wl: $rt trial $t/$TRIALS timed out after ${TIMEOUT_S}s (n=$n)"
+  elif ((rc != 0)); then
+    die 1 "peers/$wl: $rt trial $t/$TRIALS failed (exit $rc, n=$n)"
+  fi
+  line=$(tail -n 1 <<<"$line")
+  [[ $line == \{*\} ]] || die 1 "peers/$wl: $rt trial $t/$TRIALS printed no JSON line (got '$line')"
+  echo "$line" >>"$outfile"
+  log "peers/$wl: $rt trial $t/$TRIALS: $(sed -n 's/.*"msgs_per_s":\([0-9.e+]*\).*"unit":"\([a-z]*\)".*/\1 \2\/s/p' <<<"$line")"
+}
+
+run_peers_group() {
+  local selected=("${PEER_WORKLOADS[@]}")
+  if [[ -n ${COACT_BENCH_WORKLOADS:-} ]]; then
+    IFS=, read -r -a selected <<<"$COACT_BENCH_WORKLOADS"
+    local w ok known
+    for w in "${selected[@]}"; do
+      ok=0
+      for known in "${PEER_WORKLOADS[@]}"; do [[ $w == "$known" ]] && ok=1; done
+      ((ok)) || die 2 "COACT_BENCH_WORKLOADS: unknown workload '$w' (known: ${PEER_WORKLOADS[*]})"
+    done
+  fi
+  configure_build_dir
+  if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
+    if grep -q '^CAF_CORE_LIBRARY:FILEPATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null ||
+       grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+      die 1 "group peers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
+    fi
+    build_targets coact-peers caf-peers
+  fi
+  COACT_BIN=$(find_binary coact-peers bench/peers/coact-peers)
+  CAF_BIN=$(find_binary caf-peers bench/peers/caf-peers)
+  [[ -n $COACT_BIN ]] || die 1 "group peers: coact-peers not found in $BUILD_DIR"
+  [[ -n $CAF_BIN ]] || die 1 "group peers: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
+
+  local wl n t
+  for wl in "${selected[@]}"; do
+    n=$(peer_n "$wl")
+    : >"$tmp/$wl.coact"
+    : >"$tmp/$wl.caf"
+    log "peers/$wl: n=$n, workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf"
+    for ((t = 1; t <= TRIALS; t++)); do
+      run_peer_trial coact "$wl" "$n" "$t" "$tmp/$wl.coact"
+      run_peer_trial caf "$wl" "$n" "$t" "$tmp/$wl.caf"
+    done
+    "$PY" - "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" <<'PYEOF' ||
+import json, statistics, sys
+
+wl, n, workers, quick, coact_path, caf_path = sys.argv[1:]
+n, workers, quick = int(n), int(workers), quick == "1"
+
+def load(path, runtime):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                sys.exit(f"bench.sh: peers/{wl}: {runtime} printed bad JSON: {line!r}")
+            if row.get("runtime") != runtime or row.get("workload") != wl or row.get("n") != n:
+                sys.exit(f"bench.sh: peers/{wl}: {runtime} printed an unexpected row: {line}")
+            rows.append(row)
+    return rows
+
+coact, caf = load(coact_path, "coact"), load(caf_path, "caf")
+unit = coact[0]["unit"]
+msgs = coact[0]["msgs"]
+if any(r["msgs"] != msgs for r in coact + caf):
+    sys.exit(f"bench.sh: peers/{wl}: coact and caf disagree on the message count")
+
+# What one unit of the figure is, per workload (see bench/peers/peers_common.hpp).
+if wl == "ping_pong":
+    params = {"actors": 2, "round_trips": n}
+    figure = "messages per second; 2 per round trip (ping + pong)"
+elif wl == "fan_out":
+    params = {"masters": 1, "worker_actors": 64, "requests": n, "round_size": 64}
+    figure = "messages per second; 2 per request (request + reply)"
+elif wl == "thread_ring":
+    params = {"actors": 503, "hops": n}
+    figure = "messages per second; 1 per hop"
+else:
+    params = {"branching": 10, "leaves": n, "actors": msgs}
+    figure = "actors spawned per second (each also gets 1 start message and sends 1 reply)"
+params["msgs"] = msgs
+params["quick"] = quick
+
+c = [r["msgs_per_s"] for r in coact]
+k = [r["msgs_per_s"] for r in caf]
+cm, km = statistics.median(c), statistics.median(k)
+out = {
+    "group": "peers",
+    "workload": wl,
+    "parameters": params,
+    "workers": workers,
+    "unit": "actors_per_s" if unit == "actors" else "msgs_per_s",
+    "figure": figure,
+    "coact_msgs_per_s": round(cm, 1),
+    "caf_msgs_per_s": round(km, 1),
+    "ratio": round(cm / km, 4) if km > 0 else None,
+    "trials": {"coact": c, "caf": k},
+    "seconds": {"coact": [r["seconds"] for r in coact], "caf": [r["seconds"] for r in caf]},
+    "order": "alternating coact, caf",
+}
+print(json.dumps(out, separators=(",", ":")), flush=True)
+PYEOF
+      die 1 "peers/$wl: aggregating the trials failed"
+  done
+}
+
+case $group in
+  runtime) run_runtime_group ;;
+  peers) run_peers_group ;;
+esac

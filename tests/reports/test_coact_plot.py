@@ -1,0 +1,607 @@
+#!/usr/bin/python3
+"""Tests for reports/coact_plot.py.
+
+Run from the repository root with Debian's interpreter:
+
+    /usr/bin/python3 -m unittest discover -s tests/reports
+
+Fixtures (hand-written, see the comments in each test for the planted values):
+  fixtures/toy.coz     Coz 0.2.2 text format. Regions (selected lines):
+                         toy.cpp:27  planted: throughput period = P0 * (1 - 0.5 s),
+                                     latency = L0 * (1 - 0.4 s); two baseline
+                                     experiments of different periods (600000 and
+                                     466667 ns) whose *pooled* period is 500000 ns,
+                                     and two experiments at s = 0.50 (pooled).
+                         toy.cpp:35  flat: +-0.5% noise, no trend.
+                         toy.cpp:50  baseline + one speedup (program speedup 0.1 at
+                                     s = 0.5): only 2 points, below --min-points 3.
+                         toy.cpp:61  no speedup-0 experiment: never has a curve.
+                       Progress points: throughput "/home/coz/toy/toy.cpp:42",
+                       latency "request".
+  fixtures/toy.jsonl   coact JSON lines: Parser::Line planted with slope 0.8
+                       (computed from effective_ns, not duration_ns),
+                       Logger::Flush flat; extra fields and an unknown record type.
+  fixtures/trials.jsonl perf-compare trials: throughput_ops cand = base + deltas
+                       with median 5; p99_us deltas with median 0.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "reports"))
+
+import coact_plot as cp  # noqa: E402
+
+FIX = os.path.join(HERE, "fixtures")
+TOY_COZ = os.path.join(FIX, "toy.coz")
+TOY_JSONL = os.path.join(FIX, "toy.jsonl")
+TRIALS = os.path.join(FIX, "trials.jsonl")
+SCRIPT = os.path.join(ROOT, "reports", "coact_plot.py")
+
+A = "/home/coz/toy/toy.cpp:27"
+B = "/home/coz/toy/toy.cpp:35"
+C = "/home/coz/toy/toy.cpp:50"
+D = "/home/coz/toy/toy.cpp:61"
+TP = "/home/coz/toy/toy.cpp:42"
+LAT = "request"
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+class TempDirCase(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+
+def by_speedup(curve):
+    return {m.speedup: m.program_speedup for m in curve.measurements}
+
+
+def curve_of(results, region, point):
+    for r in results:
+        for c in r.curves:
+            if c.region == region and c.point == point:
+                return c
+    raise AssertionError(f"no curve for {region} / {point}")
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+
+class ParseCozTextTest(unittest.TestCase):
+    def setUp(self):
+        self.exps = cp.parse_profile(TOY_COZ)
+
+    def test_experiment_count_and_order(self):
+        self.assertEqual(len(self.exps), 14)
+        self.assertEqual([e.region for e in self.exps[:3]], [A, B, A])
+        self.assertEqual([e.speedup for e in self.exps[:3]], [0.0, 0.0, 0.25])
+
+    def test_first_experiment_fields(self):
+        e = self.exps[0]
+        self.assertEqual(e.region, A)
+        self.assertEqual(e.speedup, 0.0)
+        self.assertEqual(e.duration_ns, 300000000)
+        self.assertEqual(set(e.points), {TP, LAT})
+        self.assertEqual(e.points[TP], cp.Throughput(500))
+        self.assertEqual(e.points[LAT], cp.Latency(500, 500, 10))
+        self.assertTrue(e.source.endswith("toy.coz:2"))
+
+    def test_records_after_runtime_and_samples_attach_to_next_experiment(self):
+        # Line 23-26 are runtime/samples records; experiment at line 27 follows.
+        e = self.exps[7]
+        self.assertEqual((e.region, e.speedup, e.duration_ns), (B, 0.75, 502500000))
+        self.assertEqual(e.points[TP].delta, 1000)
+
+    def test_regions_and_points(self):
+        prof = cp.load_profiles([TOY_COZ])
+        self.assertEqual(sorted({e.region for e in prof.experiments}), [A, B, C, D])
+        self.assertEqual(prof.progress_points(), [TP, LAT])
+
+    def test_older_progress_point_record_is_a_throughput_point(self):
+        # Older Coz: progress-point name=.. type=source delta=..
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "old.coz")
+            with open(p, "w") as f:
+                f.write("startup\ttime=1\n"
+                        "experiment\tselected=a.c:1\tspeedup=0.00\tduration=100\tselected-samples=1\n"
+                        "progress-point\tname=a.c:9\ttype=source\tdelta=7\n")
+            (e,) = cp.parse_profile(p)
+            self.assertEqual(e.points, {"a.c:9": cp.Throughput(7)})
+
+
+class ParseJsonTest(TempDirCase):
+    def test_coact_jsonl(self):
+        exps = cp.parse_profile(TOY_JSONL)
+        self.assertEqual(len(exps), 8)          # startup + calibration ignored
+        e = exps[2]
+        self.assertEqual((e.region, e.speedup), ("Parser::Line", 0.25))
+        self.assertEqual(e.duration_ns, 80000000)   # effective_ns, not duration_ns
+        self.assertEqual(e.points, {"lines": cp.Throughput(1000)})
+
+    def test_coact_duration_ns_used_without_effective_ns(self):
+        p = self.write("d.jsonl", '{"type":"experiment","region":"R","speedup":0,'
+                                  '"duration_ns":5,"progress":{"x":1}}\n')
+        (e,) = cp.parse_profile(p)
+        self.assertEqual(e.duration_ns, 5)
+
+    def test_coact_latency_progress(self):
+        p = self.write("l.jsonl", '{"type":"experiment","region":"R","speedup":0,"effective_ns":5,'
+                                  '"progress":{"q":{"arrivals":3,"departures":2,"difference":1,'
+                                  '"extra":true}}}\n')
+        (e,) = cp.parse_profile(p)
+        self.assertEqual(e.points, {"q": cp.Latency(3, 2, 1)})
+
+    def test_newer_coz_json_lines(self):
+        # Newer Coz writes the same records as JSON (libcoz/profiler.cpp, _json_output).
+        p = self.write("new.jsonl", "\n".join([
+            '{"type":"startup","time":1}',
+            '{"type":"experiment","selected":"a.c:3","speedup":0.00,"duration":1000,"selected_samples":2}',
+            '{"type":"throughput_point","name":"a.c:9","delta":10}',
+            '{"type":"latency_point","name":"r","arrivals":4,"departures":4,"difference":1}',
+            '{"type":"experiment","selected":"a.c:3","speedup":0.50,"duration":800,"selected_samples":2}',
+            '{"type":"throughput-point","name":"a.c:9","delta":10}',
+            '{"type":"runtime","time":5}']) + "\n")
+        exps = cp.parse_profile(p)
+        self.assertEqual([(e.region, e.speedup, e.duration_ns) for e in exps],
+                         [("a.c:3", 0.0, 1000), ("a.c:3", 0.5, 800)])
+        self.assertEqual(exps[0].points["r"], cp.Latency(4, 4, 1))
+        res = cp.analyze(cp.load_profiles([p]), points=["a.c:9"], min_points=2,
+                         n_boot=0)
+        # period 100 -> 80 ns per visit: program speedup (100 - 80) / 100
+        self.assertAlmostEqual(by_speedup(res[0].curves[0])[0.5], 0.2)
+
+
+# ---------------------------------------------------------------------------
+# Program speedups, fit, ranking
+# ---------------------------------------------------------------------------
+
+class ProgramSpeedupTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.profile = cp.load_profiles([TOY_COZ])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            cls.results = cp.analyze(cls.profile, min_points=3)
+
+    def test_planted_throughput_program_speedups(self):
+        c = curve_of(self.results, A, TP)
+        want = {0.0: 0.0, 0.25: 0.125, 0.5: 0.25, 0.75: 0.375, 1.0: 0.5}
+        got = by_speedup(c)
+        self.assertEqual(sorted(got), sorted(want))
+        for s, y in want.items():
+            self.assertAlmostEqual(got[s], y, places=12, msg=f"speedup {s}")
+
+    def test_baseline_is_pooled_not_mean_of_periods(self):
+        # Baseline experiments: 300e6 ns / 500 visits (600000 ns) and
+        # 700e6 / 1500 (466667 ns). Coz's viewer pools: 1e9 / 2000 = 500000,
+        # not the mean of periods (533333).
+        c = curve_of(self.results, A, TP)
+        self.assertAlmostEqual(c.baseline, 500000.0, places=6)
+
+    def test_same_speedup_experiments_are_grouped(self):
+        c = curve_of(self.results, A, TP)
+        counts = {m.speedup: m.experiments for m in c.measurements}
+        self.assertEqual(counts, {0.0: 2, 0.25: 1, 0.5: 2, 0.75: 1, 1.0: 1})
+        self.assertEqual(c.points, 5)
+        self.assertEqual(c.experiments, 7)
+
+    def test_latency_via_littles_law(self):
+        # L = difference * duration / arrivals; baseline pooled
+        # (10*300e6 + 10*700e6) / 2000 = 5e6 ns; planted L = L0 (1 - 0.4 s).
+        c = curve_of(self.results, A, LAT)
+        self.assertEqual(c.kind, "latency")
+        self.assertAlmostEqual(c.baseline, 5e6, places=3)
+        want = {0.0: 0.0, 0.25: 0.1, 0.5: 0.2, 0.75: 0.3, 1.0: 0.4}
+        for s, y in want.items():
+            self.assertAlmostEqual(by_speedup(c)[s], y, places=12, msg=f"speedup {s}")
+
+    def test_flat_region_values(self):
+        got = by_speedup(curve_of(self.results, B, TP))
+        self.assertAlmostEqual(got[0.25], 0.0, places=12)
+        self.assertAlmostEqual(got[0.75], -0.005, places=12)
+        self.assertAlmostEqual(got[1.0], 0.005, places=12)
+
+    def test_planted_slope_and_predictions(self):
+        c = curve_of(self.results, A, TP)
+        self.assertAlmostEqual(c.slope, 0.5, places=9)
+        for s, want in ((0.10, 0.05), (0.25, 0.125), (0.50, 0.25)):
+            v, lo, hi = c.predicted[s]
+            self.assertAlmostEqual(v, want, places=9)
+            self.assertLessEqual(lo, v + 1e-12)
+            self.assertGreaterEqual(hi, v - 1e-12)
+            self.assertFalse(c.extrapolated(s))
+        lo, hi = c.slope_ci
+        self.assertLess(lo, 0.5)      # two unequal baseline experiments: real width
+        self.assertGreater(hi, 0.5)
+        self.assertAlmostEqual(curve_of(self.results, A, LAT).slope, 0.4, places=9)
+
+    def test_band_brackets_fit(self):
+        c = curve_of(self.results, A, TP)
+        lo, hi = c.band
+        self.assertTrue(((lo <= c.fit + 1e-9) & (c.fit <= hi + 1e-9)).all())
+        self.assertAlmostEqual(float(c.fit[0]), 0.0)    # through the origin
+
+    def test_flat_slope_is_near_zero(self):
+        for point in (TP, LAT):
+            self.assertLess(abs(curve_of(self.results, B, point).slope), 0.01)
+
+    def test_ranking_order_and_min_points(self):
+        self.assertEqual([r.region for r in self.results], [A, B])   # C: 2 points < 3
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            res2 = cp.analyze(self.profile, min_points=2, n_boot=50)
+        self.assertEqual([r.region for r in res2], [A, C, B])
+        self.assertAlmostEqual(curve_of(res2, C, TP).slope, 0.2, places=9)
+        self.assertTrue(curve_of(res2, C, TP).extrapolated(0.5) is False)
+
+    def test_region_without_baseline_warns_and_is_left_out(self):
+        with self.assertWarnsRegex(cp.ProfileWarning, "no speedup-0"):
+            res = cp.analyze(self.profile, min_points=2, n_boot=0)
+        self.assertNotIn(D, [r.region for r in res])
+
+    def test_sort_keys(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            for key in ("max", "area"):
+                res = cp.analyze(self.profile, min_points=2, sort=key, n_boot=0)
+                self.assertEqual([r.region for r in res], [A, C, B], key)
+            res = cp.analyze(self.profile, min_points=2, sort="name", n_boot=0)
+        self.assertEqual([r.region for r in res], [A, B, C])
+
+    def test_progress_point_selection(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            res = cp.analyze(self.profile, points=[LAT], n_boot=0)
+            self.assertEqual({c.point for r in res for c in r.curves}, {LAT})
+            with self.assertRaisesRegex(cp.ProfileError, "no progress point named 'nope'"):
+                cp.analyze(self.profile, points=["nope"])
+
+    def test_bootstrap_is_reproducible(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            r1 = cp.analyze(self.profile, n_boot=200, seed=7)
+            r2 = cp.analyze(self.profile, n_boot=200, seed=7)
+        self.assertEqual(curve_of(r1, A, TP).slope_ci, curve_of(r2, A, TP).slope_ci)
+
+    def test_ranking_table_and_json(self):
+        table = cp.format_ranking(self.results)
+        lines = table.splitlines()
+        self.assertIn("slope", lines[0])
+        self.assertIn("@10%", lines[0])
+        self.assertIn(A, lines[1])
+        self.assertIn("+0.500", lines[1])
+        self.assertIn("+12.5%", lines[1])
+        doc = json.loads(cp.ranking_json(self.results, self.profile, "slope"))
+        first = doc["regions"][0]
+        self.assertEqual((first["rank"], first["region"], first["point"]), (1, A, TP))
+        self.assertAlmostEqual(first["slope"], 0.5)
+        self.assertAlmostEqual(first["predicted"]["0.25"]["program_speedup"], 0.125)
+        self.assertEqual(doc["regions"][-1]["region"], B)
+
+
+class CoactJsonAnalysisTest(unittest.TestCase):
+    def test_planted_and_flat(self):
+        res = cp.analyze(cp.load_profiles([TOY_JSONL]), n_boot=100)
+        self.assertEqual([r.region for r in res], ["Parser::Line", "Logger::Flush"])
+        c = res[0].curves[0]
+        # From effective_ns: (100000 - 80000) / 100000. From duration_ns it
+        # would be 0.05.
+        self.assertAlmostEqual(by_speedup(c)[0.25], 0.2, places=12)
+        self.assertAlmostEqual(c.slope, 0.8, places=9)
+        self.assertAlmostEqual(res[1].curves[0].slope, 0.0, places=12)
+
+
+# ---------------------------------------------------------------------------
+# Robustness: truncated, malformed, unknown, empty
+# ---------------------------------------------------------------------------
+
+class RobustnessTest(TempDirCase):
+    def test_truncated_last_line_text_warns_and_continues(self):
+        p = self.write("killed.coz", read(TOY_COZ) +
+                       "experiment\tselected=/home/coz/toy/toy.cpp:27\tspeed")
+        with self.assertWarnsRegex(cp.ProfileWarning, r"killed\.coz:53: last line is truncated"):
+            exps = cp.parse_profile(p)
+        self.assertEqual(len(exps), 14)
+
+    def test_truncated_last_line_json_warns_and_continues(self):
+        p = self.write("killed.jsonl", read(TOY_JSONL) +
+                       '{"type":"experiment","region":"Parser::Li')
+        with self.assertWarnsRegex(cp.ProfileWarning, r"killed\.jsonl:11: last line is truncated"):
+            exps = cp.parse_profile(p)
+        self.assertEqual(len(exps), 8)
+
+    def test_unterminated_but_complete_last_line_is_kept(self):
+        text = read(TOY_COZ).rstrip("\n")
+        p = self.write("nonl.coz", text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", cp.ProfileWarning)
+            exps = cp.parse_profile(p)
+        self.assertEqual(len(exps), 14)
+
+    def test_malformed_line_errors_with_line_number(self):
+        lines = read(TOY_COZ).splitlines(keepends=True)
+        lines[4] = "throughput-point\tname=x\tdelta=abc\n"          # line 5
+        p = self.write("bad.coz", "".join(lines))
+        with self.assertRaises(cp.ProfileError) as cm:
+            cp.parse_profile(p)
+        self.assertEqual(cm.exception.lineno, 5)
+        self.assertEqual(cm.exception.path, p)
+        self.assertIn(f"{p}:5:", str(cm.exception))
+        self.assertIn("delta", str(cm.exception))
+
+    def test_malformed_non_record_line(self):
+        p = self.write("junk.coz", "startup\ttime=1\nthis is not a record\n")
+        with self.assertRaisesRegex(cp.ProfileError, r"junk\.coz:2: not a profile record"):
+            cp.parse_profile(p)
+
+    def test_missing_field_and_out_of_range(self):
+        p = self.write("m.coz", "experiment\tselected=a.c:1\tspeedup=0.5\n"
+                                "throughput-point\tname=x\tdelta=1\n")
+        with self.assertRaisesRegex(cp.ProfileError, r"m\.coz:1: experiment record lacks field 'duration'"):
+            cp.parse_profile(p)
+        p = self.write("r.coz", "experiment\tselected=a.c:1\tspeedup=1.5\tduration=1\n")
+        with self.assertRaisesRegex(cp.ProfileError, r"r\.coz:1: speedup must be"):
+            cp.parse_profile(p)
+
+    def test_malformed_json_mid_file(self):
+        lines = read(TOY_JSONL).splitlines(keepends=True)
+        lines[3] = '{"type":"experiment", nope}\n'                     # line 4
+        p = self.write("bad.jsonl", "".join(lines))
+        with self.assertRaisesRegex(cp.ProfileError, r"bad\.jsonl:4: invalid JSON"):
+            cp.parse_profile(p)
+
+    def test_coact_schema_mismatch_names_file_and_line(self):
+        p = self.write("s.jsonl",
+                       '{"type":"experiment","region":"R","speedup":0,"effective_ns":1,"progress":{"x":1}}\n'
+                       '{"type":"experiment","region":"R","speedup":"fast","effective_ns":1,"progress":{"x":1}}\n')
+        with self.assertRaisesRegex(cp.ProfileError, r"s\.jsonl:2: speedup must be a number"):
+            cp.parse_profile(p)
+        p = self.write("s2.jsonl", '{"type":"experiment","region":"R","speedup":0,"effective_ns":1}\n')
+        with self.assertRaisesRegex(cp.ProfileError, r"s2\.jsonl:1: experiment record lacks field 'progress'"):
+            cp.parse_profile(p)
+        p = self.write("s3.jsonl", '{"region":"R"}\n')
+        with self.assertRaisesRegex(cp.ProfileError, r"s3\.jsonl:1: JSON record lacks a string field 'type'"):
+            cp.parse_profile(p)
+        p = self.write("s4.jsonl", '{"type":"experiment","region":"R","speedup":0,'
+                                   '"effective_ns":1,"progress":{"x":"many"}}\n')
+        with self.assertRaisesRegex(cp.ProfileError, r"s4\.jsonl:1: progress 'x' must be a number"):
+            cp.parse_profile(p)
+
+    def test_unknown_record_types_are_ignored(self):
+        text = read(TOY_COZ).replace("runtime\ttime=4200000000\n",
+                                     "runtime\ttime=4200000000\nfuture-record\tfoo=1\tbar\n"
+                                     "shutdown\n")
+        p = self.write("fut.coz", text)
+        self.assertEqual(len(cp.parse_profile(p)), 14)
+
+    def test_point_before_experiment_is_an_error(self):
+        p = self.write("o.coz", "startup\ttime=1\nthroughput-point\tname=x\tdelta=1\n")
+        with self.assertRaisesRegex(cp.ProfileError, r"o\.coz:2: throughput-point record before any experiment"):
+            cp.parse_profile(p)
+
+    def test_duplicate_point_in_one_experiment_is_an_error(self):
+        p = self.write("dup.coz", "experiment\tselected=a.c:1\tspeedup=0.00\tduration=5\n"
+                                  "throughput-point\tname=x\tdelta=1\n"
+                                  "throughput-point\tname=x\tdelta=2\n")
+        with self.assertRaisesRegex(cp.ProfileError, r"dup\.coz:3: progress point 'x' appears twice"):
+            cp.parse_profile(p)
+
+    def test_appended_runs_are_pooled(self):
+        # Coz opens profile.coz in append mode: a second run starts with startup.
+        p = self.write("two.coz", read(TOY_COZ) + read(TOY_COZ))
+        self.assertEqual(len(cp.parse_profile(p)), 28)
+
+    def test_empty_profile_is_an_error(self):
+        for name, text in (("empty.coz", ""), ("blank.coz", "\n\n"),
+                           ("noexp.coz", "startup\ttime=1\nruntime\ttime=2\n")):
+            p = self.write(name, text)
+            with self.assertRaisesRegex(cp.ProfileError, "profile is empty"):
+                cp.load_profiles([p])
+
+    def test_no_progress_point_data_is_an_error(self):
+        p = self.write("nopp.coz", "startup\ttime=1\n"
+                       "experiment\tselected=a.c:1\tspeedup=0.00\tduration=5\tselected-samples=0\n"
+                       "experiment\tselected=a.c:1\tspeedup=0.50\tduration=5\tselected-samples=0\n")
+        with self.assertRaisesRegex(cp.ProfileError, "no progress-point data"):
+            cp.load_profiles([p])
+
+    def test_nothing_plottable_is_an_error(self):
+        # Only a region without baseline: data exist but no curve.
+        p = self.write("nobase.coz", "experiment\tselected=a.c:1\tspeedup=0.50\tduration=5\n"
+                                     "throughput-point\tname=x\tdelta=1\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            with self.assertRaisesRegex(cp.ProfileError, "no region has a baseline"):
+                cp.analyze(cp.load_profiles([p]))
+
+    def test_missing_file_is_an_error(self):
+        with self.assertRaisesRegex(cp.ProfileError, "cannot read"):
+            cp.parse_profile(os.path.join(self.tmp, "absent.coz"))
+
+
+# ---------------------------------------------------------------------------
+# Plots
+# ---------------------------------------------------------------------------
+
+class PlotTest(TempDirCase):
+    @classmethod
+    def setUpClass(cls):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            cls.results = cp.analyze(cp.load_profiles([TOY_COZ]), min_points=2, n_boot=200)
+
+    def test_png_written(self):
+        out = os.path.join(self.tmp, "curves.png")
+        cp.plot_profile(self.results, out, title="toy")
+        with open(out, "rb") as f:
+            head = f.read(8)
+        self.assertEqual(head, b"\x89PNG\r\n\x1a\n")
+        self.assertGreater(os.path.getsize(out), 1000)
+
+    def test_svg_written(self):
+        out = os.path.join(self.tmp, "curves.svg")
+        cp.plot_profile(self.results, out)
+        text = read(out)
+        self.assertIn("<svg", text)
+        self.assertGreater(len(text), 1000)
+
+    def test_bad_extension(self):
+        with self.assertRaisesRegex(ValueError, r"\.png or \.svg"):
+            cp.plot_profile(self.results, os.path.join(self.tmp, "x.jpg"))
+
+
+# ---------------------------------------------------------------------------
+# perf-compare
+# ---------------------------------------------------------------------------
+
+class CompareTest(TempDirCase):
+    def test_load_and_paired_medians(self):
+        trials = cp.load_trials(TRIALS)
+        self.assertEqual(len(trials), 32)
+        comps = {m.metric: m for m in cp.compare_trials(trials, n_boot=2000)}
+        tp = comps["throughput_ops"]
+        self.assertEqual(tp.trials, list(range(8)))
+        self.assertEqual(tp.median_delta, 5.0)
+        self.assertLessEqual(tp.ci[0], 5.0)
+        self.assertGreaterEqual(tp.ci[1], 5.0)
+        self.assertGreater(tp.ci[0], 0.0)
+        self.assertTrue(tp.ci_excludes_zero)
+        p99 = comps["p99_us"]
+        self.assertEqual(p99.median_delta, 0.0)
+        self.assertLessEqual(p99.ci[0], 0.0)
+        self.assertGreaterEqual(p99.ci[1], 0.0)
+        self.assertFalse(p99.ci_excludes_zero)
+
+    def test_plots_written(self):
+        comps = cp.compare_trials(cp.load_trials(TRIALS), n_boot=500)
+        for ext in ("png", "svg"):
+            out = os.path.join(self.tmp, f"cmp.{ext}")
+            cp.plot_compare(comps, out)
+            self.assertGreater(os.path.getsize(out), 1000)
+
+    def test_unpaired_trial_warns(self):
+        p = self.write("u.jsonl", read(TRIALS) +
+                       '{"variant":"base","trial":99,"metric":"p99_us","value":1}\n')
+        with self.assertWarnsRegex(cp.ProfileWarning, r"trial\(s\) \[99\]"):
+            comps = cp.compare_trials(cp.load_trials(p), n_boot=100)
+        self.assertEqual(len(comps[0].trials), 8)
+
+    def test_errors(self):
+        p = self.write("bad.jsonl", read(TRIALS).replace(
+            '{"variant":"cand","trial":0,"metric":"p99_us","value":251,"unit":"us"}',
+            '{"variant":"cand","trial":0,"metric":"p99_us","unit":"us"}'))
+        with self.assertRaisesRegex(cp.TrialsError, r"bad\.jsonl:4: trial record lacks field 'value'"):
+            cp.load_trials(p)
+        p = self.write("v.jsonl", '{"variant":"new","trial":0,"metric":"m","value":1}\n')
+        with self.assertRaisesRegex(cp.TrialsError, r"v\.jsonl:1: variant must be"):
+            cp.load_trials(p)
+        p = self.write("dup.jsonl", '{"variant":"base","trial":0,"metric":"m","value":1}\n' * 2)
+        with self.assertRaisesRegex(cp.TrialsError, r"dup\.jsonl:2: duplicate trial"):
+            cp.load_trials(p)
+        p = self.write("empty.jsonl", "")
+        with self.assertRaisesRegex(cp.TrialsError, "no trials"):
+            cp.load_trials(p)
+
+    def test_truncated_last_line_warns(self):
+        p = self.write("t.jsonl", read(TRIALS) + '{"variant":"base","tri')
+        with self.assertWarnsRegex(cp.ProfileWarning, r"t\.jsonl:33: last line is truncated"):
+            self.assertEqual(len(cp.load_trials(p)), 32)
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+class CliTest(TempDirCase):
+    def test_profile_png_and_table(self):
+        out = os.path.join(self.tmp, "p.png")
+        r = run_cli("profile", TOY_COZ, "--output", out, "--title", "toy", "--bootstrap", "200")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [l for l in r.stdout.splitlines() if l[:6].strip().isdigit()]
+        self.assertEqual([l.split()[1] for l in rows], [A, A, B, B])
+        self.assertIn("no speedup-0", r.stderr)          # region D warning
+        self.assertGreater(os.path.getsize(out), 1000)
+
+    def test_profile_svg_json_top(self):
+        out = os.path.join(self.tmp, "p.svg")
+        r = run_cli("profile", TOY_COZ, "-o", out, "--json", "--top", "1", "-p", TP,
+                    "--bootstrap", "100")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual([(x["region"], x["point"]) for x in doc["regions"]], [(A, TP)])
+        self.assertAlmostEqual(doc["regions"][0]["slope"], 0.5)
+        self.assertIn("<svg", read(out))
+
+    def test_empty_profile_exits_nonzero_without_plot(self):
+        empty = self.write("empty.coz", "")
+        out = os.path.join(self.tmp, "never.png")
+        r = run_cli("profile", empty, "-o", out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"{empty}: profile is empty", r.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_malformed_exits_nonzero_with_line(self):
+        p = self.write("bad.coz", "startup\ttime=1\nexperiment\tselected=a.c:1\tspeedup=x\tduration=1\n")
+        r = run_cli("profile", p)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"{p}:2:", r.stderr)
+
+    def test_truncated_warns_and_succeeds(self):
+        p = self.write("k.coz", read(TOY_COZ) + "throughput-point\tname=/home/coz/toy/t")
+        r = run_cli("profile", p, "--bootstrap", "0")
+        # A name-only fragment still parses as a record lacking 'delta'.
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("last line is truncated", r.stderr)
+
+    def test_usage_errors(self):
+        r = run_cli("profile", TOY_COZ, "-o", os.path.join(self.tmp, "x.jpg"))
+        self.assertEqual(r.returncode, 2)
+        r = run_cli("profile", TOY_COZ, "-p", "nope")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("available", r.stderr)
+
+    def test_compare_cli(self):
+        out = os.path.join(self.tmp, "c.png")
+        r = run_cli("compare", TRIALS, "-o", out, "--bootstrap", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("throughput_ops", r.stdout)
+        self.assertGreater(os.path.getsize(out), 1000)
+        r = run_cli("compare", TRIALS, "--json", "-m", "throughput_ops", "--bootstrap", "500")
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["metrics"][0]["median_delta"], 5.0)
+        self.assertTrue(doc["metrics"][0]["ci_excludes_zero"])
+
+
+if __name__ == "__main__":
+    unittest.main()

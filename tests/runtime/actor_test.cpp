@@ -1,0 +1,204 @@
+// Basic actor semantics: spawn, typed handlers, ActorRef, Pid with epochs,
+// Name<M> resolved at send time, stop, run() termination, dead-mail counting.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <coact/runtime/runtime.hpp>
+
+#include "support/watchdog.hpp"
+
+using coact::ActorRef;
+using coact::Pid;
+using coact::Runtime;
+using coact::test::tuning_for;
+using coact::test::Watchdog;
+
+namespace {
+
+struct Add {
+  int k;
+};
+struct Stop {};
+struct Get {
+  std::atomic<int>* out;
+};
+
+struct Counter : coact::Actor<Counter> {
+  int n = 0;
+  std::atomic<int>* destroyed;
+  explicit Counter(std::atomic<int>* d = nullptr) : destroyed(d) {}
+  ~Counter() override {
+    if (destroyed) destroyed->fetch_add(1);
+  }
+  void on(const Add& a) { n += a.k; }
+  void on(const Get& g) { g.out->store(n); }
+  void on(Stop) { stop(); }
+};
+
+}  // namespace
+
+TEST_CASE("run() returns once every actor stopped, and handlers saw all mail", "[actor]") {
+  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  Watchdog wd(30, "actor basic");
+  std::atomic<int> destroyed{0};
+  std::atomic<int> total{-1};
+  {
+    Runtime rt(tuning_for(workers));
+    auto c = rt.spawn<Counter>(&destroyed);
+    for (int i = 1; i <= 100; ++i) c.send(Add{i});
+    c.send(Get{&total});
+    c.send(Stop{});
+    rt.run();
+    CHECK(rt.stats().live == 0);
+    CHECK(rt.stats().stopped == 1);
+  }
+  CHECK(total.load() == 5050);
+  CHECK(destroyed.load() == 1);
+}
+
+TEST_CASE("mail to a stopped actor is dropped and counted, never a crash", "[actor]") {
+  Watchdog wd(30, "dead mail");
+  Runtime rt(tuning_for(2));
+  auto c = rt.spawn<Counter>();
+  c.send(Stop{});
+  rt.run();
+  for (int i = 0; i < 10; ++i) c.send(Add{1});
+  CHECK(rt.stats().dropped_dead == 10);
+}
+
+TEST_CASE("a stale Pid never reaches the newer actor in its slot", "[actor][pid]") {
+  Watchdog wd(30, "pid epochs");
+  Runtime rt(tuning_for(2));
+  std::vector<Pid> old;
+  // Spawn and stop enough actors that slots are reused.
+  for (int round = 0; round < 3; ++round) {
+    std::vector<ActorRef<Counter>> refs;
+    for (int i = 0; i < 200; ++i) refs.push_back(rt.spawn<Counter>());
+    for (auto& r : refs) {
+      if (round < 2) old.push_back(r.pid());
+      r.send(Stop{});
+    }
+    rt.run();
+  }
+  // Every old pid is stale now, even if its slot id was reused.
+  auto fresh = rt.spawn<Counter>();
+  int reused = 0;
+  for (Pid p : old) {
+    if (p.id == fresh.pid().id) ++reused;
+    CHECK_FALSE(rt.send<Counter>(p, Add{1}));
+    CHECK_FALSE(rt.resolve<Counter>(p));
+  }
+  CHECK(rt.stats().dropped_unresolved == old.size());
+  std::atomic<int> got{-1};
+  CHECK(rt.send<Counter>(fresh.pid(), Add{7}));
+  CHECK(rt.send<Counter>(fresh.pid(), Get{&got}));
+  fresh.send(Stop{});
+  rt.run();
+  CHECK(got.load() == 7);
+  CHECK(reused >= 0);
+}
+
+TEST_CASE("Name<M> resolves at send time and drops when unbound", "[actor][name]") {
+  Watchdog wd(30, "names");
+  Runtime rt(tuning_for(2));
+  coact::Name<Add> adds("adder");
+  CHECK_FALSE(rt.send(adds, Add{1}));  // nobody yet
+  auto a = rt.spawn<Counter>();
+  REQUIRE(rt.register_name(adds, a));
+  CHECK(rt.whereis("adder") == a.pid());
+  auto b = rt.spawn<Counter>();
+  CHECK_FALSE(rt.register_name(adds, b));  // taken by a live actor
+  CHECK(rt.send(adds, Add{5}));
+  std::atomic<int> got{-1};
+  a.send(Get{&got});
+  a.send(Stop{});
+  b.send(Stop{});
+  rt.run();
+  CHECK(got.load() == 5);
+  // a stopped: its name is gone, sends are dropped and counted.
+  CHECK_FALSE(rt.send(adds, Add{1}));
+  CHECK_FALSE(rt.whereis("adder").valid());
+  CHECK(rt.stats().dropped_unresolved == 2);
+}
+
+TEST_CASE("ActorRef::stop stops after the mail queued ahead of it", "[actor]") {
+  const uint32_t workers = GENERATE(1u, 4u);
+  Watchdog wd(30, "ref stop");
+  Runtime rt(tuning_for(workers));
+  std::atomic<int> got{-1};
+  auto c = rt.spawn<Counter>();
+  c.send(Add{2});
+  c.send(Get{&got});
+  c.stop();
+  c.send(Add{100});  // after the stop request: dropped
+  rt.run();
+  CHECK(got.load() == 2);
+  CHECK(rt.stats().live == 0);
+}
+
+namespace {
+struct Spawner : coact::Actor<Spawner> {
+  std::atomic<int>* leaves;
+  explicit Spawner(std::atomic<int>* l) : leaves(l) {}
+  struct Go {
+    int depth;
+  };
+  void on(const Go& g) {
+    if (g.depth == 0) {
+      leaves->fetch_add(1);
+    } else {
+      for (int i = 0; i < 3; ++i) runtime().spawn<Spawner>(leaves).send(Go{g.depth - 1});
+    }
+    stop();
+  }
+};
+}  // namespace
+
+TEST_CASE("actors spawn actors from handlers; run() waits for all of them", "[actor]") {
+  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  Watchdog wd(60, "spawn tree");
+  std::atomic<int> leaves{0};
+  Runtime rt(tuning_for(workers));
+  rt.spawn<Spawner>(&leaves).send(Spawner::Go{6});
+  rt.run();
+  CHECK(leaves.load() == 729);
+  CHECK(rt.stats().spawned == 1 + 3 + 9 + 27 + 81 + 243 + 729);
+  CHECK(rt.stats().live == 0);
+}
+
+TEST_CASE("request_stop makes run() return while actors are live; destructor cleans up", "[actor]") {
+  Watchdog wd(30, "request_stop");
+  std::atomic<int> destroyed{0};
+  {
+    Runtime rt(tuning_for(2));
+    for (int i = 0; i < 10; ++i) rt.spawn<Counter>(&destroyed).send(Add{1});
+    rt.request_stop();
+    rt.run();
+    CHECK(rt.stats().live == 10);
+  }
+  CHECK(destroyed.load() == 10);
+}
+
+namespace {
+struct Thrower : coact::Actor<Thrower> {
+  void on(int) { throw std::runtime_error("boom in handler"); }
+};
+}  // namespace
+
+#include "support/child.hpp"
+
+TEST_CASE("an exception escaping a handler aborts naming the actor and a backtrace", "[actor][panic]") {
+  auto r = coact::test::run_in_child([] {
+    Runtime rt(tuning_for(2));
+    auto t = rt.spawn<Thrower>();
+    t.send(42);
+    rt.run();
+  });
+  CHECK(r.signaled(SIGABRT));
+  CHECK_THAT(r.err, Catch::Contains("boom in handler"));
+  CHECK_THAT(r.err, Catch::Contains("Thrower"));
+  CHECK_THAT(r.err, Catch::Contains("pid "));
+  CHECK_THAT(r.err, Catch::Contains("backtrace:"));
+}
