@@ -12,6 +12,9 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -154,7 +157,17 @@ std::optional<Calibration> load_calibration(const std::filesystem::path& path, s
 }
 
 std::optional<Calibration> load_calibration(const std::filesystem::path& path) {
-  return load_calibration(path, std::cerr);
+  // Several boot-time readers (tsc_hz, initial_handoff_cost) load the same
+  // file: say each distinct problem once per process, not once per reader.
+  std::ostringstream warn;
+  auto result = load_calibration(path, warn);
+  if (!warn.str().empty()) {
+    static std::mutex mu;
+    static std::set<std::string> said;  // guarded by mu
+    std::lock_guard lock(mu);
+    if (said.insert(warn.str()).second) std::cerr << warn.str() << std::flush;
+  }
+  return result;
 }
 
 std::optional<Calibration> load_calibration() {

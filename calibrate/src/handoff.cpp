@@ -35,6 +35,9 @@ namespace {
 
 using std::chrono::nanoseconds;
 
+// 128-bit intermediates (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
+__extension__ typedef unsigned __int128 u128;
+
 [[noreturn]] void futex_abort(const char* op, int err) {
   std::fprintf(stderr, "coact: fatal: futex %s failed in the hand-off probe: %s\n", op, std::strerror(err));
   std::abort();
@@ -107,7 +110,7 @@ nanoseconds parse_handoff_cost_pin(std::string_view value) {
                                           value, kMinHandoffCostNs, kMaxHandoffCostNs));
   };
   if (value.empty() || value.size() > 20) throw bad();
-  unsigned __int128 x = 0;
+  u128 x = 0;
   for (char c : value) {
     if (c < '0' || c > '9') throw bad();
     x = x * 10 + static_cast<unsigned>(c - '0');
@@ -161,7 +164,7 @@ InitialHandoffCost initial_handoff_cost() {
   if (auto c = load_calibration(); c && c->cpu_model == current_cpu_model() && c->cores == online_cores()) {
     return {nanoseconds(static_cast<int64_t>(c->handoff_cost_ns)), HandoffCostSource::calibration_file};
   }
-  return {probe_handoff_cost({500, 50}).median, HandoffCostSource::probed};
+  return {probe_handoff_cost({500, 200}).median, HandoffCostSource::probed};
 }
 
 }  // namespace coact::calibrate

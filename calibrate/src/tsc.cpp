@@ -28,6 +28,9 @@ namespace {
 
 constexpr uint64_t kNsPerSec = 1'000'000'000;
 
+// 128-bit intermediates (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
+__extension__ typedef unsigned __int128 u128;
+
 struct Cpuid {
   uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
 };
@@ -184,7 +187,7 @@ TscMeasurement measure_tsc_hz(int rounds, std::chrono::nanoseconds round_interva
     const ClockPair p1 = read_pair();
     worst_bracket = std::max({worst_bracket, p0.bracket_ns, p1.bracket_ns});
     const uint64_t dns = p1.ns - p0.ns;
-    const unsigned __int128 dt = p1.tsc - p0.tsc;
+    const u128 dt = p1.tsc - p0.tsc;
     hz.push_back(dns == 0 ? 0 : static_cast<uint64_t>((dt * kNsPerSec + dns / 2) / dns));
   }
   std::vector<uint64_t> sorted = hz;
@@ -205,7 +208,7 @@ std::optional<CpuidTscHz> cpuid_tsc_hz() {
   // answer zeros; then it is "not available" rather than a guess from a
   // model table.
   if (auto l = cpuid(0x15u); l && l->eax != 0 && l->ebx != 0 && l->ecx != 0) {
-    const unsigned __int128 hz = static_cast<unsigned __int128>(l->ecx) * l->ebx / l->eax;
+    const u128 hz = static_cast<u128>(l->ecx) * l->ebx / l->eax;
     return CpuidTscHz{static_cast<uint64_t>(hz), "cpuid 0x15"};
   }
   // Hypervisor timing leaf (VMware / KVM "tsc_khz" leaf): EAX = TSC kHz.
@@ -222,7 +225,7 @@ uint64_t parse_tsc_hz_pin(std::string_view value) {
         kMaxTscHz));
   };
   if (value.empty() || value.size() > 20) throw bad();
-  unsigned __int128 x = 0;
+  u128 x = 0;
   for (char c : value) {
     if (c < '0' || c > '9') throw bad();
     x = x * 10 + static_cast<unsigned>(c - '0');
@@ -264,16 +267,16 @@ uint64_t monotonic_ns() noexcept {
 }  // namespace detail
 
 std::chrono::nanoseconds cycles_to_duration(uint64_t cycles, uint64_t hz) noexcept {
-  const unsigned __int128 ns = (static_cast<unsigned __int128>(cycles) * kNsPerSec + hz / 2) / hz;
-  constexpr auto kMax = static_cast<unsigned __int128>(std::numeric_limits<std::chrono::nanoseconds::rep>::max());
+  const u128 ns = (static_cast<u128>(cycles) * kNsPerSec + hz / 2) / hz;
+  constexpr auto kMax = static_cast<u128>(std::numeric_limits<std::chrono::nanoseconds::rep>::max());
   return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns > kMax ? kMax : ns));
 }
 
 uint64_t duration_to_cycles(std::chrono::nanoseconds d, uint64_t hz) noexcept {
   if (d.count() <= 0) return 0;
-  const unsigned __int128 c =
-      (static_cast<unsigned __int128>(d.count()) * hz + kNsPerSec / 2) / kNsPerSec;
-  constexpr auto kMax = static_cast<unsigned __int128>(std::numeric_limits<uint64_t>::max());
+  const u128 c =
+      (static_cast<u128>(d.count()) * hz + kNsPerSec / 2) / kNsPerSec;
+  constexpr auto kMax = static_cast<u128>(std::numeric_limits<uint64_t>::max());
   return static_cast<uint64_t>(c > kMax ? kMax : c);
 }
 

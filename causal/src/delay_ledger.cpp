@@ -36,17 +36,28 @@ namespace {
 
 constexpr int64_t kMinMarginNs = 10'000;   // never spin less than 10 µs after a sleep
 constexpr int64_t kMaxMarginNs = 250'000;  // nor more than 250 µs
-constexpr int64_t kInitialMarginNs = 100'000;
-constexpr int64_t kMinSleepNs = 10'000;  // a sleep shorter than this is not worth the syscall
+constexpr int64_t kMinSleepNs = 10'000;    // a sleep shorter than this is not worth the syscall
 
 // Per-thread ledger state. Written and read only by its own thread: no atomics.
 struct ThreadLedger {
   uint64_t local_cycles = 0;  // L
   bool registered = false;
-  // Expected nanosleep lateness (ns), EWMA alpha 1/8 over observed sleeps,
-  // clamped to kMinMarginNs..kMaxMarginNs: pay_debt sleeps until
-  // deadline - margin and spins the rest.
-  int64_t sleep_margin_ns = kInitialMarginNs;
+  // nanosleep lateness model (ns), as TCP's RTO estimator (RFC 6298): an
+  // EWMA of the mean (alpha 1/8) and of the mean absolute deviation (1/4).
+  // pay_debt sleeps until deadline - margin, margin = mean + 4 * dev (RFC 6298 K = 4) clamped
+  // to kMinMarginNs..kMaxMarginNs, and spins the rest. Initial values: the
+  // lateness measured on a 2-core KVM guest (~80 µs, 50 µs of it timer slack).
+  int64_t late_mean_ns = 80'000;
+  int64_t late_dev_ns = 20'000;
+
+  int64_t sleep_margin_ns() const noexcept {
+    return std::clamp<int64_t>(late_mean_ns + 4 * late_dev_ns, kMinMarginNs, kMaxMarginNs);
+  }
+  void observe_lateness(int64_t late_ns) noexcept {
+    const int64_t err = late_ns - late_mean_ns;
+    late_mean_ns += err / 8;
+    late_dev_ns += ((err < 0 ? -err : err) - late_dev_ns) / 4;
+  }
 };
 
 // constinit: constant-initialised TLS, so access needs no init guard.
@@ -73,16 +84,15 @@ void wait_until(ThreadLedger& t, uint64_t start, uint64_t deadline) {
   uint64_t now = start;
   while (now < deadline && deadline - now >= spin_threshold) {
     const int64_t remaining_ns = calibrate::cycles_to_duration(deadline - now, hz).count();
-    const int64_t sleep_ns = remaining_ns - t.sleep_margin_ns;
+    const int64_t sleep_ns = remaining_ns - t.sleep_margin_ns();
     if (sleep_ns < kMinSleepNs) break;
     timespec req{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
     ::nanosleep(&req, nullptr);  // EINTR: fine, the loop re-reads the clock
     const uint64_t after = calibrate::now_cycles();
     // Lateness of this sleep (how much longer than asked it took): refine the margin.
     const int64_t slept_ns = calibrate::cycles_to_duration(after - now, hz).count();
-    const int64_t late_ns = std::clamp<int64_t>(slept_ns - sleep_ns, 0, 1'000'000);
-    t.sleep_margin_ns = std::clamp<int64_t>(t.sleep_margin_ns + (late_ns - t.sleep_margin_ns) / 8, kMinMarginNs,
-                                            kMaxMarginNs);
+    // Clamped to 1 ms so one descheduling does not wreck the model.
+    t.observe_lateness(std::clamp<int64_t>(slept_ns - sleep_ns, 0, 1'000'000));
     now = after;
   }
   if (now < deadline) spin_until(deadline);

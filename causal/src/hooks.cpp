@@ -1,18 +1,41 @@
-// causal/src/hooks.cpp: slow paths of the runtime hooks (coact/causal/hooks.hpp).
-// They run only while a sweep is active. Region accounting (handler regions,
-// virtual speedup) lands with the causal profiler; until then the hooks pay
-// and credit the delay ledger, which is what keeps injected delay consistent.
+// causal/src/hooks.cpp: slow paths of the runtime hooks (coact/causal/hooks.hpp)
+// and the kind namer. The hooks run only while a sweep is active:
+// handler enter/exit drive the region stack (region.cpp: visits, exclusive
+// cycles, virtual speedup, handler-completion points); pay points and resumes
+// drive the delay ledger.
 #include <coact/causal/hooks.hpp>
 
-#if COACT_CAUSAL_ENABLED
 #include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/region.hpp>
 
-namespace coact::causal::detail {
+namespace coact::causal {
 
-void hook_handler_enter(const void*, uint32_t) noexcept {}
-void hook_handler_exit(const void*, uint32_t) noexcept {}
-void hook_pay_point() noexcept { (void)pay_debt(); }
+namespace {
+// The runtime's kind namer. Written by set_kind_namer (any thread, release),
+// read when a handler region is first named (acquire): the pointer is all
+// that is published, and the function it points to is code.
+std::atomic<std::string (*)(uint32_t)> g_kind_namer{nullptr};
+}  // namespace
+
+void set_kind_namer(std::string (*namer)(uint32_t)) noexcept { g_kind_namer.store(namer, std::memory_order_release); }
+
+namespace detail {
+
+std::string (*kind_namer() noexcept)(uint32_t) { return g_kind_namer.load(std::memory_order_acquire); }
+
+#if COACT_CAUSAL_ENABLED
+void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler(actor_type, kind); }
+void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler(actor_type, kind); }
+void hook_pay_point() noexcept {
+  try {
+    (void)pay_debt();
+  } catch (...) {
+    // Only a first-use tsc_hz() with a bad COACT_TSC_HZ throws; the controller
+    // calls tsc_hz() before activating a sweep, so this is unreachable there.
+  }
+}
 void hook_resume() noexcept { credit_resume(); }
-
-}  // namespace coact::causal::detail
 #endif
+
+}  // namespace detail
+}  // namespace coact::causal

@@ -83,7 +83,8 @@ std::filesystem::path default_calibration_path(const std::function<const char*(c
 /// file content; blocks on file IO.
 std::optional<Calibration> load_calibration(const std::filesystem::path& path, std::ostream& warn);
 
-/// load_calibration(path, std::cerr).
+/// load_calibration(path, std::cerr), except that a warning already written
+/// by this overload (same path, same problem) is not repeated in this process.
 std::optional<Calibration> load_calibration(const std::filesystem::path& path);
 
 /// load_calibration(default_calibration_path()), nullopt if that is empty.

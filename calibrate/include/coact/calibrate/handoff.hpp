@@ -134,7 +134,7 @@ struct InitialHandoffCost {
 
 /// Boot value, in order: COACT_HANDOFF_COST_NS (validated); the calibration
 /// file when its cpu_model and cores match this machine; else a short
-/// probe_handoff_cost({500, 50}) (~5-30 ms). Any thread; may block for the
+/// probe_handoff_cost({500, 200}) (~2-30 ms). Any thread; may block for the
 /// probe. Errors: std::runtime_error for a bad COACT_HANDOFF_COST_NS.
 InitialHandoffCost initial_handoff_cost();
 

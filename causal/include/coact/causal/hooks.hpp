@@ -4,14 +4,24 @@
 // another actor runnable (a pay point), between dispatches (a pay point),
 // and when a parked worker was woken by another thread (a credit point).
 //
+// What the hooks do while a sweep is active (causal/src/hooks.cpp):
+//   on_handler_enter / on_handler_exit: push / pop the handler region
+//     (actor type × message kind) on the worker's region stack (region.hpp):
+//     visit counts, exclusive cycles, virtual speedup of a selected region
+//     (add_delay), handler-completion progress points;
+//   on_pay_point: delay_ledger pay_debt();
+//   on_resume: delay_ledger credit_resume().
+//
 // Cost: with COACT_CAUSAL compiled out (COACT_CAUSAL_ENABLED == 0) every hook
 // is an empty inline function. Compiled in, each hook is one relaxed load of
 // `g_sweep_active` and a predictable branch until a sweep activates it.
 // Threads: hooks are called on the worker thread they describe.
+// set_kind_namer: any thread, typically once at runtime boot.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #ifndef COACT_CAUSAL_ENABLED
 #define COACT_CAUSAL_ENABLED 0
@@ -19,12 +29,27 @@
 
 namespace coact::causal {
 
-#if COACT_CAUSAL_ENABLED
 /// True while a sweep (or a test) has the profiler active. Written by the
-/// controller; read relaxed by every hook (a stale read costs one dispatch of
-/// lateness in starting or stopping delay accounting, never a wrong count).
+/// controller (and tests); read relaxed by every hook and COACT_SCOPE (a stale
+/// read costs one dispatch of lateness in starting or stopping region and delay
+/// accounting, never a wrong count). Exists in both build modes; with
+/// COACT_CAUSAL compiled out nothing reads it.
 inline std::atomic<bool> g_sweep_active{false};
 
+/// Tells the causal library how to name message kinds (for handler region
+/// names "ActorType::on(MsgType)"): the runtime passes &coact::kind_name at
+/// boot. `namer` must be callable from any thread, forever, and must not call
+/// back into coact::causal. Null resets to the fallback "kind#N". Names are
+/// built once per region, so regions registered before the call keep
+/// "kind#N". Any thread; never blocks.
+void set_kind_namer(std::string (*namer)(uint32_t kind)) noexcept;
+
+namespace detail {
+/// The namer set by set_kind_namer (null if none). Any thread.
+std::string (*kind_namer() noexcept)(uint32_t);
+}  // namespace detail
+
+#if COACT_CAUSAL_ENABLED
 namespace detail {
 void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;
 void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept;
@@ -32,10 +57,13 @@ void hook_pay_point() noexcept;
 void hook_resume() noexcept;
 }  // namespace detail
 
+/// A handler for message kind `kind` starts on actor type `actor_type` (a
+/// `const std::type_info*`) on this worker.
 inline void on_handler_enter(const void* actor_type, uint32_t kind) noexcept {
   if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
     detail::hook_handler_enter(actor_type, kind);
 }
+/// The handler begun by the matching on_handler_enter has returned.
 inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
   if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
     detail::hook_handler_exit(actor_type, kind);

@@ -1,0 +1,139 @@
+// coact/causal/profile_writer.hpp: the causal profile on disk — Coz's
+// profile.coz text format and coact's JSON lines, appended record by record.
+//
+// Provides: ProfileWriter (two append-only files) and the pure formatters it
+// uses (tests and tools call them directly).
+//
+// profile.coz — exactly what Debian's coz-profiler 0.2.2 writes
+// (libcoz/profiler.cpp profiler_thread / log_samples, libcoz/progress_point.h
+// saved::log), tab-separated key=value records, one per line:
+//   startup\ttime=NS                      (wall clock, ns since the Unix epoch)
+//   experiment\tselected=NAME\tspeedup=0.25\tduration=NS\tselected-samples=N
+//   throughput-point\tname=NAME\tdelta=N
+//   latency-point\tname=NAME\tarrivals=N\tdepartures=N\tdifference=N
+//   runtime\ttime=NS                      (ns since startup)
+//   samples\tlocation=NAME\tcount=N
+// speedup has two decimals (Coz's stream is ios::fixed, precision(2)).
+// duration= is the *effective* duration, wall time minus the delay injected
+// during the experiment (Coz: `duration = elapsed - experiment_delay`), so
+// Coz's viewer computes the right progress rate. selected-samples= and
+// samples count= are region *visits* (coact measures regions by entry/exit,
+// not by sampling): the completed runs of the selected region during the
+// experiment, and of each region over the run. Tabs and newlines inside names
+// are written as spaces (they would split records).
+//
+// JSON lines (coact; reports/coact_plot.py reads them) — one object per line:
+//   {"type":"startup","time_ns":..,"tsc_hz":..,"pid":..,"seed":..,"options":{..}}
+//   {"type":"experiment","index":..,"region":..,"speedup":0.25,"duration_ns":..,
+//    "delay_ns":..,"effective_ns":..,"visits":..,"region_ns":..,
+//    "progress":{"name":count, "lat":{"arrivals":..,"departures":..,"difference":..}},
+//    "latency":{"lat":{"arrivals":..,"departures":..,"difference":..}}}
+//   {"type":"runtime","time_ns":..}
+//   {"type":"names",..} {"type":"warning",..} {"type":"error",..}
+//   {"type":"summary",..}                  (controller.hpp documents these)
+// "progress" holds throughput counts and latency objects together, the form
+// coact_plot.py's reader takes; "latency" repeats the latency points alone.
+//
+// Crash safety: each file is opened O_APPEND and each record group (an
+// experiment with all its progress-point lines) is written with one write(2)
+// call, so a killed process leaves whole experiments only (a record is never
+// interleaved with or cut by another; a kill cannot split one write to a
+// regular file, only a full disk can). There is no user-space buffer, hence
+// nothing to flush: the data is in the page cache when write returns.
+//
+// Threads: a ProfileWriter is used by one thread at a time (the controller's).
+// Blocking: every call does file I/O. Errors: the constructor throws
+// std::system_error naming the path; later write errors are reported once on
+// stderr and the record is dropped (a profile must not kill the program).
+// Lifetime: the destructor closes the files; what was written stays valid.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace coact::causal {
+
+struct ThroughputDelta {
+  std::string name;
+  uint64_t delta = 0;  ///< Visits during the experiment.
+};
+
+struct LatencyDelta {
+  std::string name;
+  uint64_t arrivals = 0;    ///< COACT_BEGIN visits during the experiment.
+  uint64_t departures = 0;  ///< COACT_END visits during the experiment.
+  uint64_t difference = 0;  ///< In flight at the experiment's end (total arrivals − departures).
+};
+
+/// One finished experiment (controller.hpp says how each field is measured).
+struct ExperimentRecord {
+  uint64_t index = 0;          ///< 0-based, in this run.
+  std::string region;          ///< Selected region's name.
+  uint32_t speedup_pct = 0;    ///< 0..100.
+  uint64_t duration_ns = 0;    ///< Wall time of the window.
+  uint64_t delay_ns = 0;       ///< Delay injected during it (G delta via tsc_hz).
+  uint64_t effective_ns = 0;   ///< duration_ns − delay_ns (0 if negative).
+  uint64_t visits = 0;         ///< Completed runs of the selected region during it.
+  uint64_t region_ns = 0;      ///< Exclusive running time of the selected region during it.
+  std::vector<ThroughputDelta> throughput;
+  std::vector<LatencyDelta> latency;
+};
+
+/// One region's total for the samples records.
+struct RegionCount {
+  std::string name;
+  uint64_t count = 0;
+};
+
+/// "0.25" for 25: the speedup with two decimals, as Coz prints it.
+std::string format_speedup(uint32_t speedup_pct);
+/// JSON string literal of `s` (quotes included; control characters escaped).
+std::string json_quote(std::string_view s);
+/// `s` with tab, CR and LF replaced by spaces (safe inside a profile.coz field).
+std::string coz_field(std::string_view s);
+
+/// "startup\ttime=NS\n".
+std::string format_coz_startup(uint64_t time_ns);
+/// The experiment line and its throughput-point / latency-point lines.
+std::string format_coz_experiment(const ExperimentRecord& e);
+/// "runtime\ttime=NS\n" then a samples line per region with count > 0.
+std::string format_coz_runtime(uint64_t runtime_ns, const std::vector<RegionCount>& samples);
+/// The experiment's JSON line (with its trailing '\n').
+std::string format_json_experiment(const ExperimentRecord& e);
+
+class ProfileWriter {
+ public:
+  /// Opens (creating, appending) `coz_path` and `json_path`; an empty path
+  /// disables that file. Errors: std::system_error naming the path that
+  /// could not be opened. Any thread.
+  ProfileWriter(std::string coz_path, std::string json_path);
+  ~ProfileWriter();
+  ProfileWriter(const ProfileWriter&) = delete;
+  ProfileWriter& operator=(const ProfileWriter&) = delete;
+
+  /// Startup records: profile.coz `startup`; JSON `startup` with tsc_hz, pid,
+  /// seed and `options_json` (a JSON object, inserted verbatim).
+  void startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json);
+  /// One experiment, one write(2) per file.
+  void experiment(const ExperimentRecord& e);
+  /// profile.coz `runtime` + `samples`; JSON `runtime`.
+  void runtime(uint64_t runtime_ns, const std::vector<RegionCount>& samples);
+  /// A JSON line (an object, without the newline) to the JSON file only.
+  void json_line(std::string_view object);
+
+  const std::string& coz_path() const noexcept { return coz_path_; }
+  const std::string& json_path() const noexcept { return json_path_; }
+
+ private:
+  void write_all(int fd, const std::string& path, std::string_view data);
+
+  std::string coz_path_;
+  std::string json_path_;
+  int coz_fd_ = -1;
+  int json_fd_ = -1;
+  bool warned_ = false;
+};
+
+}  // namespace coact::causal

@@ -1,0 +1,171 @@
+// profile.coz and JSON-lines writers (coact/causal/profile_writer.hpp).
+#include <coact/causal/profile_writer.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace coact::causal {
+
+std::string format_speedup(uint32_t speedup_pct) {
+  if (speedup_pct > 100) speedup_pct = 100;
+  return fmt::format("{}.{:02}", speedup_pct / 100, speedup_pct % 100);
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string coz_field(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+std::string format_coz_startup(uint64_t time_ns) { return fmt::format("startup\ttime={}\n", time_ns); }
+
+std::string format_coz_experiment(const ExperimentRecord& e) {
+  std::string out = fmt::format("experiment\tselected={}\tspeedup={}\tduration={}\tselected-samples={}\n",
+                                coz_field(e.region), format_speedup(e.speedup_pct), e.effective_ns, e.visits);
+  for (const auto& t : e.throughput) {
+    out += fmt::format("throughput-point\tname={}\tdelta={}\n", coz_field(t.name), t.delta);
+  }
+  for (const auto& l : e.latency) {
+    out += fmt::format("latency-point\tname={}\tarrivals={}\tdepartures={}\tdifference={}\n", coz_field(l.name),
+                       l.arrivals, l.departures, l.difference);
+  }
+  return out;
+}
+
+std::string format_coz_runtime(uint64_t runtime_ns, const std::vector<RegionCount>& samples) {
+  std::string out = fmt::format("runtime\ttime={}\n", runtime_ns);
+  for (const auto& s : samples) {
+    if (s.count > 0) out += fmt::format("samples\tlocation={}\tcount={}\n", coz_field(s.name), s.count);
+  }
+  return out;
+}
+
+std::string format_json_experiment(const ExperimentRecord& e) {
+  std::string out = fmt::format(
+      "{{\"type\":\"experiment\",\"index\":{},\"region\":{},\"speedup\":{},\"duration_ns\":{},\"delay_ns\":{},"
+      "\"effective_ns\":{},\"visits\":{},\"region_ns\":{},\"progress\":{{",
+      e.index, json_quote(e.region), format_speedup(e.speedup_pct), e.duration_ns, e.delay_ns, e.effective_ns,
+      e.visits, e.region_ns);
+  bool first = true;
+  for (const auto& t : e.throughput) {
+    out += fmt::format("{}{}:{}", first ? "" : ",", json_quote(t.name), t.delta);
+    first = false;
+  }
+  std::string latency;
+  for (const auto& l : e.latency) {
+    const std::string obj = fmt::format("{}:{{\"arrivals\":{},\"departures\":{},\"difference\":{}}}",
+                                        json_quote(l.name), l.arrivals, l.departures, l.difference);
+    out += (first ? "" : ",") + obj;
+    first = false;
+    latency += (latency.empty() ? "" : ",") + obj;
+  }
+  out += "},\"latency\":{" + latency + "}}\n";
+  return out;
+}
+
+namespace {
+int open_append(const std::string& path) {
+  if (path.empty()) return -1;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw std::system_error(errno, std::generic_category(), "coact causal: cannot open profile output '" + path + "'");
+  }
+  return fd;
+}
+}  // namespace
+
+ProfileWriter::ProfileWriter(std::string coz_path, std::string json_path)
+    : coz_path_(std::move(coz_path)), json_path_(std::move(json_path)) {
+  coz_fd_ = open_append(coz_path_);
+  try {
+    json_fd_ = open_append(json_path_);
+  } catch (...) {
+    if (coz_fd_ >= 0) ::close(coz_fd_);
+    throw;
+  }
+}
+
+ProfileWriter::~ProfileWriter() {
+  if (coz_fd_ >= 0) ::close(coz_fd_);
+  if (json_fd_ >= 0) ::close(json_fd_);
+}
+
+void ProfileWriter::write_all(int fd, const std::string& path, std::string_view data) {
+  if (fd < 0) return;
+  // One write(2) for the whole record group; the loop only continues after a
+  // short write (a full disk or a signal mid-way), never in the normal case.
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (!warned_) {
+        warned_ = true;
+        std::fprintf(stderr, "coact causal: cannot write profile '%s': %s (records are being lost)\n", path.c_str(),
+                     n < 0 ? std::strerror(errno) : "short write");
+      }
+      return;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void ProfileWriter::startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json) {
+  write_all(coz_fd_, coz_path_, format_coz_startup(time_ns));
+  write_all(json_fd_, json_path_,
+            fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}}}\n",
+                        time_ns, tsc_hz, static_cast<long>(::getpid()), seed,
+                        options_json.empty() ? std::string_view("{}") : options_json));
+}
+
+void ProfileWriter::experiment(const ExperimentRecord& e) {
+  write_all(coz_fd_, coz_path_, format_coz_experiment(e));
+  write_all(json_fd_, json_path_, format_json_experiment(e));
+}
+
+void ProfileWriter::runtime(uint64_t runtime_ns, const std::vector<RegionCount>& samples) {
+  write_all(coz_fd_, coz_path_, format_coz_runtime(runtime_ns, samples));
+  write_all(json_fd_, json_path_, fmt::format("{{\"type\":\"runtime\",\"time_ns\":{}}}\n", runtime_ns));
+}
+
+void ProfileWriter::json_line(std::string_view object) {
+  std::string line(object);
+  line.push_back('\n');
+  write_all(json_fd_, json_path_, line);
+}
+
+}  // namespace coact::causal
