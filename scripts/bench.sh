@@ -36,7 +36,10 @@
 #   COACT_BENCH_TRIALS     trials per runtime for `peers` (default 3, minimum 3)
 #   COACT_BENCH_WORKERS    worker threads for both runtimes in `peers` (default 2)
 #   COACT_BENCH_WORKLOADS  comma-separated subset of the peers workloads
-#   COACT_BENCH_TIMEOUT_S  seconds before one trial counts as hung (default 300)
+#   COACT_BENCH_TIMEOUT_S  seconds before one peers trial counts as hung (default 300;
+#                          the program's watchdog then prints the runtime's counters
+#                          and exits 3); for group runtime, the limit on the whole
+#                          Google Benchmark run (default 3600)
 # Exit status: 0 ok; 1 a build or trial failed; 2 usage (unknown group, bad knob).
 set -euo pipefail
 
@@ -156,6 +159,11 @@ find_binary() {
 run_runtime_group() {
   configure_build_dir
   if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
+    if ! has_target coact-bench-runtime; then
+      # The target appears only once bench/runtime/*.cpp exist at configure time.
+      log "no target coact-bench-runtime in $BUILD_DIR; re-running cmake"
+      cmake "$BUILD_DIR" >&2 || die 1 "cmake re-configure of $BUILD_DIR failed"
+    fi
     has_target coact-bench-runtime ||
       die 1 "group runtime: $BUILD_DIR has no target coact-bench-runtime (it needs Google Benchmark and bench/runtime/*.cpp; reconfigure after adding them)"
     build_targets coact-bench-runtime
@@ -168,8 +176,10 @@ run_runtime_group() {
   log "runtime: $bin ${args[*]} ${extra[*]}"
   local rc=0
   # Console table to stderr (progress); the JSON file is what we read.
-  timeout "$TIMEOUT_S" "${child_env[@]}" "$bin" "${args[@]}" "${extra[@]}" >&2 || rc=$?
-  ((rc != 124)) || die 1 "group runtime: coact-bench-runtime timed out after ${TIMEOUT_S}s"
+  local limit=${COACT_BENCH_TIMEOUT_S:+$TIMEOUT_S}
+  limit=${limit:-3600}
+  timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" "${extra[@]}" >&2 || rc=$?
+  ((rc != 124)) || die 1 "group runtime: coact-bench-runtime timed out after ${limit}s"
   ((rc == 0)) || die 1 "group runtime: coact-bench-runtime failed (exit $rc)"
   "$PY" - "$tmp/runtime.json" <<'PYEOF'
 import json, re, sys
@@ -244,9 +254,12 @@ peer_n() {
 run_peer_trial() {
   local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line
   if [[ $rt == coact ]]; then bin=$COACT_BIN; else bin=$CAF_BIN; fi
-  line=$(timeout "$TIMEOUT_S" "${child_env[@]}" "$bin" --workload "$wl" --n "$n" --workers "$WORKERS") || rc=$?
-  if ((rc == 124)); then
-    die 1 "peers/$wl: $rt trial $t/$TRIALS timed out after ${TIMEOUT_S}s (n=$n)"
+  # The program's own watchdog reports a hang with the runtime's counters (exit
+  # 3); `timeout` is the backstop should the process not even manage that.
+  line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" --workload "$wl" --n "$n" \
+           --workers "$WORKERS" --watchdog-s "$TIMEOUT_S") || rc=$?
+  if ((rc == 3 || rc == 124)); then
+    die 1 "peers/$wl: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s (n=$n)"
   elif ((rc != 0)); then
     die 1 "peers/$wl: $rt trial $t/$TRIALS failed (exit $rc, n=$n)"
   fi

@@ -343,6 +343,9 @@ int main(int argc, char** argv) {
                  sys.scheduler().num_workers());
     return 1;
   }
+  watchdog dog(kRuntime, a, [&sys] {
+    return "running actors=" + std::to_string(sys.registry().running());
+  });
   if (a.workload == "ping_pong")
     run_ping_pong(sys, a);
   else if (a.workload == "fan_out")

@@ -365,6 +365,15 @@ int main(int argc, char** argv) {
                  rt.workers());
     return 1;
   }
+  watchdog dog(kRuntime, a, [&rt] {
+    coact::RuntimeStats st = rt.stats();
+    return "spawned=" + std::to_string(st.spawned) + " stopped=" + std::to_string(st.stopped) +
+           " live=" + std::to_string(st.live) + " delivered=" + std::to_string(st.delivered) +
+           " dropped_dead=" + std::to_string(st.dropped_dead) +
+           " dropped_unresolved=" + std::to_string(st.dropped_unresolved) +
+           " futex_wakes=" + std::to_string(st.futex_wakes) + " parks=" + std::to_string(st.parks) +
+           " injector_pushes=" + std::to_string(st.injector_pushes);
+  });
   if (a.workload == "ping_pong")
     run_ping_pong(rt, a);
   else if (a.workload == "fan_out")

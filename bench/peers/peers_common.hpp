@@ -29,6 +29,10 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -54,12 +58,13 @@ struct peer_args {
   std::string workload;
   uint64_t n = 0;
   uint32_t workers = 2;
+  uint32_t watchdog_s = 0;  ///< 0 = none; else a run still going after this many seconds is a hang
 };
 
 [[noreturn]] inline void usage(const char* prog, const char* why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s --workload ping_pong|fan_out|thread_ring|skynet --n N "
-               "[--workers W]\n",
+               "[--workers W] [--watchdog-s S]\n",
                prog, why, prog);
   std::exit(2);
 }
@@ -109,6 +114,9 @@ inline peer_args parse_args(int argc, char** argv) {
     } else if (key == "--n") {
       if (!parse_u64(val.c_str(), v) || v == 0) usage(prog, "--n must be a positive integer");
       a.n = v;
+    } else if (key == "--watchdog-s") {
+      if (!parse_u64(val.c_str(), v) || v > 86400) usage(prog, "--watchdog-s must be in 0..86400");
+      a.watchdog_s = uint32_t(v);
     } else if (key == "--workers") {
       if (!parse_u64(val.c_str(), v) || v == 0 || v > 1024) usage(prog, "--workers must be in 1..1024");
       a.workers = uint32_t(v);
@@ -146,6 +154,48 @@ inline void print_result(const char* runtime, const peer_args& a, int64_t start_
       runtime, a.workload.c_str(), a.n, a.workers, seconds, msgs, double(msgs) / seconds, unit);
   std::fflush(stdout);
 }
+
+/// Declares a hang: if the run has not finished (disarm() not called) after
+/// args.watchdog_s seconds, prints "HUNG" with `report()` (runtime counters)
+/// on stderr and exits with status 3 (std::_Exit: the runtime's threads are
+/// stuck, so no destructors run). Armed by the main thread before the run,
+/// disarmed by it after; report() runs on the watchdog thread.
+class watchdog {
+ public:
+  watchdog(const char* runtime, const peer_args& a, std::function<std::string()> report)
+      : runtime_(runtime), args_(a), report_(std::move(report)) {
+    if (a.watchdog_s == 0) return;
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (cv_.wait_for(lk, std::chrono::seconds(args_.watchdog_s), [this] { return done_; })) return;
+      std::fprintf(stderr, "%s/%s n=%" PRIu64 " workers=%u: HUNG after %us: %s\n", runtime_,
+                   args_.workload.c_str(), args_.n, args_.workers, args_.watchdog_s,
+                   report_ ? report_().c_str() : "");
+      std::fflush(stderr);
+      std::_Exit(3);
+    });
+  }
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+  ~watchdog() { disarm(); }
+  void disarm() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  const char* runtime_;
+  const peer_args& args_;
+  std::function<std::string()> report_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 /// n(n-1)/2: the sum of 0..n-1 (fan_out replies, skynet leaves).
 inline uint64_t triangle(uint64_t n) { return n % 2 == 0 ? (n / 2) * (n - 1) : n * ((n - 1) / 2); }

@@ -2,6 +2,7 @@
 #include <coact/causal/profile_writer.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -99,11 +100,42 @@ std::string format_json_experiment(const ExperimentRecord& e) {
 }
 
 namespace {
-int open_append(const std::string& path) {
+// Opens `path` for appending and returns the fd and the file's size. A last
+// line without its newline (a group larger than a page cut by a kill, see the
+// header) is truncated away so the next record does not glue onto it.
+int open_append(const std::string& path, uint64_t& size) {
+  size = 0;
   if (path.empty()) return -1;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw std::system_error(errno, std::generic_category(), "coact causal: cannot open profile output '" + path + "'");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    off_t end = st.st_size;
+    char c = 0;
+    if (::pread(fd, &c, 1, end - 1) == 1 && c != '\n') {
+      char buf[4096];
+      off_t keep = 0;
+      for (off_t pos = end; pos > 0 && keep == 0;) {
+        const off_t from = pos > off_t(sizeof buf) ? pos - off_t(sizeof buf) : 0;
+        const ssize_t n = ::pread(fd, buf, static_cast<size_t>(pos - from), from);
+        if (n <= 0) break;
+        for (ssize_t i = n; i-- > 0;) {
+          if (buf[i] == '\n') {
+            keep = from + i + 1;
+            break;
+          }
+        }
+        pos = from;
+      }
+      if (::ftruncate(fd, keep) == 0) {
+        std::fprintf(stderr, "coact causal: '%s' ended in a partial record (%lld bytes, a killed run); removed it\n",
+                     path.c_str(), static_cast<long long>(end - keep));
+        end = keep;
+      }
+    }
+    size = static_cast<uint64_t>(end);
   }
   return fd;
 }
@@ -111,9 +143,11 @@ int open_append(const std::string& path) {
 
 ProfileWriter::ProfileWriter(std::string coz_path, std::string json_path)
     : coz_path_(std::move(coz_path)), json_path_(std::move(json_path)) {
-  coz_fd_ = open_append(coz_path_);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  page_bytes_ = page > 0 ? static_cast<uint64_t>(page) : 4096;
+  coz_fd_ = open_append(coz_path_, coz_offset_);
   try {
-    json_fd_ = open_append(json_path_);
+    json_fd_ = open_append(json_path_, json_offset_);
   } catch (...) {
     if (coz_fd_ >= 0) ::close(coz_fd_);
     throw;
@@ -125,10 +159,19 @@ ProfileWriter::~ProfileWriter() {
   if (json_fd_ >= 0) ::close(json_fd_);
 }
 
-void ProfileWriter::write_all(int fd, const std::string& path, std::string_view data) {
+void ProfileWriter::write_group(int fd, const std::string& path, uint64_t& offset, std::string_view group) {
   if (fd < 0) return;
-  // One write(2) for the whole record group; the loop only continues after a
-  // short write (a full disk or a signal mid-way), never in the normal case.
+  // Keep a group that fits in a page inside one page: the kernel copies a
+  // write page by page and a fatal signal stops it between pages only.
+  const uint64_t in_page = offset % page_bytes_;
+  std::string buf;
+  if (group.size() <= page_bytes_ && in_page + group.size() > page_bytes_) {
+    buf.assign(page_bytes_ - in_page, '\n');  // blank lines: skipped by every reader
+  }
+  buf.append(group);
+  std::string_view data(buf);
+  // One write(2) for padding and group; the loop only continues after a short
+  // write (a full disk, or a signal handler interrupting a large write).
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
@@ -140,32 +183,33 @@ void ProfileWriter::write_all(int fd, const std::string& path, std::string_view 
       }
       return;
     }
+    offset += static_cast<uint64_t>(n);
     data.remove_prefix(static_cast<size_t>(n));
   }
 }
 
 void ProfileWriter::startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json) {
-  write_all(coz_fd_, coz_path_, format_coz_startup(time_ns));
-  write_all(json_fd_, json_path_,
+  write_group(coz_fd_, coz_path_, coz_offset_, format_coz_startup(time_ns));
+  write_group(json_fd_, json_path_, json_offset_,
             fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}}}\n",
                         time_ns, tsc_hz, static_cast<long>(::getpid()), seed,
                         options_json.empty() ? std::string_view("{}") : options_json));
 }
 
 void ProfileWriter::experiment(const ExperimentRecord& e) {
-  write_all(coz_fd_, coz_path_, format_coz_experiment(e));
-  write_all(json_fd_, json_path_, format_json_experiment(e));
+  write_group(coz_fd_, coz_path_, coz_offset_, format_coz_experiment(e));
+  write_group(json_fd_, json_path_, json_offset_, format_json_experiment(e));
 }
 
 void ProfileWriter::runtime(uint64_t runtime_ns, const std::vector<RegionCount>& samples) {
-  write_all(coz_fd_, coz_path_, format_coz_runtime(runtime_ns, samples));
-  write_all(json_fd_, json_path_, fmt::format("{{\"type\":\"runtime\",\"time_ns\":{}}}\n", runtime_ns));
+  write_group(coz_fd_, coz_path_, coz_offset_, format_coz_runtime(runtime_ns, samples));
+  write_group(json_fd_, json_path_, json_offset_, fmt::format("{{\"type\":\"runtime\",\"time_ns\":{}}}\n", runtime_ns));
 }
 
 void ProfileWriter::json_line(std::string_view object) {
   std::string line(object);
   line.push_back('\n');
-  write_all(json_fd_, json_path_, line);
+  write_group(json_fd_, json_path_, json_offset_, line);
 }
 
 }  // namespace coact::causal

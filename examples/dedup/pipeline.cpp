@@ -615,6 +615,9 @@ void add_inode(std::vector<std::pair<dev_t, ino_t>>& v, const std::filesystem::p
 ArchiveStats archive(Runtime& rt, const ArchiveOptions& opt) {
   check_options(opt);
   check_input(opt.input);
+  std::error_code dir_ec;
+  if (std::filesystem::is_directory(opt.output, dir_ec))
+    throw dedup_error("output '" + opt.output.string() + "' is a directory; name the archive file");
   const std::filesystem::path tmp = opt.output.string() + ".tmp";
   ArchiveStats total;
   const auto t0 = std::chrono::steady_clock::now();

@@ -91,6 +91,8 @@ struct ArchiveOptions {
   uint64_t inflight_bytes = 32 << 20; ///< backpressure budget, >= 1 MiB
   ChunkParams chunking{};
   /// Passes over the input: stop after this many (0 = no pass limit).
+  /// The run ends after the first pass that meets any condition that is set
+  /// (passes, min_duration, keep_going, the Runtime's stop request).
   uint32_t passes = 1;
   /// Keep passing until this much time passed since the first pass began
   /// (0 = no time condition). At least one pass always runs. With passes

@@ -124,3 +124,14 @@ void Runtime::finish_spawn(detail::ActorCell* c) noexcept { sched_->finish_spawn
 void Runtime::abort_spawn(detail::ActorCell* c) noexcept { sched_->abort_spawn(c); }
 
 }  // namespace coact
+
+namespace coact {
+
+TimerId Runtime::arm_send(std::chrono::nanoseconds d, Anchor anchor, detail::TimerAction* action) {
+  const uint64_t ns = d.count() > 0 ? uint64_t(d.count()) : 0;
+  return sched_->arm_send(ns, anchor, action);
+}
+bool Runtime::cancel(TimerId id) { return id && sched_->cancel(id.seq); }
+size_t Runtime::pending_timers() const { return sched_->pending_timers(); }
+
+}  // namespace coact

@@ -5,18 +5,37 @@
 #include "detail/scheduler.hpp"
 
 #include <algorithm>
+#include <coroutine>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <string>
 
+#include <coact/calibrate/tsc.hpp>
 #include <coact/causal/hooks.hpp>
 
 #include "detail/live_schedulers.hpp"
 
 namespace coact::detail {
 
+struct Stash {
+  std::deque<Envelope*> q;  // holder-only: user mail kept aside while the actor waits
+};
+
 namespace {
 thread_local Worker* t_worker = nullptr;
+
+constexpr uint32_t kSystemStop = 1;
+constexpr uint32_t kSystemResume = 2;
+
+// The wake of a waiting actor: system mail carrying the wait epoch.
+struct ResumeEnvelope final : Envelope {
+  uint64_t epoch;
+  explicit ResumeEnvelope(uint64_t ep) : epoch(ep) {
+    system = kSystemResume;
+    drop = [](Envelope* self) { delete static_cast<ResumeEnvelope*>(self); };
+  }
+};
 
 constexpr uint64_t kDefaultHandoffNs = 5000;  // until calibration lands: 5 µs (seed: "single-digit µs")
 
@@ -32,6 +51,9 @@ Worker* Scheduler::current_worker() noexcept { return t_worker; }
 Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()) {
   const uint32_t n = tuning_.effective_workers();
+  // Calibrate tsc_hz at boot (once per process; cached, or pinned by
+  // COACT_TSC_HZ) so timer shifts never stall a scheduler loop (seed 003).
+  (void)calibrate::tsc_hz();
   // Keep-local time valve (seed 000): 6x the hand-off cost, clamped 6..60 µs;
   // COACT_LOCAL_TIME_BUDGET_US pins it (0 disables).
   if (tuning_.local_time_budget_us) {
@@ -70,6 +92,10 @@ void Scheduler::shutdown() {
     c->release();
   }
   names_.clear();
+  for (TimerEntry& e : timers_.clear()) {  // orphans
+    delete e.action;
+    if (e.cell != nullptr) e.cell->release();
+  }
   // 5. deques and injector are plain pointers without references: nothing to release.
 }
 
@@ -149,8 +175,19 @@ void Scheduler::worker_main(Worker& w) {
   t_worker = nullptr;
 }
 
+bool Scheduler::timers_due(uint64_t& now_ns) const noexcept {
+  const uint64_t next = timers_.next_deadline();
+  if (next == TimerHeap::kNone) return false;  // nothing armed: no clock read
+  now_ns = sync::now_ns();
+  return now_ns >= next;
+}
+
 // Step 1.
 ActorCell* Scheduler::acquire(Worker& w) {
+  // Busy-path due check (seed 003): under saturation nobody parks and no
+  // timekeeper exists, yet due timers must fire. One relaxed load per loop.
+  uint64_t now = 0;
+  if (timers_due(now)) fire_due(&w, now);
   if (ActorCell* c = w.own.pop()) {
     if (++w.own_streak >= tuning_.local_chain_backstop) {
       // Chain backstop: a self-sustaining relay never visits the injector on
@@ -211,6 +248,16 @@ ActorCell* Scheduler::idle(Worker& w) {
         spin_park_.end_spin();
         return nullptr;
       }
+      uint64_t now = 0;
+      if (timers_due(now)) {
+        spin_park_.end_spin();
+        fire_due(&w, now);
+        if (ActorCell* c = w.own.pop()) {
+          w.clock_ns = now;
+          return c;
+        }
+        spin_park_.begin_spin();
+      }
       if (sync::now_ns() >= deadline) break;
       for (int i = 0; i < 16; ++i) sync::cpu_relax();
     }
@@ -227,10 +274,36 @@ ActorCell* Scheduler::idle(Worker& w) {
       return nullptr;
     }
     bump(w.parks);
-    spin_park_.park(w.index);  // 5.
+    // 5. At most one parked worker holds the earliest timer deadline (an
+    // expiry wakes one worker, not a herd); the others park indefinitely.
+    bool keeper = false;
+    if (timers_.next_deadline(std::memory_order_seq_cst) != TimerHeap::kNone) {
+      int32_t none = -1;
+      keeper = timekeeper_.compare_exchange_strong(none, int32_t(w.index), std::memory_order_seq_cst);
+    }
+    bool timed_out = false;
+    if (keeper) {
+      const uint64_t next = timers_.next_deadline(std::memory_order_seq_cst);  // re-read: handshake
+      const uint64_t now = sync::now_ns();
+      if (next == TimerHeap::kNone) {
+        spin_park_.park(w.index);
+      } else if (next > now) {
+        sync::RelativeTimeout t{std::chrono::nanoseconds(next - now)};
+        timed_out = !spin_park_.park(w.index, &t);
+      }
+      timekeeper_.store(-1, std::memory_order_seq_cst);
+    } else {
+      spin_park_.park(w.index);
+    }
     causal::on_resume();       // woken by a thread that paid: credit
-    spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious
+    spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     w.clock_ns = sync::now_ns();
+    uint64_t now = 0;
+    if (timers_due(now)) fire_due(&w, now);
+    if (keeper && !timed_out && timers_.next_deadline() != TimerHeap::kNone && spin_park_.idle() > 0) {
+      spin_park_.wake_workers(1);  // hand the deadline to another idle worker
+    }
+    if (ActorCell* c = w.own.pop()) return c;
   }
 }
 
@@ -240,9 +313,35 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
   const uint64_t batch_start = w.clock_ns;
   uint32_t mails = 0;
   for (;;) {
-    Envelope* e = c->inbox.pop();
-    if (e == nullptr) break;
-    dispatch(w, c, e);
+    Envelope* e = nullptr;
+    if (c->waiting != nullptr) {
+      // The actor is parked in a coroutine: only its wake (or a stop) acts;
+      // user mail is kept aside, in order, for after the coroutine finishes.
+      e = c->inbox.pop();
+      if (e == nullptr) break;
+      if (e->system == kSystemResume) {
+        const bool current = static_cast<ResumeEnvelope*>(e)->epoch == c->wait_epoch;
+        e->drop(e);
+        if (!current) continue;  // stale wake: impossible to act on by protocol
+        resume_waiting(w, c);
+      } else if (e->system == kSystemStop) {
+        e->drop(e);
+        c->stop_requested = true;
+      } else {
+        if (c->stash == nullptr) c->stash = new Stash();
+        c->stash->q.push_back(e);
+        continue;
+      }
+    } else {
+      if (c->stash != nullptr && !c->stash->q.empty()) {
+        e = c->stash->q.front();
+        c->stash->q.pop_front();
+      } else {
+        e = c->inbox.pop();
+        if (e == nullptr) break;
+      }
+      dispatch(w, c, e);
+    }
     if (c->stop_requested) {
       finalize_stop(&w, c);
       return;
@@ -271,8 +370,8 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
 
 void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   if (e->system != 0) {
-    if (e->system == 1) c->stop_requested = true;
-    e->drop(e);
+    if (e->system == kSystemStop) c->stop_requested = true;
+    e->drop(e);  // a resume with no wait pending is stale
     return;
   }
   const uint32_t kind = e->kind;
@@ -295,8 +394,33 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   if (!w.outbound.empty()) flush(w);
 }
 
+void Scheduler::drop_wait_state(ActorCell* c) {
+  if (c->waiting != nullptr) {
+    std::coroutine_handle<>::from_address(c->waiting).destroy();
+    c->waiting = nullptr;
+  }
+  if (c->waiting_env != nullptr) {
+    c->waiting_env->drop(c->waiting_env);
+    c->waiting_env = nullptr;
+  }
+  if (c->stash != nullptr) {
+    uint64_t n = 0;
+    for (Envelope* e : c->stash->q) {
+      if (e->system == 0) ++n;
+      e->drop(e);
+    }
+    if (n != 0) count_dropped_dead(n);
+    delete c->stash;
+    c->stash = nullptr;
+  }
+}
+
 void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   c->token.mark_dead();
+  if (c->waiting != nullptr) {  // a stopped waiter's frame goes before the actor it points into
+    std::coroutine_handle<>::from_address(c->waiting).destroy();
+    c->waiting = nullptr;
+  }
   if (c->actor != nullptr) {
     if (w != nullptr) {
       w->current = c;
@@ -309,6 +433,7 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
       c->destroy_actor(c);
     }
   }
+  drop_wait_state(c);
   uint64_t dropped = 0;
   while (Envelope* e = c->inbox.pop()) {
     if (e->system == 0) ++dropped;
@@ -323,6 +448,117 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
     done_cv_.notify_all();
   }
   c->release();  // the life reference
+}
+
+// ---- coroutine waits and timers -----------------------------------------
+
+void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
+  auto h = std::coroutine_handle<>::from_address(c->waiting);
+  c->waiting = nullptr;
+  ++c->wait_epoch;  // any other wake for this wait is now stale
+  const uint32_t kind = c->waiting_env != nullptr ? c->waiting_env->kind : 0;
+  causal::on_handler_enter(c->type, kind);
+  w.current = c;
+  w.in_handler = true;
+  try {
+    h.resume();
+  } catch (const std::exception& ex) {
+    std::string what = "exception escaped a coroutine handler for message " + kind_name(kind) + ": " + ex.what();
+    panic(what.c_str());
+  } catch (...) {
+    panic("non-standard exception escaped a coroutine handler");
+  }
+  w.in_handler = false;
+  w.current = nullptr;
+  causal::on_handler_exit(c->type, kind);
+  if (h.done()) {
+    h.destroy();
+    if (c->waiting_env != nullptr) {
+      c->waiting_env->drop(c->waiting_env);
+      c->waiting_env = nullptr;
+    }
+  } else {
+    COACT_INVARIANT(c->waiting == h.address(), "a coroutine handler suspended on something other than a coact wait");
+  }
+  bump(w.delivered);
+  if (!w.outbound.empty()) flush(w);
+}
+
+void Scheduler::arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out) {
+  e.deadline_ns = sync::now_ns() + delay_ns;
+  auto [seq, earliest] = timers_.insert(e);
+  if (seq_out != nullptr) *seq_out = seq;
+  if (!earliest) return;
+  // A new earliest deadline: the timekeeper must re-arm its park timeout; with
+  // no timekeeper, an idle worker (or a spinner on its way to park) takes it.
+  const int32_t k = timekeeper_.load(std::memory_order_seq_cst);
+  if (k >= 0) {
+    spin_park_.parker(uint32_t(k)).unpark();
+  } else {
+    spin_park_.notify();
+  }
+}
+
+TimerId Scheduler::arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* action) {
+  TimerEntry e{};
+  e.anchor = anchor;
+  e.reason = TimerReason::send;
+  e.action = action;
+  uint64_t seq = 0;
+  arm(e, delay_ns, &seq);
+  return TimerId{seq};
+}
+
+void Scheduler::arm_sleep(ActorCell* c, uint64_t delay_ns, Anchor anchor) {
+  TimerEntry e{};
+  e.anchor = anchor;
+  e.reason = TimerReason::sleep;
+  e.cell = c;
+  e.wait_epoch = c->wait_epoch;
+  c->add_ref();  // released when the entry fires or is dropped
+  arm(e, delay_ns, nullptr);
+}
+
+bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
+  causal::on_pay_point();  // pay before making others runnable
+  std::vector<TimerEntry>& due = w->due;
+  due.clear();
+  timers_.pop_due(now_ns, due);
+  for (TimerEntry& e : due) fire(w, e);
+  const bool any = !due.empty();
+  due.clear();
+  return any;
+}
+
+void Scheduler::fire(Worker* w, TimerEntry& e) {
+  switch (e.reason) {
+    case TimerReason::send:
+      e.action->fire();  // resolves the address now; deposits from this worker
+      delete e.action;
+      break;
+    case TimerReason::sleep:
+    case TimerReason::wait_timeout:
+      e.cell->sched->deposit(e.cell, new ResumeEnvelope(e.wait_epoch), w);
+      e.cell->release();
+      break;
+  }
+}
+
+void keep_until_resumed(Envelope* e) {
+  Worker* w = t_worker;
+  COACT_INVARIANT(w != nullptr && w->current != nullptr, "a coroutine handler suspended outside a coact handler");
+  w->current->waiting_env = e;
+}
+
+void arm_sleep(std::coroutine_handle<> h, std::chrono::nanoseconds d, Anchor anchor) {
+  Worker* w = t_worker;
+  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler,
+                  "coact::sleep awaited outside a coact handler coroutine");
+  ActorCell* c = w->current;
+  ++c->wait_epoch;
+  c->waiting = h.address();
+  const uint64_t ns = d.count() > 0 ? uint64_t(d.count()) : 0;
+  c->sched->arm_sleep(c, ns, anchor);
 }
 
 // ---- lifecycle ----------------------------------------------------------

@@ -40,6 +40,7 @@
 #include "injector.hpp"
 #include "registry.hpp"
 #include "spin_park.hpp"
+#include "timer_heap.hpp"
 #include "work_deque.hpp"
 
 namespace coact::detail {
@@ -64,6 +65,7 @@ struct Worker {
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> parks{0};
   std::thread thread;
+  std::vector<TimerEntry> due;   // scratch for fire_due
 };
 
 class Scheduler {
@@ -95,6 +97,12 @@ class Scheduler {
   void count_dropped_dead(uint64_t n) noexcept { dropped_dead_.fetch_add(n, std::memory_order_relaxed); }
   void count_unresolved() noexcept { dropped_unresolved_.fetch_add(1, std::memory_order_relaxed); }
 
+  // Timers.
+  TimerId arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* action);
+  void arm_sleep(ActorCell* c, uint64_t delay_ns, Anchor anchor);
+  bool cancel(uint64_t seq) { return timers_.cancel(seq); }
+  size_t pending_timers() const { return timers_.size(); }
+
   /// The worker running on this thread (any scheduler), or nullptr.
   static Worker* current_worker() noexcept;
 
@@ -110,6 +118,12 @@ class Scheduler {
   void schedule_local(Worker& w, ActorCell* c);
   void publish_shared(ActorCell* c);
   void finalize_stop(Worker* w, ActorCell* c);
+  void arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out);
+  bool fire_due(Worker* w, uint64_t now_ns);
+  void fire(Worker* w, TimerEntry& e);
+  bool timers_due(uint64_t& now_ns) const noexcept;
+  void resume_waiting(Worker& w, ActorCell* c);
+  void drop_wait_state(ActorCell* c);
   uint64_t valve_ns() const noexcept { return valve_ns_; }
 
   Runtime* rt_;
@@ -120,6 +134,14 @@ class Scheduler {
   Injector<ActorCell*> injector_;
   SpinPark spin_park_;
   Registry registry_;
+  TimerHeap timers_;
+  // timekeeper_: index of the one parked worker holding the earliest timer
+  // deadline (-1: none). CASed by a worker about to park; read (seq_cst) by
+  // arm() to unpark it when an earlier deadline arrives. The handshake: the
+  // timekeeper re-reads next_deadline after winning the CAS; the arming side
+  // updates next_deadline before reading timekeeper_ (both seq_cst), so one
+  // of them sees the other.
+  std::atomic<int32_t> timekeeper_{-1};
   NameRegistry names_;
 
   // stopping_: set once by shutdown(), read by workers in their idle loop.

@@ -54,16 +54,20 @@
 //     max_experiments experiments were written, or duration has passed.
 // 11. End: clear g_sweep_active, detach completion points, write the runtime
 //     and samples records, a "names" record, one "error" record per problem
-//     (no progress point reached; a filter or fixed region that matched
-//     nothing) with its message also on stderr, and a "summary" record.
+//     with its message also on stderr — a filter or fixed region that matched
+//     nothing; and, when no experiment was written, either "no_progress" (no
+//     selected progress point moved during the whole sweep, or none exists)
+//     or "no_experiments" (points moved but no window completed with
+//     progress, and no filter problem explains it) — then a "summary" record.
 //
 // JSON records besides startup / experiment / runtime (all one line each):
 //   {"type":"names","regions":[{"name":..,"kind":"handler"|"scope","visits":N},..],
 //    "progress":[{"name":..,"kind":"throughput"|"latency","handler":bool,"visits":N},..]}
 //     at the end, and once early when a filter has matched nothing for three
 //     windows (with a "warning" record), so a killed run still lists names.
-//   {"type":"warning"|"error","what":"no_progress"|"unknown_region"|
-//    "unknown_progress"|"unknown_handler","message":..,"names":[filter entries]}
+//   {"type":"warning"|"error","what":"no_progress"|"no_experiments"|
+//    "unknown_region"|"unknown_progress"|"unknown_handler","message":..,
+//    "names":[the filter entries, or the progress points concerned]}
 //   {"type":"summary","experiments":N,"empty_experiments":N,
 //    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"error"}
 //
@@ -176,14 +180,14 @@ class Controller {
   /// `timeout` passes; true if it ended. Any thread; blocks.
   static bool wait(std::chrono::milliseconds timeout);
 
-  /// True while a sweep's thread is running. Any thread.
+  /// True from start() until the sweep has written its end records. Any thread.
   static bool running() noexcept;
 
   /// COACT_CAUSAL=1: parse the COACT_CAUSAL_* options from the environment,
   /// start a sweep and register (once) an atexit handler that stops it.
-  /// Returns true if a sweep is running on return (also when one already was:
-  /// idempotent, a second call starts nothing), false if COACT_CAUSAL is not
-  /// set. Errors: as options_from_env and start(), with the message prefixed
+  /// Returns false if COACT_CAUSAL is not set; true once a sweep was started.
+  /// At most one environment sweep per process: later calls (a second Runtime
+  /// boot) start nothing and return true, even if that sweep has ended. Errors: as options_from_env and start(), with the message prefixed
   /// "coact causal: ". Any thread; meant for runtime boot.
   static bool start_from_env();
 };

@@ -35,11 +35,21 @@
 // coact_plot.py's reader takes; "latency" repeats the latency points alone.
 //
 // Crash safety: each file is opened O_APPEND and each record group (an
-// experiment with all its progress-point lines) is written with one write(2)
-// call, so a killed process leaves whole experiments only (a record is never
-// interleaved with or cut by another; a kill cannot split one write to a
-// regular file, only a full disk can). There is no user-space buffer, hence
-// nothing to flush: the data is in the page cache when write returns.
+// experiment with all its progress-point lines; any other record) is written
+// with one write(2) call. One call alone is not enough: Linux copies a
+// buffered write page by page and stops between pages when a fatal signal
+// (SIGKILL, or any signal whose default action kills) is pending
+// (generic_perform_write checks fatal_signal_pending per page), so a kill can
+// cut a write that crosses a page boundary — the writer test caught exactly
+// that. So a group that would cross a page boundary is preceded, in the same
+// write, by newlines up to the boundary; blank lines are skipped by Coz's
+// viewer (profile.ts) and by coact_plot.py. Result: a kill leaves only whole
+// groups (plus harmless blank lines), for every group of at most one page
+// (4 KiB: a region name and ~40 progress points). A larger group can still be
+// cut at a page boundary; the next ProfileWriter on the file truncates a last
+// line left without its newline (a partial group's complete lines remain).
+// There is no user-space buffer, hence nothing to flush: the data is in the
+// page cache when write returns (it survives the process, not a machine crash).
 //
 // Threads: a ProfileWriter is used by one thread at a time (the controller's).
 // Blocking: every call does file I/O. Errors: the constructor throws
@@ -127,12 +137,15 @@ class ProfileWriter {
   const std::string& json_path() const noexcept { return json_path_; }
 
  private:
-  void write_all(int fd, const std::string& path, std::string_view data);
+  void write_group(int fd, const std::string& path, uint64_t& offset, std::string_view group);
 
   std::string coz_path_;
   std::string json_path_;
   int coz_fd_ = -1;
   int json_fd_ = -1;
+  uint64_t coz_offset_ = 0;   // bytes in the file (we are its only appender)
+  uint64_t json_offset_ = 0;
+  uint64_t page_bytes_ = 4096;
   bool warned_ = false;
 };
 

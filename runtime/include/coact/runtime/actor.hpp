@@ -30,6 +30,7 @@
 #include <coact/runtime/detail/actor_cell.hpp>
 #include <coact/runtime/message_kind.hpp>
 #include <coact/runtime/pid.hpp>
+#include <coact/runtime/task.hpp>
 
 namespace coact {
 
@@ -78,6 +79,10 @@ class Actor : public ActorBase {
 
 namespace detail {
 
+/// Records the envelope of a suspended coroutine handler (on the actor running
+/// on this thread); it is freed when the coroutine finishes or the actor stops.
+void keep_until_resumed(Envelope* e);
+
 /// Envelope carrying message M for actor type A.
 template <class A, class M>
 struct TypedEnvelope final : Envelope {
@@ -90,7 +95,16 @@ struct TypedEnvelope final : Envelope {
   }
   static void run(ActorBase* actor, Envelope* e) {
     auto* self = static_cast<TypedEnvelope*>(e);
-    static_cast<A*>(actor)->on(self->msg);
+    if constexpr (std::is_same_v<decltype(static_cast<A*>(actor)->on(self->msg)), Task>) {
+      Task t = static_cast<A*>(actor)->on(self->msg);
+      if (!t.done()) {
+        t.release();              // the cell owns the suspended frame (arm_sleep recorded it)
+        keep_until_resumed(self);  // the message outlives the coroutine
+        return;
+      }
+    } else {
+      static_cast<A*>(actor)->on(self->msg);
+    }
     delete self;
   }
   static void destroy(Envelope* e) { delete static_cast<TypedEnvelope*>(e); }

@@ -25,7 +25,11 @@
 #include <coact/runtime/actor.hpp>
 #include <coact/runtime/name.hpp>
 #include <coact/runtime/pid.hpp>
+#include <coact/runtime/task.hpp>
+#include <coact/runtime/timer.hpp>
 #include <coact/runtime/tuning.hpp>
+
+#include <chrono>
 
 namespace coact {
 
@@ -112,6 +116,48 @@ class Runtime {
   bool send(const Name<M>& name, M msg) {
     return send_named(name.str(), kind_id<M>(), &msg);
   }
+  // ---- timers (seed 003) ------------------------------------------------
+  // Each arms one Send timer and returns its id. The message is moved into
+  // the timer; the address is resolved when the timer fires: a stopped
+  // target is counted in dropped_dead, an unbound name or stale pid in
+  // dropped_unresolved. d <= 0 fires on the next timer check (without
+  // waiting). Virtual timers shift with injected delay; *_wall ones do not.
+  // Any thread. Orphaned timers are dropped when the runtime shuts down.
+
+  template <class A, class M>
+    requires handles<A, std::remove_cvref_t<M>>
+  TimerId send_after(const ActorRef<A>& to, std::chrono::nanoseconds d, M&& msg) {
+    return arm_ref_send(to, d, std::forward<M>(msg), Anchor::virtual_time);
+  }
+  template <class A, class M>
+    requires handles<A, std::remove_cvref_t<M>>
+  TimerId send_after_wall(const ActorRef<A>& to, std::chrono::nanoseconds d, M&& msg) {
+    return arm_ref_send(to, d, std::forward<M>(msg), Anchor::wall);
+  }
+  /// By pid (of type A), resolved at fire time.
+  template <class A, class M>
+    requires handles<A, std::remove_cvref_t<M>>
+  TimerId send_after(Pid pid, std::chrono::nanoseconds d, M&& msg) {
+    auto act = [this, pid, m = std::remove_cvref_t<M>(std::forward<M>(msg))]() mutable {
+      send<A>(pid, std::move(m));
+    };
+    return arm_send(d, Anchor::virtual_time, new detail::TimerActionImpl<decltype(act)>(std::move(act)));
+  }
+  /// By name, resolved at fire time.
+  template <class M>
+  TimerId send_after_named(const Name<M>& name, std::chrono::nanoseconds d, M msg) {
+    return arm_named_send(name, d, std::move(msg), Anchor::virtual_time);
+  }
+  template <class M>
+  TimerId send_after_named_wall(const Name<M>& name, std::chrono::nanoseconds d, M msg) {
+    return arm_named_send(name, d, std::move(msg), Anchor::wall);
+  }
+  /// True iff the cancel beat the fire (the mail will never be delivered);
+  /// false if it already fired (delivered once) or the id is unknown. Any thread.
+  bool cancel(TimerId id);
+  /// Timer entries in the heap now (armed, cancelled-not-yet-discarded, sleeps).
+  size_t pending_timers() const;
+
   /// The pid bound to `name` now, or an invalid Pid.
   Pid whereis(const std::string& name) const;
 
@@ -135,6 +181,17 @@ class Runtime {
   void register_spawn(detail::ActorCell* cell);
   void abort_spawn(detail::ActorCell* cell) noexcept;
   void finish_spawn(detail::ActorCell* cell) noexcept;
+  TimerId arm_send(std::chrono::nanoseconds d, Anchor anchor, detail::TimerAction* action);
+  template <class A, class M>
+  TimerId arm_ref_send(const ActorRef<A>& to, std::chrono::nanoseconds d, M&& msg, Anchor anchor) {
+    auto act = [to, m = std::remove_cvref_t<M>(std::forward<M>(msg))]() mutable { to.send(std::move(m)); };
+    return arm_send(d, anchor, new detail::TimerActionImpl<decltype(act)>(std::move(act)));
+  }
+  template <class M>
+  TimerId arm_named_send(const Name<M>& name, std::chrono::nanoseconds d, M msg, Anchor anchor) {
+    auto act = [this, name, m = std::move(msg)]() mutable { send(name, std::move(m)); };
+    return arm_send(d, anchor, new detail::TimerActionImpl<decltype(act)>(std::move(act)));
+  }
 
   std::unique_ptr<detail::Scheduler> sched_;
 };

@@ -47,6 +47,13 @@ struct ActorCell {
   const std::type_info* type = nullptr;
   void (*destroy_actor)(ActorCell*) = nullptr;  // runs ~A() in place
   void (*free_cell)(ActorCell*) = nullptr;      // frees the allocation
+  // Coroutine wait state, holder-only (the worker in Running): the suspended
+  // handler frame, its envelope, the current wait epoch (with pid: the wait
+  // identity) and mail kept aside while waiting (allocated on first use).
+  void* waiting = nullptr;               // std::coroutine_handle<>::address()
+  Envelope* waiting_env = nullptr;
+  uint64_t wait_epoch = 0;
+  struct Stash* stash = nullptr;
   Mailbox inbox;
 
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }

@@ -1,0 +1,655 @@
+// The causal-profiling controller (coact/causal/controller.hpp, whose header
+// comment numbers the steps of a sweep; the step numbers below refer to it).
+#include <coact/causal/controller.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include <coact/calibrate/tsc.hpp>
+#include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/hooks.hpp>
+#include <coact/causal/profile_writer.hpp>
+#include <coact/causal/progress.hpp>
+#include <coact/causal/region.hpp>
+
+extern "C" char** environ;  // POSIX
+
+namespace coact::causal {
+
+// ---- environment ------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kEnable = "COACT_CAUSAL";
+constexpr std::string_view kProgress = "COACT_CAUSAL_PROGRESS";
+constexpr std::string_view kProgressHandler = "COACT_CAUSAL_PROGRESS_HANDLER";
+constexpr std::string_view kRegionFilter = "COACT_CAUSAL_REGION_FILTER";
+constexpr std::string_view kFixedRegion = "COACT_CAUSAL_FIXED_REGION";
+constexpr std::string_view kFixedSpeedup = "COACT_CAUSAL_FIXED_SPEEDUP";
+constexpr std::string_view kExperimentMs = "COACT_CAUSAL_EXPERIMENT_MS";
+constexpr std::string_view kMaxExperimentMs = "COACT_CAUSAL_MAX_EXPERIMENT_MS";
+constexpr std::string_view kCooldownMs = "COACT_CAUSAL_COOLDOWN_MS";
+constexpr std::string_view kDurationS = "COACT_CAUSAL_DURATION_S";
+constexpr std::string_view kExperiments = "COACT_CAUSAL_EXPERIMENTS";
+constexpr std::string_view kMinDelta = "COACT_CAUSAL_MIN_DELTA";
+constexpr std::string_view kOutput = "COACT_CAUSAL_OUTPUT";
+constexpr std::string_view kJsonOutput = "COACT_CAUSAL_JSON_OUTPUT";
+constexpr std::string_view kSeed = "COACT_CAUSAL_SEED";
+
+constexpr std::string_view kAllKeys[] = {kEnable,      kProgress,        kProgressHandler, kRegionFilter,
+                                         kFixedRegion, kFixedSpeedup,    kExperimentMs,    kMaxExperimentMs,
+                                         kCooldownMs,  kDurationS,       kExperiments,     kMinDelta,
+                                         kOutput,      kJsonOutput,      kSeed};
+
+constexpr uint64_t kMaxExperimentMsValue = 3'600'000;  // one hour
+
+[[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
+  throw std::invalid_argument(fmt::format("{}='{}': expected {}", key, value, accepted));
+}
+
+uint64_t parse_uint(std::string_view key, std::string_view value, uint64_t lo, uint64_t hi) {
+  const std::string accepted = fmt::format("a decimal integer in {}..{}", lo, hi);
+  if (value.empty() || value.size() > 19) bad_value(key, value, accepted);
+  uint64_t v = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') bad_value(key, value, accepted);
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v < lo || v > hi) bad_value(key, value, accepted);
+  return v;
+}
+
+std::vector<std::string> parse_list(std::string_view value) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    if (comma == std::string_view::npos) comma = value.size();
+    std::string_view item = value.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+std::string json_array(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? "," : "") + json_quote(v[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::vector<std::string> env_keys() { return {std::begin(kAllKeys), std::end(kAllKeys)}; }
+
+std::string default_json_output(const std::string& coz_path) {
+  if (coz_path.size() >= 4 && coz_path.compare(coz_path.size() - 4, 4, ".coz") == 0) {
+    return coz_path.substr(0, coz_path.size() - 4) + ".jsonl";
+  }
+  return coz_path + ".jsonl";
+}
+
+std::optional<Options> options_from_env(const char* const* envp) {
+  std::unordered_map<std::string_view, std::string_view> env;
+  for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = kv.substr(0, eq);
+    if (key == kEnable || key.starts_with("COACT_CAUSAL_")) env.emplace(key, kv.substr(eq + 1));
+  }
+  const auto enable = env.find(kEnable);
+  if (enable == env.end() || enable->second.empty() || enable->second == "0") return std::nullopt;
+  if (enable->second != "1") bad_value(kEnable, enable->second, "1 (run a causal-profiling sweep) or 0 / empty");
+  for (const auto& [key, value] : env) {
+    if (std::find(std::begin(kAllKeys), std::end(kAllKeys), key) == std::end(kAllKeys)) {
+      throw std::invalid_argument(
+          fmt::format("unknown key {} (= '{}'); the causal profiler reads: {}", key, value, join(env_keys(), ", ")));
+    }
+  }
+  auto get = [&](std::string_view key) -> std::optional<std::string_view> {
+    auto it = env.find(key);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  Options o;
+  if (auto v = get(kProgress)) o.progress = parse_list(*v);
+  if (auto v = get(kProgressHandler)) o.progress_handlers = parse_list(*v);
+  if (auto v = get(kRegionFilter)) o.region_filter = parse_list(*v);
+  if (auto v = get(kFixedRegion)) o.fixed_region = std::string(*v);
+  if (auto v = get(kFixedSpeedup); v && !v->empty()) {
+    o.fixed_speedup_pct = static_cast<uint32_t>(parse_uint(kFixedSpeedup, *v, 0, 100));
+  }
+  if (auto v = get(kExperimentMs)) {
+    o.experiment = std::chrono::milliseconds(parse_uint(kExperimentMs, *v, 1, kMaxExperimentMsValue));
+  }
+  if (auto v = get(kMaxExperimentMs)) {
+    o.max_experiment = std::chrono::milliseconds(parse_uint(kMaxExperimentMs, *v, 0, kMaxExperimentMsValue));
+    if (o.max_experiment.count() != 0 && o.max_experiment < o.experiment) {
+      bad_value(kMaxExperimentMs, *v,
+                fmt::format("0 (16 x {}) or at least {}={}", kExperimentMs, kExperimentMs, o.experiment.count()));
+    }
+  }
+  if (auto v = get(kCooldownMs)) o.cooldown = std::chrono::milliseconds(parse_uint(kCooldownMs, *v, 0, 600'000));
+  if (auto v = get(kDurationS)) o.duration = std::chrono::seconds(parse_uint(kDurationS, *v, 0, 31'536'000));
+  if (auto v = get(kExperiments)) o.max_experiments = parse_uint(kExperiments, *v, 0, 1'000'000'000);
+  if (auto v = get(kMinDelta)) o.min_delta = parse_uint(kMinDelta, *v, 1, 1'000'000'000);
+  if (auto v = get(kSeed)) o.seed = parse_uint(kSeed, *v, 0, UINT64_MAX / 10);
+  if (auto v = get(kOutput)) o.output = std::string(*v);
+  if (auto v = get(kJsonOutput)) {
+    o.json_output = std::string(*v);
+  } else {
+    o.json_output = o.output.empty() ? std::string() : default_json_output(o.output);
+  }
+  if (o.output.empty() && o.json_output.empty()) {
+    bad_value(kOutput, "", fmt::format("a path (both {} and {} are empty: nothing would be written)", kOutput,
+                                       kJsonOutput));
+  }
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
+  const Options d;
+  std::vector<std::pair<std::string, std::string>> env;
+  auto add = [&](std::string_view key, std::string value) { env.emplace_back(std::string(key), std::move(value)); };
+  add(kEnable, "1");
+  if (!o.progress.empty()) add(kProgress, join(o.progress, ","));
+  if (!o.progress_handlers.empty()) add(kProgressHandler, join(o.progress_handlers, ","));
+  if (!o.region_filter.empty()) add(kRegionFilter, join(o.region_filter, ","));
+  if (!o.fixed_region.empty()) add(kFixedRegion, o.fixed_region);
+  if (o.fixed_speedup_pct) add(kFixedSpeedup, std::to_string(*o.fixed_speedup_pct));
+  if (o.experiment != d.experiment) add(kExperimentMs, std::to_string(o.experiment.count()));
+  if (o.max_experiment != d.max_experiment) add(kMaxExperimentMs, std::to_string(o.max_experiment.count()));
+  if (o.cooldown != d.cooldown) add(kCooldownMs, std::to_string(o.cooldown.count()));
+  if (o.duration != d.duration) add(kDurationS, std::to_string(o.duration.count()));
+  if (o.max_experiments != d.max_experiments) add(kExperiments, std::to_string(o.max_experiments));
+  if (o.min_delta != d.min_delta) add(kMinDelta, std::to_string(o.min_delta));
+  if (o.seed != d.seed) add(kSeed, std::to_string(o.seed));
+  add(kOutput, o.output);  // always: the tool must know where to look
+  add(kJsonOutput, o.json_output);
+  return env;
+}
+
+std::string options_json(const Options& o) {
+  return fmt::format(
+      "{{\"progress\":{},\"progress_handlers\":{},\"region_filter\":{},\"fixed_region\":{},\"fixed_speedup\":{},"
+      "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
+      "\"min_delta\":{},\"output\":{},\"json_output\":{}}}",
+      json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
+      json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
+      o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
+      o.min_delta, json_quote(o.output), json_quote(o.json_output));
+}
+
+// ---- the sweep ----------------------------------------------------------------
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// Coz's speedup draw (libcoz/profiler.h: SpeedupDivisions = 20, ZeroSpeedupWeight = 7).
+constexpr uint32_t kSpeedupDivisions = 20;
+constexpr uint32_t kZeroSpeedupWeight = 7;
+// Windows of an unmatched filter before the early names + warning records.
+constexpr int kGraceWindows = 3;
+
+struct State {
+  std::mutex api_mu;  // serialises start / stop (held across the join)
+  std::mutex mu;      // guards the fields below
+  std::condition_variable cv;
+  bool stop_requested = false;  // set by stop(), read by the controller's sleeps
+  bool done = false;            // set by the controller thread when it has written its end records
+  SweepSummary summary;         // written by the controller thread before done
+  std::thread thread;           // guarded by api_mu
+  // True from start() until the sweep has written its end records. Written by
+  // start() (under api_mu) and by the controller thread (under mu); read by
+  // running() (relaxed: an answer that may be momentarily stale is all it
+  // promises; start() re-checks under api_mu and joins a finished thread).
+  std::atomic<bool> running{false};
+};
+State& state() {
+  static State* s = new State;  // leaked: stop() may run from atexit after statics die
+  return *s;
+}
+
+// Sleeps until `deadline` (wall clock) or stop(); false if stop() was called.
+bool sleep_until(State& s, steady::time_point deadline) {
+  std::unique_lock lk(s.mu);
+  return !s.cv.wait_until(lk, deadline, [&] { return s.stop_requested; });
+}
+
+bool matches_any(const std::string& name, const std::vector<std::string>& subs) {
+  return std::any_of(subs.begin(), subs.end(), [&](const std::string& x) { return name.find(x) != std::string::npos; });
+}
+
+struct PointStart {
+  ProgressPoint* point;
+  uint64_t count;       // visits or arrivals at the start
+  uint64_t departures;  // latency only
+};
+
+class Sweep {
+ public:
+  Sweep(State& s, Options o, std::unique_ptr<ProfileWriter> w, uint64_t hz, uint64_t seed)
+      : s_(s), o_(std::move(o)), w_(std::move(w)), hz_(hz), rng_(seed) {
+    max_window_ = o_.max_experiment.count() != 0 ? o_.max_experiment : o_.experiment * 16;
+    window_ = o_.experiment;
+  }
+
+  void run() {
+    t_start_ = steady::now();
+    // Step 1.
+    set_completion_handlers(o_.progress_handlers);
+    g_sweep_active.store(true, std::memory_order_relaxed);
+    for (const auto& r : region_snapshot()) last_visits_[r.id] = r.visits;
+    for (ProgressPoint* p : progress_points()) start_counts_[p] = p->visits() + p->departures();
+    std::string reason = "stopped";
+    if (sleep_until(s_, steady::now() + o_.cooldown)) reason = loop();
+    finish(reason);
+  }
+
+ private:
+  std::string loop() {
+    for (;;) {
+      if (o_.duration.count() != 0 && steady::now() - t_start_ >= o_.duration) return "duration";
+      // Step 2.
+      std::vector<ProgressPoint*> points = selected_points();
+      if (points.empty()) {
+        note_miss(!o_.progress.empty() || !o_.progress_handlers.empty());
+        if (!sleep_until(s_, steady::now() + window_)) return "stopped";
+        continue;
+      }
+      // Step 3.
+      const uint32_t region = pick_region();
+      if (region == kNoRegion) {
+        note_miss(!o_.region_filter.empty() || !o_.fixed_region.empty());
+        if (!sleep_until(s_, steady::now() + window_)) return "stopped";
+        continue;
+      }
+      // Step 4.
+      uint32_t pct;
+      if (o_.fixed_speedup_pct) {
+        pct = *o_.fixed_speedup_pct;
+      } else {
+        const uint32_t r = std::uniform_int_distribution<uint32_t>(0, kZeroSpeedupWeight + kSpeedupDivisions)(rng_);
+        pct = r <= kZeroSpeedupWeight ? 0 : (r - kZeroSpeedupWeight) * (100 / kSpeedupDivisions);
+      }
+      // Step 5.
+      std::vector<PointStart> starts;
+      starts.reserve(points.size());
+      for (ProgressPoint* p : points) starts.push_back({p, p->visits(), p->departures()});
+      const RegionStats r0 = region_stats(region);
+      const uint64_t g0 = global_delay_cycles();
+      const auto t0 = steady::now();
+      begin_experiment(region, pct);
+      // Step 6.
+      const bool completed = sleep_until(s_, t0 + window_);
+      // Step 7.
+      end_experiment();
+      const auto t1 = steady::now();
+      const uint64_t g1 = global_delay_cycles();
+      const RegionStats r1 = region_stats(region);
+      if (!completed) return "stopped";
+      ++windows_;
+      // Step 8.
+      ExperimentRecord e;
+      e.index = summary_.experiments;
+      e.region = r1.name;
+      e.speedup_pct = pct;
+      e.duration_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+      e.delay_ns = static_cast<uint64_t>(calibrate::cycles_to_duration(g1 - g0, hz_).count());
+      e.effective_ns = e.duration_ns > e.delay_ns ? e.duration_ns - e.delay_ns : 0;
+      e.visits = r1.visits - r0.visits;
+      e.region_ns = static_cast<uint64_t>(calibrate::cycles_to_duration(r1.cycles - r0.cycles, hz_).count());
+      uint64_t min_delta = UINT64_MAX;
+      bool moved = false;
+      for (const PointStart& st : starts) {
+        ProgressPoint* p = st.point;
+        if (p->kind() == ProgressKind::throughput) {
+          const uint64_t d = p->visits() - st.count;
+          e.throughput.push_back({p->name(), d});
+          min_delta = std::min(min_delta, d);
+          moved |= d != 0;
+        } else {
+          const uint64_t a = p->arrivals(), dep = p->departures();
+          const uint64_t arrivals = a - st.count, departures = dep - st.departures;
+          e.latency.push_back({p->name(), arrivals, departures, a > dep ? a - dep : 0});
+          min_delta = std::min({min_delta, arrivals, departures});
+          moved |= arrivals != 0 || departures != 0;
+        }
+      }
+      if (moved) {
+        w_->experiment(e);
+        ++summary_.experiments;
+        summary_.progress_reached = true;
+      } else {
+        ++summary_.empty_experiments;
+      }
+      // Step 9.
+      if (min_delta < o_.min_delta) {
+        window_ = std::min(window_ * 2, max_window_);
+      } else if (min_delta > 2 * o_.min_delta && window_ >= 2 * o_.experiment) {
+        window_ /= 2;
+      }
+      if (o_.max_experiments != 0 && summary_.experiments >= o_.max_experiments) return "experiments";
+      // Step 10.
+      if (!sleep_until(s_, steady::now() + o_.cooldown)) return "stopped";
+    }
+  }
+
+  std::vector<ProgressPoint*> selected_points() {
+    std::vector<ProgressPoint*> out;
+    for (ProgressPoint* p : progress_points()) {
+      if (p->handler_completion()) {
+        if (matches_any(p->name(), o_.progress_handlers)) out.push_back(p);
+      } else if (o_.progress.empty() || matches_any(p->name(), o_.progress)) {
+        out.push_back(p);
+      }
+    }
+    return out;
+  }
+
+  uint32_t pick_region() {
+    const std::vector<RegionStats> regions = region_snapshot();
+    std::vector<uint32_t> ran;
+    for (const auto& r : regions) {
+      uint64_t& last = last_visits_[r.id];
+      if (r.visits > last && (o_.region_filter.empty() || matches_any(r.name, o_.region_filter))) ran.push_back(r.id);
+      last = r.visits;
+    }
+    if (!o_.fixed_region.empty()) return resolve_fixed(regions);
+    if (ran.empty()) return kNoRegion;
+    return ran[std::uniform_int_distribution<size_t>(0, ran.size() - 1)(rng_)];
+  }
+
+  uint32_t resolve_fixed(const std::vector<RegionStats>& regions) {
+    if (fixed_id_ != kNoRegion) return fixed_id_;
+    std::vector<const RegionStats*> partial;
+    for (const auto& r : regions) {
+      if (r.name == o_.fixed_region) return fixed_id_ = r.id;
+      if (r.name.find(o_.fixed_region) != std::string::npos) partial.push_back(&r);
+    }
+    if (partial.size() == 1) return fixed_id_ = partial.front()->id;
+    fixed_ambiguous_.clear();
+    for (const auto* r : partial) fixed_ambiguous_.push_back(r->name);
+    return kNoRegion;
+  }
+
+  // A window passed without an experiment; `filtered` says a filter may be why.
+  void note_miss(bool filtered) {
+    ++idle_windows_;
+    if (!filtered || early_names_written_ || ++filtered_misses_ < kGraceWindows) return;
+    early_names_written_ = true;
+    const auto problems = filter_problems();
+    for (const auto& [what, message, names] : problems) {
+      w_->json_line(fmt::format("{{\"type\":\"warning\",\"what\":{},\"message\":{},\"names\":{}}}", json_quote(what),
+                                json_quote(message + " (so far)"), json_array(names)));
+    }
+    if (!problems.empty()) write_names();
+  }
+
+  struct Problem {
+    std::string what, message;
+    std::vector<std::string> names;
+  };
+
+  // Filter entries that match nothing registered (so far).
+  std::vector<Problem> filter_problems() {
+    std::vector<Problem> out;
+    const auto regions = region_snapshot();
+    const auto points = progress_points();
+    auto unmatched = [](const std::vector<std::string>& entries, auto&& has) {
+      std::vector<std::string> miss;
+      for (const auto& e : entries) {
+        if (!has(e)) miss.push_back(e);
+      }
+      return miss;
+    };
+    auto region_has = [&](const std::string& e, bool handlers_only) {
+      return std::any_of(regions.begin(), regions.end(), [&](const RegionStats& r) {
+        return (!handlers_only || r.kind == RegionKind::handler) && r.name.find(e) != std::string::npos;
+      });
+    };
+    auto m = unmatched(o_.progress, [&](const std::string& e) {
+      return std::any_of(points.begin(), points.end(), [&](ProgressPoint* p) {
+        return !p->handler_completion() && p->name().find(e) != std::string::npos;
+      });
+    });
+    if (!m.empty()) {
+      out.push_back({"unknown_progress", fmt::format("COACT_CAUSAL_PROGRESS: no progress point matches '{}'", join(m, "', '")), m});
+    }
+    m = unmatched(o_.progress_handlers, [&](const std::string& e) { return region_has(e, true); });
+    if (!m.empty()) {
+      out.push_back({"unknown_handler",
+                     fmt::format("COACT_CAUSAL_PROGRESS_HANDLER: no handler region matches '{}'", join(m, "', '")), m});
+    }
+    m = unmatched(o_.region_filter, [&](const std::string& e) { return region_has(e, false); });
+    if (!m.empty()) {
+      out.push_back({"unknown_region", fmt::format("COACT_CAUSAL_REGION_FILTER: no region matches '{}'", join(m, "', '")), m});
+    }
+    if (!o_.fixed_region.empty() && fixed_id_ == kNoRegion) {
+      (void)resolve_fixed(regions);
+      if (fixed_id_ == kNoRegion) {
+        std::string message =
+            fixed_ambiguous_.empty()
+                ? fmt::format("COACT_CAUSAL_FIXED_REGION: no region is named '{}'", o_.fixed_region)
+                : fmt::format("COACT_CAUSAL_FIXED_REGION: '{}' matches {} regions ({}); give the exact name",
+                              o_.fixed_region, fixed_ambiguous_.size(), join(fixed_ambiguous_, "; "));
+        out.push_back({"unknown_region", std::move(message), {o_.fixed_region}});
+      }
+    }
+    return out;
+  }
+
+  void write_names() {
+    std::string regions;
+    for (const auto& r : region_snapshot()) {
+      regions += fmt::format("{}{{\"name\":{},\"kind\":\"{}\",\"visits\":{}}}", regions.empty() ? "" : ",",
+                             json_quote(r.name), to_string(r.kind), r.visits);
+    }
+    std::string points;
+    for (ProgressPoint* p : progress_points()) {
+      points += fmt::format("{}{{\"name\":{},\"kind\":\"{}\",\"handler\":{},\"visits\":{}}}", points.empty() ? "" : ",",
+                            json_quote(p->name()), to_string(p->kind()), p->handler_completion() ? "true" : "false",
+                            p->visits());
+    }
+    w_->json_line(fmt::format("{{\"type\":\"names\",\"regions\":[{}],\"progress\":[{}]}}", regions, points));
+  }
+
+  void error(const std::string& what, const std::string& message, const std::vector<std::string>& names) {
+    std::fprintf(stderr, "coact causal: %s\n", message.c_str());
+    summary_.errors.push_back(message);
+    w_->json_line(fmt::format("{{\"type\":\"error\",\"what\":{},\"message\":{},\"names\":{}}}", json_quote(what),
+                              json_quote(message), json_array(names)));
+  }
+
+  // Step 11.
+  void finish(const std::string& reason) {
+    end_experiment();
+    g_sweep_active.store(false, std::memory_order_relaxed);
+    set_completion_handlers({});
+    const auto runtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t_start_).count();
+    std::vector<RegionCount> samples;
+    for (const auto& r : region_snapshot()) samples.push_back({r.name, r.visits});
+    w_->runtime(static_cast<uint64_t>(runtime_ns), samples);
+    write_names();
+    const auto problems = filter_problems();
+    for (const auto& p : problems) error(p.what, p.message, p.names);
+    if (summary_.experiments == 0) {
+      std::vector<std::string> names;
+      bool moved = false;
+      for (ProgressPoint* p : selected_points()) {
+        names.push_back(p->name());
+        auto it = start_counts_.find(p);
+        moved |= p->visits() + p->departures() > (it == start_counts_.end() ? 0 : it->second);
+      }
+      const double secs = static_cast<double>(runtime_ns) / 1e9;
+      if (names.empty()) {
+        error("no_progress",
+              fmt::format("no progress point was reached in {:.1f} s: the program never hit a {}progress point; add "
+                          "COACT_PROGRESS / COACT_BEGIN / COACT_END, or name a handler with "
+                          "COACT_CAUSAL_PROGRESS_HANDLER",
+                          secs, o_.progress.empty() ? "" : "matching "),
+              names);
+      } else if (!moved) {
+        error("no_progress",
+              fmt::format("no progress point was reached in {:.1f} s ({} experiment window(s)): no visit of {}", secs,
+                          windows_, join(names, ", ")),
+              names);
+      } else if (problems.empty()) {
+        error("no_experiments",
+              fmt::format("no experiment finished in {:.1f} s although {} moved: the sweep ended before a window "
+                          "of {} ms completed with progress, or no region ran",
+                          secs, join(names, ", "), window_.count()),
+              names);
+      }
+    }
+    summary_.reason = reason;
+    w_->json_line(fmt::format(
+        "{{\"type\":\"summary\",\"experiments\":{},\"empty_experiments\":{},\"progress_reached\":{},\"reason\":{}}}",
+        summary_.experiments, summary_.empty_experiments, summary_.progress_reached ? "true" : "false",
+        json_quote(reason)));
+    w_.reset();  // close the files before anyone is told we are done
+    std::lock_guard lk(s_.mu);
+    s_.summary = summary_;
+    s_.done = true;
+    s_.running.store(false, std::memory_order_relaxed);
+    s_.cv.notify_all();
+  }
+
+  State& s_;
+  const Options o_;
+  std::unique_ptr<ProfileWriter> w_;
+  const uint64_t hz_;
+  std::mt19937_64 rng_;
+  steady::time_point t_start_{};
+  std::chrono::milliseconds window_{};
+  std::chrono::milliseconds max_window_{};
+  std::unordered_map<uint32_t, uint64_t> last_visits_;  // region id -> visits at the previous pick
+  std::unordered_map<ProgressPoint*, uint64_t> start_counts_;  // point -> visits + departures at sweep start
+  uint32_t fixed_id_ = kNoRegion;
+  std::vector<std::string> fixed_ambiguous_;
+  uint64_t windows_ = 0;       // finished experiment windows (written or empty)
+  uint64_t idle_windows_ = 0;  // windows without an experiment
+  int filtered_misses_ = 0;
+  bool early_names_written_ = false;
+  SweepSummary summary_;
+};
+
+}  // namespace
+
+void Controller::start(const Options& options) {
+#if !COACT_CAUSAL_ENABLED
+  (void)options;
+  throw std::logic_error("coact causal: causal profiling is compiled out (configure with -DCOACT_CAUSAL=ON)");
+#else
+  State& s = state();
+  std::lock_guard api(s.api_mu);
+  if (s.running.load(std::memory_order_relaxed)) throw std::logic_error("coact causal: a sweep is already running");
+  if (options.experiment.count() <= 0) throw std::invalid_argument("coact causal: Options::experiment must be > 0");
+  if (options.max_experiment.count() != 0 && options.max_experiment < options.experiment) {
+    throw std::invalid_argument("coact causal: Options::max_experiment must be 0 or >= Options::experiment");
+  }
+  if (options.cooldown.count() < 0 || options.duration.count() < 0) {
+    throw std::invalid_argument("coact causal: Options::cooldown and Options::duration must be >= 0");
+  }
+  if (options.fixed_speedup_pct && *options.fixed_speedup_pct > 100) {
+    throw std::invalid_argument("coact causal: Options::fixed_speedup_pct must be 0..100");
+  }
+  if (options.min_delta == 0) throw std::invalid_argument("coact causal: Options::min_delta must be >= 1");
+  if (s.thread.joinable()) s.thread.join();  // a sweep that ended by itself
+  const uint64_t hz = calibrate::tsc_hz();  // add_delay's precondition; may throw
+  auto writer = std::make_unique<ProfileWriter>(options.output, options.json_output);
+  uint64_t seed = options.seed;
+  if (seed == 0) {
+    seed = static_cast<uint64_t>(steady::now().time_since_epoch().count()) ^ (uint64_t(::getpid()) << 32);
+  }
+  const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  writer->startup(static_cast<uint64_t>(wall_ns), hz, seed, options_json(options));
+  {
+    std::lock_guard lk(s.mu);
+    s.stop_requested = false;
+    s.done = false;
+    s.summary = SweepSummary{};
+  }
+  auto sweep = std::make_shared<Sweep>(s, options, std::move(writer), hz, seed);
+  s.running.store(true, std::memory_order_relaxed);
+  try {
+    s.thread = std::thread([sweep] { sweep->run(); });
+  } catch (...) {
+    s.running.store(false, std::memory_order_relaxed);
+    throw;
+  }
+#endif
+}
+
+SweepSummary Controller::stop() {
+  State& s = state();
+  std::lock_guard api(s.api_mu);
+  {
+    std::lock_guard lk(s.mu);
+    s.stop_requested = true;
+    s.cv.notify_all();
+  }
+  if (s.thread.joinable()) s.thread.join();
+  s.running.store(false, std::memory_order_relaxed);
+  std::lock_guard lk(s.mu);
+  return s.summary;
+}
+
+bool Controller::wait(std::chrono::milliseconds timeout) {
+  State& s = state();
+  std::unique_lock lk(s.mu);
+  return s.cv.wait_for(lk, timeout, [&] { return s.done; });
+}
+
+bool Controller::running() noexcept { return state().running.load(std::memory_order_relaxed); }
+
+bool Controller::start_from_env() {
+  std::optional<Options> o;
+  try {
+    o = options_from_env(environ);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("coact causal: ") + e.what());
+  }
+  if (!o) return false;
+  // One environment sweep per process: a second Runtime boot does not start
+  // another (the first one's atexit handler ends it).
+  static std::mutex once_mu;
+  static bool started = false;  // guarded by once_mu
+  std::lock_guard lk(once_mu);
+  if (started) return true;
+  start(*o);
+  started = true;
+  std::atexit([] { (void)Controller::stop(); });
+  return true;
+}
+
+}  // namespace coact::causal

@@ -1,0 +1,135 @@
+// runtime/src/detail/timer_heap.hpp: the one min-heap of timer entries
+// (seed 003). Reasons: Sleep (resume a sleeping actor), WaitTimeout (resume
+// a waiting actor with a timeout), Send (deliver mail, resolved at fire time).
+//
+// Virtual time: every virtual entry carries delay_stamp, the delay ledger G
+// (cycles) when it was (re-)queued. pop_due converts the delay accrued since
+// the stamp to wall time (tsc_hz) and shifts the entry's effective deadline;
+// an entry not yet due at its shifted deadline is re-queued there with a fresh
+// stamp and the same seq (cancellation identity survives). Zero debt takes
+// the unshifted path. Wall entries never shift.
+// Cancellation: Send entries are "armed" in a set keyed by seq; pop_due fires
+// a Send only if it is still armed and disarms it under the lock, so
+// cancel(seq) returns true iff it landed before the fire.
+// next_deadline(): a lock-free snapshot of the earliest raw deadline,
+// maintained under the lock; it may under-report the true next firing
+// (shifts are applied at pop), which costs at most a spurious wake per
+// injected chunk, never a late fire.
+// Threads: all members thread-safe (one mutex). Firing happens outside the lock.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include <coact/causal/delay_ledger.hpp>
+#include <coact/calibrate/tsc.hpp>
+#include <coact/runtime/detail/actor_cell.hpp>
+#include <coact/runtime/timer.hpp>
+
+#include "sync.hpp"
+
+namespace coact::detail {
+
+enum class TimerReason : uint8_t { sleep, wait_timeout, send };
+
+struct TimerEntry {
+  uint64_t deadline_ns;   // CLOCK_MONOTONIC ns (raw, or shifted after a re-queue)
+  uint64_t seq;           // unique, monotonic: ties fire in arming order
+  uint64_t stamp_cycles;  // delay ledger G at (re-)queue (virtual entries)
+  Anchor anchor;
+  TimerReason reason;
+  TimerAction* action;    // Send: owned; null otherwise
+  ActorCell* cell;        // Sleep/WaitTimeout: the waiter (holds a reference)
+  uint64_t wait_epoch;    // Sleep/WaitTimeout: the wait identity (with cell->pid)
+};
+
+class TimerHeap {
+ public:
+  static constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+
+  /// Inserts; returns (seq, true iff it became the earliest deadline).
+  std::pair<uint64_t, bool> insert(TimerEntry e) {
+    std::lock_guard lk(mu_);
+    e.seq = ++seq_;
+    e.stamp_cycles = e.anchor == Anchor::virtual_time ? causal::global_delay_cycles() : 0;
+    if (e.reason == TimerReason::send) armed_.insert(e.seq);
+    heap_.push_back(e);
+    std::push_heap(heap_.begin(), heap_.end(), later);
+    const bool earliest = heap_.front().seq == e.seq;
+    next_.store(heap_.front().deadline_ns, sync::memory_order_seq_cst);
+    return {e.seq, earliest};
+  }
+
+  /// True iff the Send timer `seq` was still armed (the cancel beat the fire).
+  bool cancel(uint64_t seq) {
+    std::lock_guard lk(mu_);
+    return armed_.erase(seq) != 0;
+  }
+
+  /// Moves every entry due at `now_ns` (after virtual shifting) into `out`,
+  /// in deadline order. Cancelled Sends are dropped here.
+  void pop_due(uint64_t now_ns, std::vector<TimerEntry>& out) {
+    std::lock_guard lk(mu_);
+    const uint64_t g = causal::global_delay_cycles();
+    while (!heap_.empty() && heap_.front().deadline_ns <= now_ns) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      TimerEntry e = heap_.back();
+      heap_.pop_back();
+      if (e.reason == TimerReason::send && armed_.erase(e.seq) == 0) {  // cancelled
+        delete e.action;
+        continue;
+      }
+      if (e.anchor == Anchor::virtual_time && g > e.stamp_cycles) {
+        const uint64_t shift = uint64_t(calibrate::cycles_to_duration(g - e.stamp_cycles).count());
+        if (e.deadline_ns + shift > now_ns) {  // not yet due in virtual time: chase the delay
+          e.deadline_ns += shift;
+          e.stamp_cycles = g;
+          if (e.reason == TimerReason::send) armed_.insert(e.seq);
+          heap_.push_back(e);
+          std::push_heap(heap_.begin(), heap_.end(), later);
+          continue;
+        }
+      }
+      out.push_back(e);
+    }
+    next_.store(heap_.empty() ? kNone : heap_.front().deadline_ns, sync::memory_order_seq_cst);
+  }
+
+  /// Earliest raw deadline or kNone; lock-free (one load).
+  uint64_t next_deadline(std::memory_order mo = std::memory_order_relaxed) const noexcept {
+    return next_.load(mo);
+  }
+
+  /// Removes everything (shutdown: orphans). Returns the entries for disposal.
+  std::vector<TimerEntry> clear() {
+    std::lock_guard lk(mu_);
+    std::vector<TimerEntry> all;
+    all.swap(heap_);
+    armed_.clear();
+    next_.store(kNone, sync::memory_order_seq_cst);
+    return all;
+  }
+
+  size_t size() const {
+    std::lock_guard lk(mu_);
+    return heap_.size();
+  }
+
+ private:
+  static bool later(const TimerEntry& a, const TimerEntry& b) {
+    return a.deadline_ns != b.deadline_ns ? a.deadline_ns > b.deadline_ns : a.seq > b.seq;
+  }
+  mutable std::mutex mu_;
+  std::vector<TimerEntry> heap_;           // guarded by mu_
+  std::unordered_set<uint64_t> armed_;     // guarded by mu_: armed Send seqs
+  uint64_t seq_ = 0;                       // guarded by mu_
+  // next_: written under mu_ (seq_cst: the inserter side of the timekeeper
+  // handshake in scheduler.cpp), read lock-free by the busy-path due check.
+  sync::atomic<uint64_t> next_{kNone};
+};
+
+}  // namespace coact::detail

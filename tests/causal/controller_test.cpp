@@ -1,0 +1,374 @@
+// Tests for coact/causal/controller.hpp: the COACT_CAUSAL_* environment, and
+// sweeps over synthetic workloads on plain threads (no actor runtime): fixed
+// region and speedup, handler-completion progress, no progress at all, and an
+// unknown fixed region. Sweeps move G, so they hold test_ledger_mutex().
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <typeinfo>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <coact/calibrate/tsc.hpp>
+#include <coact/causal/controller.hpp>
+#include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/hooks.hpp>
+#include <coact/causal/progress.hpp>
+#include <coact/causal/region.hpp>
+
+#include <coact/runtime/tuning.hpp>  // before watchdog.hpp, which includes it inside its namespace
+
+#include "support/watchdog.hpp"
+
+namespace ca = coact::causal;
+namespace cal = coact::calibrate;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace controller_test {
+struct Stage {};
+struct Item {};
+}  // namespace controller_test
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/coact-controller-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<std::string> read_lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);  // blank lines: page padding
+  }
+  return out;
+}
+
+std::vector<json> records(const fs::path& p, const std::string& type) {
+  std::vector<json> out;
+  for (const auto& l : read_lines(p)) {
+    auto j = json::parse(l);
+    if (j["type"] == type) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void spin_for(std::chrono::nanoseconds d) {
+  const uint64_t end = cal::now_cycles() + cal::duration_to_cycles(d);
+  while (cal::now_cycles() < end) {
+  }
+}
+
+// A plain thread looping a body until destroyed; pays its debt each loop like
+// a runtime worker between dispatches.
+class Workload {
+ public:
+  template <class F>
+  explicit Workload(F body)
+      : t_([this, body] {
+          ca::register_thread();
+          while (!stop_.load(std::memory_order_relaxed)) {
+            body();
+            ca::on_pay_point();
+          }
+        }) {}
+  ~Workload() {
+    stop_.store(true);
+    t_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread t_;
+};
+
+std::vector<const char*> envp(const std::vector<std::string>& kv) {
+  std::vector<const char*> out;
+  for (const auto& s : kv) out.push_back(s.c_str());
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string error_of(const std::vector<std::string>& kv) {
+  try {
+    (void)ca::options_from_env(envp(kv).data());
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+ca::Options quick_options(const TempDir& dir) {
+  ca::Options o;
+  o.experiment = 25ms;
+  o.max_experiment = 200ms;
+  o.cooldown = 5ms;
+  o.output = (dir.path / "profile.coz").string();
+  o.json_output = (dir.path / "profile.jsonl").string();
+  o.seed = 12345;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("options_from_env: unset or 0 means no sweep", "[causal][controller]") {
+  CHECK_FALSE(ca::options_from_env(envp({"PATH=/bin"}).data()));
+  CHECK_FALSE(ca::options_from_env(envp({"COACT_CAUSAL=0", "COACT_CAUSAL_BOGUS=1"}).data()));
+  CHECK_FALSE(ca::options_from_env(envp({"COACT_CAUSAL="}).data()));
+}
+
+TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controller]") {
+  const auto o = ca::options_from_env(envp({"COACT_CAUSAL=1", "COACT_CAUSAL_PROGRESS=a, b,",
+                                            "COACT_CAUSAL_PROGRESS_HANDLER=Sink::on", "COACT_CAUSAL_REGION_FILTER=Parser",
+                                            "COACT_CAUSAL_FIXED_REGION=Parser::on(Line)", "COACT_CAUSAL_FIXED_SPEEDUP=35",
+                                            "COACT_CAUSAL_EXPERIMENT_MS=100", "COACT_CAUSAL_MAX_EXPERIMENT_MS=900",
+                                            "COACT_CAUSAL_COOLDOWN_MS=0", "COACT_CAUSAL_DURATION_S=60",
+                                            "COACT_CAUSAL_EXPERIMENTS=40", "COACT_CAUSAL_MIN_DELTA=9",
+                                            "COACT_CAUSAL_OUTPUT=out/x.coz", "COACT_CAUSAL_SEED=7"})
+                                          .data());
+  REQUIRE(o);
+  CHECK(o->progress == std::vector<std::string>{"a", "b"});
+  CHECK(o->progress_handlers == std::vector<std::string>{"Sink::on"});
+  CHECK(o->region_filter == std::vector<std::string>{"Parser"});
+  CHECK(o->fixed_region == "Parser::on(Line)");
+  CHECK(o->fixed_speedup_pct == 35u);
+  CHECK(o->experiment == 100ms);
+  CHECK(o->max_experiment == 900ms);
+  CHECK(o->cooldown == 0ms);
+  CHECK(o->duration == 60s);
+  CHECK(o->max_experiments == 40u);
+  CHECK(o->min_delta == 9u);
+  CHECK(o->output == "out/x.coz");
+  CHECK(o->json_output == "out/x.jsonl");  // derived
+  CHECK(o->seed == 7u);
+
+  // to_env round-trips.
+  std::vector<std::string> kv;
+  for (const auto& [k, v] : ca::to_env(*o)) kv.push_back(k + "=" + v);
+  const auto back = ca::options_from_env(envp(kv).data());
+  REQUIRE(back);
+  CHECK(back->progress == o->progress);
+  CHECK(back->fixed_speedup_pct == o->fixed_speedup_pct);
+  CHECK(back->experiment == o->experiment);
+  CHECK(back->json_output == o->json_output);
+  CHECK(json::parse(ca::options_json(*o))["fixed_speedup"].get<double>() == Approx(0.35));
+}
+
+TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][controller]") {
+  CHECK(error_of({"COACT_CAUSAL=yes"}).find("COACT_CAUSAL='yes'") != std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=150"}).find("COACT_CAUSAL_FIXED_SPEEDUP='150'") !=
+        std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_MS=abc"}).find("COACT_CAUSAL_EXPERIMENT_MS='abc'") !=
+        std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_MS=0"}).find("1..") != std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_COOLDOWN_MS=-5"}).find("COACT_CAUSAL_COOLDOWN_MS") !=
+        std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_MS=100", "COACT_CAUSAL_MAX_EXPERIMENT_MS=50"})
+            .find("COACT_CAUSAL_MAX_EXPERIMENT_MS") != std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_OUTPUT=", "COACT_CAUSAL_JSON_OUTPUT="}).find("COACT_CAUSAL_OUTPUT") !=
+        std::string::npos);
+  const std::string typo = error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_LEN=5"});
+  CHECK(typo.find("COACT_CAUSAL_EXPERIMENT_LEN") != std::string::npos);
+  CHECK(typo.find("COACT_CAUSAL_EXPERIMENT_MS") != std::string::npos);  // lists the valid keys
+  CHECK(ca::default_json_output("profile.coz") == "profile.jsonl");
+  CHECK(ca::default_json_output("run.txt") == "run.txt.jsonl");
+}
+
+TEST_CASE("controller: fixed region and speedup record experiments with s·Δ delay", "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "fixed-region sweep");
+  TempDir dir;
+  Workload w([] {
+    {
+      COACT_SCOPE("controller-test/busy");
+      spin_for(200us);
+    }
+    {
+      COACT_SCOPE("controller-test/other");
+      spin_for(50us);
+    }
+    COACT_PROGRESS("controller-test/iterations");
+  });
+  auto o = quick_options(dir);
+  o.fixed_region = "controller-test/busy";
+  o.fixed_speedup_pct = 50;
+  o.progress = {"controller-test/iterations"};
+  o.max_experiments = 4;
+  ca::Controller::start(o);
+  CHECK(ca::Controller::running());
+  CHECK_THROWS_AS(ca::Controller::start(o), std::logic_error);
+  REQUIRE(ca::Controller::wait(30s));
+  const ca::SweepSummary s = ca::Controller::stop();
+  CHECK_FALSE(ca::Controller::running());
+  CHECK(s.experiments == 4u);
+  CHECK(s.progress_reached);
+  CHECK(s.reason == "experiments");
+  CHECK(s.errors.empty());
+
+  const fs::path jpath = dir.path / "profile.jsonl";
+  const auto lines = read_lines(jpath);
+  REQUIRE(!lines.empty());
+  CHECK(json::parse(lines.front())["type"] == "startup");
+  CHECK(json::parse(lines.back())["type"] == "summary");
+  const auto exps = records(jpath, "experiment");
+  REQUIRE(exps.size() == 4u);
+  for (const auto& e : exps) {
+    CHECK(e["region"] == "controller-test/busy");
+    CHECK(e["speedup"].get<double>() == Approx(0.5));
+    CHECK(e["progress"]["controller-test/iterations"].get<uint64_t>() > 0u);
+    CHECK(e["visits"].get<uint64_t>() > 0u);
+    const auto dur = e["duration_ns"].get<uint64_t>(), delay = e["delay_ns"].get<uint64_t>();
+    CHECK(dur >= 25'000'000u);
+    CHECK(e["effective_ns"].get<uint64_t>() == dur - delay);
+    // delay = s · (the region's exclusive time during the window), up to a
+    // region straddling the window's ends (two runs of ~200 µs, longer if preempted).
+    const double region_ns = e["region_ns"].get<double>();
+    CHECK(static_cast<double>(delay) <= 0.5 * region_ns + 50'000);
+    CHECK(static_cast<double>(delay) >= 0.5 * region_ns - 5'000'000);  // a preempted straddler
+    CHECK(delay > 0u);
+  }
+  const auto names = records(jpath, "names");
+  REQUIRE(names.size() == 1u);
+  bool found = false;
+  for (const auto& r : names[0]["regions"]) found |= r["name"] == "controller-test/busy";
+  CHECK(found);
+
+  // profile.coz: startup, 4 experiments each with its one throughput point, runtime, samples.
+  const auto coz = read_lines(dir.path / "profile.coz");
+  REQUIRE(coz.size() >= 1u + 4u * 2u + 1u);
+  CHECK(coz[0].rfind("startup\ttime=", 0) == 0);
+  int n_exp = 0;
+  for (const auto& l : coz) {
+    if (l.rfind("experiment\t", 0) == 0) {
+      ++n_exp;
+      CHECK(l.find("\tselected=controller-test/busy\tspeedup=0.50\tduration=") != std::string::npos);
+      CHECK(l.find("\tselected-samples=") != std::string::npos);
+    }
+  }
+  CHECK(n_exp == 4);
+  CHECK(std::count_if(coz.begin(), coz.end(), [](const std::string& l) { return l.rfind("runtime\ttime=", 0) == 0; }) ==
+        1);
+  ca::credit_resume();
+}
+
+TEST_CASE("controller: a handler named as progress point counts its completions", "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "handler-progress sweep");
+  TempDir dir;
+  Workload w([] {  // what the runtime's dispatch does, on a plain thread
+    ca::on_handler_enter(&typeid(controller_test::Stage), 901);
+    spin_for(100us);
+    ca::on_handler_exit(&typeid(controller_test::Stage), 901);
+  });
+  auto o = quick_options(dir);
+  o.progress = {"controller-test/no-declared-point-has-this-name"};
+  o.progress_handlers = {"controller_test::Stage::on("};
+  o.fixed_region = "controller_test::Stage::on(";
+  o.max_experiments = 2;
+  ca::Controller::start(o);
+  REQUIRE(ca::Controller::wait(30s));
+  const auto s = ca::Controller::stop();
+  CHECK(s.experiments == 2u);
+  const auto exps = records(dir.path / "profile.jsonl", "experiment");
+  REQUIRE(exps.size() == 2u);
+  const std::string region = exps[0]["region"];
+  CHECK(region.rfind("controller_test::Stage::on(", 0) == 0);
+  CHECK(exps[0]["progress"][region].get<uint64_t>() > 0u);
+  // The declared-point filter matched nothing: reported, with the names.
+  const auto errors = records(dir.path / "profile.jsonl", "error");
+  REQUIRE(errors.size() == 1u);
+  CHECK(errors[0]["what"] == "unknown_progress");
+  ca::credit_resume();
+}
+
+TEST_CASE("controller: a sweep in which no progress point is reached says so and writes no experiment",
+          "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "no-progress sweep");
+  TempDir dir;
+  ca::progress_point("controller-test/declared-never-visited", ca::ProgressKind::throughput);
+  Workload w([] {
+    COACT_SCOPE("controller-test/lonely");
+    spin_for(100us);
+  });
+  auto o = quick_options(dir);
+  o.progress = {"controller-test/declared-never-visited"};
+  o.max_experiment = 50ms;
+  ca::Controller::start(o);
+  std::this_thread::sleep_for(400ms);
+  const auto s = ca::Controller::stop();
+  CHECK(s.experiments == 0u);
+  CHECK(s.empty_experiments > 0u);
+  CHECK_FALSE(s.progress_reached);
+  REQUIRE(s.errors.size() == 1u);
+  CHECK(s.errors[0].find("no progress point was reached") != std::string::npos);
+  CHECK(s.errors[0].find("controller-test/declared-never-visited") != std::string::npos);
+  const auto jpath = dir.path / "profile.jsonl";
+  CHECK(records(jpath, "experiment").empty());
+  const auto errors = records(jpath, "error");
+  REQUIRE(errors.size() == 1u);
+  CHECK(errors[0]["what"] == "no_progress");
+  CHECK(records(jpath, "summary").at(0)["progress_reached"] == false);
+  for (const auto& l : read_lines(dir.path / "profile.coz")) CHECK(l.rfind("experiment", 0) != 0);
+  ca::credit_resume();
+}
+
+TEST_CASE("controller: an unknown fixed region is reported with the valid names", "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "unknown-region sweep");
+  TempDir dir;
+  Workload w([] {
+    {
+      COACT_SCOPE("controller-test/known");
+      spin_for(50us);
+    }
+    COACT_PROGRESS("controller-test/known-progress");
+  });
+  auto o = quick_options(dir);
+  o.fixed_region = "controller-test/typo";
+  o.progress = {"controller-test/known-progress"};
+  ca::Controller::start(o);
+  std::this_thread::sleep_for(250ms);  // > kGraceWindows windows: the early warning is written
+  const auto s = ca::Controller::stop();
+  CHECK(s.experiments == 0u);
+  const auto jpath = dir.path / "profile.jsonl";
+  const auto warnings = records(jpath, "warning");
+  REQUIRE(!warnings.empty());
+  CHECK(warnings[0]["what"] == "unknown_region");
+  bool has_unknown = false, has_no_progress = false;
+  for (const auto& e : records(jpath, "error")) {
+    has_unknown |= e["what"] == "unknown_region" &&
+                   e["message"].get<std::string>().find("controller-test/typo") != std::string::npos;
+    has_no_progress |= e["what"] == "no_progress";
+  }
+  CHECK(has_unknown);
+  CHECK_FALSE(has_no_progress);  // progress was reached; the unknown region is the whole story
+  const auto names = records(jpath, "names");
+  REQUIRE(names.size() >= 2u);  // early and final
+  bool listed = false;
+  for (const auto& r : names.back()["regions"]) listed |= r["name"] == "controller-test/known";
+  CHECK(listed);
+  ca::credit_resume();
+}
