@@ -8,6 +8,10 @@
 //     turn_b again.
 //  4. A, parked in FUTEX_WAIT(turn_a, 0), returns, sees 1, resets it, stamps
 //     t1; one sample = (t1 - t0) / 2.
+// A side may find its word already 1 at step 2/4 and not park at all (the
+// partner answered before the waker's FUTEX_WAKE syscall returned); the
+// sample is then still the time for control to cross and come back, which is
+// what a scheduler hand-off costs on this machine.
 // No lost wake-up: FUTEX_WAIT re-checks the word == 0 inside the kernel under
 // the futex hash-bucket lock, so a store + WAKE that lands between our load
 // and the syscall makes the WAIT return EAGAIN instead of sleeping.
@@ -62,8 +66,18 @@ void set_and_wake(uint32_t* word) {
   if (::syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0) < 0) futex_abort("WAKE", errno);
 }
 
+// One side's turn word, on its own cache line. Accessed only through
+// std::atomic_ref (and by the kernel in FUTEX_WAIT).
+//  - Set to 1 by the *other* side (release store in set_and_wake): the
+//    release/acquire pair orders the partner's earlier writes before the
+//    owner's continuation (the probe publishes no data, but the reset below
+//    relies on this chain).
+//  - Read by the owner (acquire load in park_until_set) to see its turn.
+//  - Reset to 0 by the owner (relaxed): no one else writes it until the owner
+//    has set the partner's word (release) and the partner has acquired that,
+//    so the next set of this word happens-after the reset.
 struct alignas(64) TurnWord {
-  uint32_t value = 0;  // futex word; accessed only through std::atomic_ref
+  uint32_t value = 0;
 };
 
 }  // namespace

@@ -18,7 +18,12 @@
 
 #include <algorithm>
 #include <chrono>
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define COACT_CPU_RELAX() _mm_pause()
+#else
+#define COACT_CPU_RELAX() ((void)0)
+#endif
 
 #include <coact/calibrate/tsc.hpp>
 
@@ -74,7 +79,7 @@ ThreadLedger& ledger(uint64_t g) noexcept {
 }
 
 void spin_until(uint64_t deadline_cycles) noexcept {
-  while (calibrate::now_cycles() < deadline_cycles) _mm_pause();
+  while (calibrate::now_cycles() < deadline_cycles) COACT_CPU_RELAX();
 }
 
 // Waits until now_cycles() >= deadline (start = the entry read of now_cycles()).

@@ -37,7 +37,12 @@ struct ResumeEnvelope final : Envelope {
   }
 };
 
-constexpr uint64_t kDefaultHandoffNs = 5000;  // until calibration lands: 5 µs (seed: "single-digit µs")
+// The boot hand-off cost, found once per process (env pin, calibration file
+// for this machine, or a short probe: calibrate/handoff.hpp).
+std::chrono::nanoseconds boot_handoff_cost() {
+  static const std::chrono::nanoseconds cost = calibrate::initial_handoff_cost().cost;
+  return cost;
+}
 
 // Relaxed single-writer increment: the owning worker is the only writer, so a
 // load+store pair avoids a locked instruction per dispatch.
@@ -54,14 +59,15 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   // Calibrate tsc_hz at boot (once per process; cached, or pinned by
   // COACT_TSC_HZ) so timer shifts never stall a scheduler loop (seed 003).
   (void)calibrate::tsc_hz();
-  // Keep-local time valve (seed 000): 6x the hand-off cost, clamped 6..60 µs;
-  // COACT_LOCAL_TIME_BUDGET_US pins it (0 disables).
-  if (tuning_.local_time_budget_us) {
-    valve_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
+  // Hand-off cost: pinned by COACT_HANDOFF_COST_NS (resolved into the
+  // tuning), else the boot value, live-refined by EWMA from real wakes.
+  if (tuning_.handoff_cost_ns) {
+    auto pin = std::chrono::nanoseconds(*tuning_.handoff_cost_ns);
+    handoff_ = std::make_unique<calibrate::HandoffEstimate>(pin, pin);
   } else {
-    uint64_t h = tuning_.handoff_cost_ns.value_or(kDefaultHandoffNs);
-    valve_ns_ = std::clamp<uint64_t>(6 * h, 6000, 60000);
+    handoff_ = std::make_unique<calibrate::HandoffEstimate>(boot_handoff_cost());
   }
+  if (tuning_.local_time_budget_us) valve_pin_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
   batch_max_ns_ = uint64_t(tuning_.batch_max_usec) * 1000;
   workers_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(this, i));
@@ -142,8 +148,9 @@ void Scheduler::schedule_local(Worker& w, ActorCell* c) {
   w.own.push(c);
   const int64_t n = w.own.size();
   if (n <= 1) return;  // a chain: the one hop stays warm, nothing to spill
-  const bool valve = valve_ns_ != 0 && w.clock_ns - w.cascade_start_ns > valve_ns_;
-  if (valve || n >= int64_t(tuning_.local_sticky_max)) {
+  const uint64_t valve = valve_ns();
+  const bool valve_tripped = valve != 0 && w.clock_ns - w.cascade_start_ns > valve;
+  if (valve_tripped || n >= int64_t(tuning_.local_sticky_max)) {
     // Spill the backlog (all but the freshest) so a heavy cascade parallelizes.
     for (int64_t i = 0; i < n - 1; ++i) {
       ActorCell* x = w.own.take_oldest();
@@ -156,6 +163,12 @@ void Scheduler::schedule_local(Worker& w, ActorCell* c) {
   } else if (tuning_.peer_steal) {
     spin_park_.notify();  // a sibling may steal the surplus
   }
+}
+
+uint64_t Scheduler::valve_ns() const noexcept {
+  if (valve_pin_ns_) return *valve_pin_ns_;
+  const uint64_t h = uint64_t(handoff_->cost().count());
+  return std::clamp<uint64_t>(6 * h, 6000, 60000);
 }
 
 void Scheduler::publish_shared(ActorCell* c) {
@@ -294,6 +307,11 @@ ActorCell* Scheduler::idle(Worker& w) {
       timekeeper_.store(-1, std::memory_order_seq_cst);
     } else {
       spin_park_.park(w.index);
+    }
+    if (!timed_out) {
+      // Live refinement of the hand-off cost from a real cross-thread wake.
+      const uint64_t woke = sync::now_ns(), sent = spin_park_.parker(w.index).last_unpark_ns();
+      if (sent != 0 && woke > sent) handoff_->observe(std::chrono::nanoseconds(woke - sent));
     }
     causal::on_resume();       // woken by a thread that paid: credit
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed

@@ -48,15 +48,23 @@ class Parker {
 
   /// Any thread. Makes the owner's current or next park() return.
   void unpark() noexcept {
+    unpark_ns_.store(sync::now_ns(), sync::memory_order_relaxed);
     if (state_.exchange(kNotified, sync::memory_order_seq_cst) == kParked) {
       sync::futex_wake(&state_, 1);
     }
   }
 
+  /// Owner, after park() returned true: when the last unpark was issued (ns),
+  /// for the live hand-off cost estimate (wake latency = now - this).
+  uint64_t last_unpark_ns() const noexcept { return unpark_ns_.load(sync::memory_order_relaxed); }
+
  private:
   // Written by the owner (fetch_sub/exchange in park) and by unparkers
   // (exchange); the futex syscall reads it. seq_cst throughout.
   sync::atomic<int32_t> state_{kEmpty};
+  // Written by unparkers, read by the owner after waking; relaxed: a
+  // measurement, ordered well enough by the state_ exchange that follows it.
+  sync::atomic<uint64_t> unpark_ns_{0};
 };
 
 }  // namespace coact::detail

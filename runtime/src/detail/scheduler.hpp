@@ -29,10 +29,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <coact/calibrate/handoff.hpp>
 #include <coact/runtime/detail/actor_cell.hpp>
 #include <coact/runtime/runtime.hpp>
 #include <coact/runtime/tuning.hpp>
@@ -94,6 +96,7 @@ class Scheduler {
   const SchedulerTuning& tuning() const noexcept { return tuning_; }
   uint32_t worker_count() const noexcept { return uint32_t(workers_.size()); }
   RuntimeStats stats() const noexcept;
+  std::chrono::nanoseconds handoff_cost() const noexcept { return handoff_->cost(); }
   void count_dropped_dead(uint64_t n) noexcept { dropped_dead_.fetch_add(n, std::memory_order_relaxed); }
   void count_unresolved() noexcept { dropped_unresolved_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -124,11 +127,14 @@ class Scheduler {
   bool timers_due(uint64_t& now_ns) const noexcept;
   void resume_waiting(Worker& w, ActorCell* c);
   void drop_wait_state(ActorCell* c);
-  uint64_t valve_ns() const noexcept { return valve_ns_; }
+  /// Keep-local time valve (ns, 0 = off): pinned, or 6x the live hand-off
+  /// cost estimate clamped to 6..60 µs (seed 000).
+  uint64_t valve_ns() const noexcept;
 
   Runtime* rt_;
   SchedulerTuning tuning_;
-  uint64_t valve_ns_ = 0;        // keep-local time valve; 0 = disabled
+  std::optional<uint64_t> valve_pin_ns_;  // COACT_LOCAL_TIME_BUDGET_US (0 = valve off)
+  std::unique_ptr<calibrate::HandoffEstimate> handoff_;  // live-refined by real wakes
   uint64_t batch_max_ns_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   Injector<ActorCell*> injector_;

@@ -60,6 +60,11 @@ namespace coact::causal {
 namespace detail {
 // Process-global injected delay G (cycles). Defined in delay_ledger.cpp;
 // declared here so the G == 0 fast paths inline to one relaxed load.
+// Writers: add_delay, inject_delay_cycles_for_test (relaxed fetch_add, any
+// thread). Readers: every ledger function and timer delay_stamps (relaxed
+// load, any thread). Relaxed suffices: G is a counter that publishes no other
+// memory; RMWs make the sum exact and per-object coherence keeps each
+// thread's reads monotonic (argument in full at the top of delay_ledger.cpp).
 extern std::atomic<uint64_t> g_global_delay;
 
 uint64_t debt_cycles_slow() noexcept;
