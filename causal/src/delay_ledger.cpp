@@ -83,8 +83,7 @@ void spin_until(uint64_t deadline_cycles) noexcept {
 }
 
 // Waits until now_cycles() >= deadline (start = the entry read of now_cycles()).
-void wait_until(ThreadLedger& t, uint64_t start, uint64_t deadline) {
-  const uint64_t hz = calibrate::tsc_hz();
+void wait_until(ThreadLedger& t, uint64_t hz, uint64_t start, uint64_t deadline) {
   const uint64_t spin_threshold = calibrate::duration_to_cycles(std::chrono::nanoseconds(kPaySpinThresholdNs), hz);
   uint64_t now = start;
   while (now < deadline && deadline - now >= spin_threshold) {
@@ -116,8 +115,9 @@ uint64_t pay_debt_slow() {
   ThreadLedger& t = ledger(g);
   if (g <= t.local_cycles) return 0;
   const uint64_t owed = g - t.local_cycles;
+  const uint64_t hz = calibrate::tsc_hz();  // before the clock starts: a first-use calibration is not payment
   const uint64_t start = calibrate::now_cycles();
-  wait_until(t, start, start + owed);
+  wait_until(t, hz, start, start + owed);
   t.local_cycles += owed;  // pay what was owed at entry; later additions are paid next time
   return owed;
 }

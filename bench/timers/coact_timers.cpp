@@ -1,0 +1,230 @@
+// bench/timers/coact_timers.cpp: the timer scenarios written for coact, with
+// the same pattern as caf_timers.cpp.
+//
+//   coact-timers --scenario lateness|idle_cpu|cancel_rate [options] [--workers 2]
+//
+// Runs the scenario once and prints one JSON line (timers_common.hpp defines
+// the scenarios and their figures); exits 1 on an inconsistent result.
+// The scheduler tuning is resolve_tuning() (so COACT_* environment knobs and
+// COACT_CONFIG apply, for experiments) with `workers` forced to --workers.
+// Timers are armed from handlers with runtime().send_after(self-ref, d, msg)
+// (virtual anchor; without a causal sweep identical to send_after_wall).
+#include <coact/runtime/runtime.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "timers_common.hpp"
+
+namespace {
+
+using namespace coact::bench;
+
+constexpr const char* kRuntime = "coact";
+
+// ---- lateness -------------------------------------------------------------------
+
+struct chain_start {};
+struct tick {
+  int64_t arm_ns;
+};
+
+struct chain_actor : coact::Actor<chain_actor> {
+  lateness_state* s;
+  uint32_t index;
+  uint64_t fired = 0;
+  coact::ActorRef<chain_actor> me;
+  chain_actor(lateness_state* st, uint32_t i) : s(st), index(i) {}
+
+  void arm() {
+    const int64_t t = s->before_arm(index);
+    runtime().send_after(me, std::chrono::nanoseconds(s->period_ns), tick{t});
+  }
+  void on(const chain_start&) {
+    me = self();
+    arm();
+  }
+  void on(const tick& m) {
+    if (s->on_fire(index, m.arm_ns, fired)) arm();
+  }
+};
+
+struct busy_msg {};
+struct busy_actor;
+struct busy_start {
+  coact::ActorRef<busy_actor> next;  // itself (self) or its partner (pairs)
+};
+
+// Spins busy_ns per handler, then sends the next busy_msg to `next`.
+struct busy_actor : coact::Actor<busy_actor> {
+  lateness_state* s;
+  coact::ActorRef<busy_actor> next;
+  uint64_t handled = 0;
+  explicit busy_actor(lateness_state* st) : s(st) {}
+  ~busy_actor() override { s->busy_handlers.fetch_add(handled, std::memory_order_relaxed); }
+
+  void work() {
+    if (s->stop_busy.load(std::memory_order_relaxed)) return;
+    spin_for_ns(s->busy_ns);
+    ++handled;
+    next.send(busy_msg{});
+  }
+  void on(busy_start& m) {
+    next = std::move(m.next);
+    work();
+  }
+  void on(const busy_msg&) { work(); }
+};
+
+void run_lateness(coact::Runtime& rt, const timer_args& a) {
+  lateness_state s(a);
+  std::vector<coact::ActorRef<chain_actor>> chains;
+  for (uint32_t i = 0; i < a.chains; ++i) chains.push_back(rt.spawn<chain_actor>(&s, i));
+  std::vector<coact::ActorRef<busy_actor>> busy;
+  if (a.load != "idle")
+    for (uint32_t i = 0; i < a.busy_actors; ++i) busy.push_back(rt.spawn<busy_actor>(&s));
+
+  const int64_t start = now_ns();
+  for (auto& c : chains) c.send(chain_start{});
+  while (!s.all_armed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  const int64_t load_start = now_ns();
+  for (size_t i = 0; i < busy.size(); ++i) {
+    coact::ActorRef<busy_actor> next = a.load == "self" ? busy[i] : busy[i ^ 1];
+    busy[i].send(busy_start{std::move(next)});
+  }
+  const uint32_t stalled = s.wait_done_or_stalled();
+  const int64_t end = now_ns();
+
+  s.stop_busy.store(true, std::memory_order_relaxed);
+  for (auto& b : busy) b.stop();
+  for (auto& c : chains) c.stop();
+  rt.run();  // returns once every actor stopped
+  busy.clear();
+  chains.clear();
+  check_lateness(kRuntime, a, s, stalled);
+  print_lateness(kRuntime, a, s, stalled, start, end, load_start);
+}
+
+// ---- idle_cpu --------------------------------------------------------------------
+
+struct periodic_tick {};
+
+struct periodic_actor : coact::Actor<periodic_actor> {
+  idle_state* s;
+  std::chrono::nanoseconds period;
+  coact::ActorRef<periodic_actor> me;
+  periodic_actor(idle_state* st, std::chrono::nanoseconds p) : s(st), period(p) {}
+  void on(const chain_start&) {
+    me = self();
+    runtime().send_after(me, period, periodic_tick{});
+  }
+  void on(const periodic_tick&) {
+    s->ticks.fetch_add(1, std::memory_order_release);
+    runtime().send_after(me, period, periodic_tick{});
+  }
+};
+
+void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
+  idle_state s;
+  auto p = rt.spawn<periodic_actor>(&s, std::chrono::milliseconds(a.period_ms));
+  p.send(chain_start{});
+  measure_idle_cpu(kRuntime, a, s);
+  p.stop();
+  p = {};
+  rt.run();
+}
+
+// ---- cancel_rate -----------------------------------------------------------------
+
+struct cancel_batch {};
+struct never_msg {};
+
+struct cancel_actor : coact::Actor<cancel_actor> {
+  cancel_state* s;
+  std::chrono::nanoseconds delay;
+  int64_t duration_ns;
+  coact::ActorRef<cancel_actor> me;
+  uint64_t pairs = 0, cancelled = 0;
+  int64_t start = 0;
+  cancel_actor(cancel_state* st, std::chrono::nanoseconds d, int64_t dur) : s(st), delay(d), duration_ns(dur) {}
+
+  void on(const cancel_batch&) {
+    if (!me) {
+      me = self();
+      start = now_ns();
+    }
+    coact::Runtime& rt = runtime();
+    for (uint32_t i = 0; i < kCancelBatch; ++i) {
+      coact::TimerId id = rt.send_after(me, delay, never_msg{});
+      if (rt.cancel(id)) ++cancelled;
+    }
+    pairs += kCancelBatch;
+    const int64_t now = now_ns();
+    if (now - start < duration_ns) {
+      me.send(cancel_batch{});
+      return;
+    }
+    s->start_ns.store(start);
+    s->end_ns.store(now);
+    s->pairs.store(pairs);
+    s->cancelled.store(cancelled);
+    s->finished.store(true, std::memory_order_release);
+  }
+  // A cancelled timer's mail must never arrive; the delay outlives the run,
+  // so this counts only a broken cancel.
+  void on(const never_msg&) { s->delivered.fetch_add(1, std::memory_order_relaxed); }
+};
+
+void run_cancel_rate(coact::Runtime& rt, const timer_args& a) {
+  cancel_state s;
+  auto c = rt.spawn<cancel_actor>(&s, std::chrono::milliseconds(a.delay_ms), int64_t(a.duration_ms) * 1'000'000);
+  c.send(cancel_batch{});
+  wait_flag(s.finished);
+  // Stay a little past the delay so a cancelled timer that fired anyway would
+  // be seen in `delivered`.
+  std::this_thread::sleep_for(std::chrono::milliseconds(a.delay_ms + 20));
+  c.stop();
+  c = {};
+  rt.run();
+  if (s.cancelled.load() != s.pairs.load() || s.delivered.load() != 0)
+    fail_check(kRuntime, a,
+               "pairs=" + std::to_string(s.pairs.load()) + " cancelled=" + std::to_string(s.cancelled.load()) +
+                   " delivered after cancel=" + std::to_string(s.delivered.load()));
+  print_cancel_rate(kRuntime, a, s, "native");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  timer_args a = parse_args(argc, argv);
+  coact::SchedulerTuning tuning;
+  try {
+    tuning = coact::resolve_tuning();  // environment / COACT_CONFIG only, not our argv
+  } catch (const coact::tuning_error& e) {
+    std::fprintf(stderr, "coact-timers: %s\n", e.what());
+    return 2;
+  }
+  tuning.workers = a.workers;
+  coact::Runtime rt(tuning);
+  if (rt.workers() != a.workers) {
+    std::fprintf(stderr, "coact-timers: asked for %u workers, the runtime has %u\n", a.workers, rt.workers());
+    return 1;
+  }
+  watchdog dog(kRuntime, a, [&rt] {
+    coact::RuntimeStats st = rt.stats();
+    return "live=" + std::to_string(st.live) + " delivered=" + std::to_string(st.delivered) +
+           " dropped_dead=" + std::to_string(st.dropped_dead) + " parks=" + std::to_string(st.parks) +
+           " pending_timers=" + std::to_string(rt.pending_timers());
+  });
+  if (a.scenario == "lateness")
+    run_lateness(rt, a);
+  else if (a.scenario == "idle_cpu")
+    run_idle_cpu(rt, a);
+  else
+    run_cancel_rate(rt, a);
+  return 0;
+}

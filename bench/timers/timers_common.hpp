@@ -1,0 +1,422 @@
+// bench/timers/timers_common.hpp: what the coact and CAF timer programs share.
+//
+// Provides: the scenario names and their parameters (the same defaults in both
+// programs), argument parsing, the shared run state of the lateness scenario
+// (preallocated lateness array, per-chain progress, busy-load counters), the
+// main thread's monitor, CPU accounting, percentiles and the one JSON line
+// each run prints. Threads: the state is written by actors (atomics, or a
+// slot of the preallocated array that only one handler writes) and read by
+// the main thread. Errors: bad usage prints to stderr and exits 2; an
+// inconsistent result prints to stderr and exits 1. A late or unfired timer
+// is never an error: it is the figure being measured.
+//
+// The scenarios (each program runs exactly one per process, once):
+//   lateness     --timers N (10^4) one-shot timers of --period-us P (1000) in
+//                --chains C (10) concurrent chains of N/C: each chain actor arms
+//                its first timer from a handler; when it fires (the handler for
+//                the timer's message runs) it records
+//                  lateness = now - (arm time + P)     (steady_clock)
+//                and arms the next one. All chains are armed before the load
+//                starts. --load idle: nothing else runs. --load self: 4 busy
+//                actors (--busy-actors), each handler spins --busy-us (100) µs
+//                and re-sends to itself. --load pairs: the same 4 actors in 2
+//                pairs, each handler re-sends to its partner. Every busy actor
+//                is seeded with one message, so 4 messages are always runnable
+//                on the 2 workers (saturation).
+//                A timer that has not fired --grace-ms (2000) after its due
+//                time stalls its chain: it and the chain's later timers count
+//                as unfired (a fire that comes later still is discarded and
+//                counted in "overdue"). The run ends when every chain is done
+//                or stalled, so it always ends; "fired" of "expected" and the
+//                percentiles (over fired timers) are reported.
+//   idle_cpu     one actor re-arms a --period-ms M (5) timer from its handler;
+//                nothing else runs. After two ticks (boot excluded) the main
+//                thread sleeps --duration-ms D (3000) and reports the process's
+//                CPU time (getrusage RUSAGE_SELF, user + system, all threads)
+//                over that window as % of one core.
+//   cancel_rate  one actor arms a --delay-ms (10) timer to itself and cancels
+//                it at once, 256 pairs per handler, re-sending itself the next
+//                batch until --duration-ms (1000) passed; pairs per second.
+//                coact: send_after + cancel (each cancel must return true).
+//                CAF 0.17 has no per-message cancel for delayed_send: the
+//                program emulates it (delayed_send + a cancelled-set insert;
+//                the message still arrives later and is discarded by the set).
+#pragma once
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace coact::bench {
+
+using bench_clock = std::chrono::steady_clock;
+
+/// Nanoseconds on bench_clock since its epoch.
+inline int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Busy-waits `ns` nanoseconds of wall time (the busy load's "100 µs handler").
+inline void spin_for_ns(int64_t ns) noexcept {
+  const int64_t end = now_ns() + ns;
+  while (now_ns() < end) {
+  }
+}
+
+/// Process CPU time (user + system, all threads) in seconds.
+inline double process_cpu_s() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+struct timer_args {
+  std::string scenario;
+  std::string load = "idle";   // lateness: idle | self | pairs
+  uint64_t timers = 10000;     // lateness
+  uint32_t chains = 10;        // lateness
+  uint64_t period_us = 1000;   // lateness: each timer's delay
+  uint64_t grace_ms = 2000;    // lateness
+  uint32_t busy_actors = 4;    // lateness (self, pairs)
+  uint64_t busy_us = 100;      // lateness (self, pairs)
+  uint64_t period_ms = 5;      // idle_cpu
+  uint64_t duration_ms = 0;    // idle_cpu (3000), cancel_rate (1000); 0 = the scenario's default
+  uint64_t delay_ms = 10;      // cancel_rate
+  uint32_t workers = 2;
+  uint32_t watchdog_s = 0;     // 0 = none; else a run still going after this long is a hang
+};
+
+inline constexpr uint32_t kCancelBatch = 256;  // send_after + cancel pairs per handler
+
+[[noreturn]] inline void usage(const char* prog, const char* why) {
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s --scenario lateness|idle_cpu|cancel_rate [--workers W] [--watchdog-s S]\n"
+               "  lateness:    [--load idle|self|pairs] [--timers N] [--chains C] [--period-us P]\n"
+               "               [--grace-ms G] [--busy-actors K] [--busy-us B]\n"
+               "  idle_cpu:    [--period-ms M] [--duration-ms D]\n"
+               "  cancel_rate: [--delay-ms T] [--duration-ms D]\n",
+               prog, why, prog);
+  std::exit(2);
+}
+
+inline bool parse_u64(const char* s, uint64_t& out) {
+  if (!s || !*s) return false;
+  uint64_t v = 0;
+  for (const char* p = s; *p; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    uint64_t d = uint64_t(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  out = v;
+  return true;
+}
+
+/// Parses the arguments (also --key=value). Exits 2 on bad usage.
+inline timer_args parse_args(int argc, char** argv) {
+  timer_args a;
+  const char* prog = argc > 0 ? argv[0] : "timers";
+  auto num = [&](const std::string& key, const std::string& val, uint64_t lo, uint64_t hi) {
+    uint64_t v = 0;
+    if (!parse_u64(val.c_str(), v) || v < lo || v > hi)
+      usage(prog, (key + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi)).c_str());
+    return v;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string key = argv[i];
+    std::string val;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      val = key.substr(eq + 1);
+      key.resize(eq);
+    } else if (i + 1 < argc) {
+      val = argv[++i];
+    } else {
+      usage(prog, ("missing value for " + key).c_str());
+    }
+    if (key == "--scenario") a.scenario = val;
+    else if (key == "--load") a.load = val;
+    else if (key == "--timers") a.timers = num(key, val, 1, 100'000'000);
+    else if (key == "--chains") a.chains = uint32_t(num(key, val, 1, 10000));
+    else if (key == "--period-us") a.period_us = num(key, val, 1, 10'000'000);
+    else if (key == "--grace-ms") a.grace_ms = num(key, val, 1, 3'600'000);
+    else if (key == "--busy-actors") a.busy_actors = uint32_t(num(key, val, 1, 1024));
+    else if (key == "--busy-us") a.busy_us = num(key, val, 1, 1'000'000);
+    else if (key == "--period-ms") a.period_ms = num(key, val, 1, 100'000);
+    else if (key == "--duration-ms") a.duration_ms = num(key, val, 1, 3'600'000);
+    else if (key == "--delay-ms") a.delay_ms = num(key, val, 1, 3'600'000);
+    else if (key == "--workers") a.workers = uint32_t(num(key, val, 1, 1024));
+    else if (key == "--watchdog-s") a.watchdog_s = uint32_t(num(key, val, 0, 86400));
+    else usage(prog, ("unknown argument " + key).c_str());
+  }
+  if (a.scenario.empty()) usage(prog, "--scenario is required");
+  if (a.scenario != "lateness" && a.scenario != "idle_cpu" && a.scenario != "cancel_rate")
+    usage(prog, ("unknown scenario " + a.scenario).c_str());
+  if (a.load != "idle" && a.load != "self" && a.load != "pairs")
+    usage(prog, ("unknown load " + a.load + " (idle, self or pairs)").c_str());
+  if (a.scenario == "lateness" && a.timers % a.chains != 0)
+    usage(prog, "--timers must be a multiple of --chains");
+  if (a.load == "pairs" && a.busy_actors % 2 != 0) usage(prog, "--load pairs needs an even --busy-actors");
+  if (a.duration_ms == 0) a.duration_ms = a.scenario == "idle_cpu" ? 3000 : 1000;
+  return a;
+}
+
+/// An inconsistent result: message on stderr, exit 1.
+[[noreturn]] inline void fail_check(const char* runtime, const timer_args& a, const std::string& what) {
+  std::fprintf(stderr, "%s/%s: WRONG RESULT: %s\n", runtime, a.scenario.c_str(), what.c_str());
+  std::exit(1);
+}
+
+/// Declares a hang: if disarm() was not called within args.watchdog_s
+/// seconds, prints "HUNG" with report() on stderr and exits 3 (std::_Exit).
+class watchdog {
+ public:
+  watchdog(const char* runtime, const timer_args& a, std::function<std::string()> report)
+      : runtime_(runtime), args_(a), report_(std::move(report)) {
+    if (a.watchdog_s == 0) return;
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (cv_.wait_for(lk, std::chrono::seconds(args_.watchdog_s), [this] { return done_; })) return;
+      std::fprintf(stderr, "%s/%s load=%s: HUNG after %us: %s\n", runtime_, args_.scenario.c_str(),
+                   args_.load.c_str(), args_.watchdog_s, report_ ? report_().c_str() : "");
+      std::fflush(stderr);
+      std::_Exit(3);
+    });
+  }
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+  ~watchdog() { disarm(); }
+  void disarm() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  const char* runtime_;
+  const timer_args& args_;
+  std::function<std::string()> report_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// ---- lateness -----------------------------------------------------------------
+
+/// Per-chain progress, written by the chain's actor, read by the monitor.
+struct chain_progress {
+  std::atomic<int64_t> due_ns{0};  ///< due time of the armed timer; 0 = not armed yet
+  std::atomic<bool> done{false};   ///< all its timers fired (or it gave up: overdue fire)
+};
+
+/// The lateness run's shared state. Allocated (and the lateness array sized)
+/// before the runtime starts; no allocation on the measured path.
+struct lateness_state {
+  explicit lateness_state(const timer_args& a)
+      : period_ns(int64_t(a.period_us) * 1000),
+        grace_ns(int64_t(a.grace_ms) * 1'000'000),
+        busy_ns(int64_t(a.busy_us) * 1000),
+        depth(a.timers / a.chains),
+        late_ns(a.timers, 0),
+        chains(new chain_progress[a.chains]),
+        nchains(a.chains) {}
+
+  const int64_t period_ns;
+  const int64_t grace_ns;
+  const int64_t busy_ns;
+  const uint64_t depth;           ///< timers per chain
+  std::vector<int64_t> late_ns;   ///< one slot per fired timer (slot from `fired`)
+  std::atomic<uint64_t> fired{0};
+  std::atomic<uint64_t> overdue{0};  ///< fires that came more than grace late (not counted)
+  std::unique_ptr<chain_progress[]> chains;
+  const uint32_t nchains;
+  std::atomic<bool> stop_busy{false};
+  std::atomic<uint64_t> busy_handlers{0};  ///< summed by busy actors when they stop
+
+  /// A chain actor's handler for its timer: records the lateness of the timer
+  /// armed at `arm_ns`. Returns true if the chain should arm its next timer.
+  bool on_fire(uint32_t chain, int64_t arm_ns, uint64_t& fired_in_chain) {
+    const int64_t late = now_ns() - (arm_ns + period_ns);
+    chain_progress& c = chains[chain];
+    if (late > grace_ns) {  // the monitor has (or will have) declared it stalled
+      overdue.fetch_add(1, std::memory_order_relaxed);
+      c.done.store(true, std::memory_order_release);
+      return false;
+    }
+    late_ns[fired.fetch_add(1, std::memory_order_relaxed)] = late;
+    if (++fired_in_chain == depth) {
+      c.done.store(true, std::memory_order_release);
+      return false;
+    }
+    return true;
+  }
+  /// Call just before arming a chain's timer; returns the arm time.
+  int64_t before_arm(uint32_t chain) {
+    const int64_t t = now_ns();
+    chains[chain].due_ns.store(t + period_ns, std::memory_order_release);
+    return t;
+  }
+  bool all_armed() const {
+    for (uint32_t i = 0; i < nchains; ++i)
+      if (chains[i].due_ns.load(std::memory_order_acquire) == 0) return false;
+    return true;
+  }
+  /// Main thread: waits until every chain is done or stalled (its armed timer
+  /// is more than grace overdue). Returns the number of stalled chains.
+  uint32_t wait_done_or_stalled() const {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const int64_t now = now_ns();
+      uint32_t open = 0, stalled = 0;
+      for (uint32_t i = 0; i < nchains; ++i) {
+        if (chains[i].done.load(std::memory_order_acquire)) continue;
+        const int64_t due = chains[i].due_ns.load(std::memory_order_acquire);
+        if (due != 0 && now > due + grace_ns) {
+          ++stalled;
+        } else {
+          ++open;
+        }
+      }
+      if (open == 0) return stalled;
+    }
+  }
+};
+
+/// Consistency: all fired unless a chain stalled or saw an overdue fire.
+inline void check_lateness(const char* runtime, const timer_args& a, const lateness_state& s, uint32_t stalled) {
+  const uint64_t fired = s.fired.load();
+  if (fired > a.timers || (stalled == 0 && s.overdue.load() == 0 && fired != a.timers))
+    fail_check(runtime, a,
+               "fired=" + std::to_string(fired) + " of " + std::to_string(a.timers) +
+                   " with no stalled chain and no overdue fire");
+}
+
+/// Nearest-rank percentile of sorted `v` (p in 0..100), in µs.
+inline double percentile_us(const std::vector<int64_t>& v, double p) {
+  if (v.empty()) return 0;
+  size_t rank = size_t(p / 100.0 * double(v.size()) + 0.999999999);
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return double(v[rank - 1]) / 1000.0;
+}
+
+inline void print_lateness(const char* runtime, const timer_args& a, lateness_state& s, uint32_t stalled,
+                           int64_t start_ns, int64_t end_ns, int64_t load_start_ns) {
+  const uint64_t fired = s.fired.load();
+  std::vector<int64_t> v(s.late_ns.begin(), s.late_ns.begin() + int64_t(fired));
+  std::sort(v.begin(), v.end());
+  const double seconds = double(end_ns - start_ns) * 1e-9;
+  const double load_s = double(end_ns - load_start_ns) * 1e-9;
+  const uint64_t busy = s.busy_handlers.load();
+  // Share of the pool's time spent inside busy handlers (1.0 = every worker busy).
+  const double busy_util =
+      load_s > 0 ? double(busy) * double(s.busy_ns) * 1e-9 / (load_s * double(a.workers)) : 0.0;
+  double sum = 0;
+  int64_t early = 0;
+  for (int64_t x : v) {
+    sum += double(x);
+    if (x < 0) ++early;
+  }
+  char stats[256];
+  if (fired > 0) {
+    std::snprintf(stats, sizeof stats,
+                  "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"min_us\":%.1f,"
+                  "\"mean_us\":%.1f",
+                  percentile_us(v, 50), percentile_us(v, 90), percentile_us(v, 99), double(v.back()) / 1000.0,
+                  double(v.front()) / 1000.0, sum / double(fired) / 1000.0);
+  } else {
+    std::snprintf(stats, sizeof stats,
+                  "\"p50_us\":null,\"p90_us\":null,\"p99_us\":null,\"max_us\":null,\"min_us\":null,"
+                  "\"mean_us\":null");
+  }
+  std::printf(
+      "{\"runtime\":\"%s\",\"scenario\":\"lateness\",\"load\":\"%s\",\"timers\":%" PRIu64
+      ",\"chains\":%u,\"period_us\":%" PRIu64 ",\"grace_ms\":%" PRIu64 ",\"workers\":%u,"
+      "\"busy_actors\":%u,\"busy_us\":%" PRIu64 ",\"fired\":%" PRIu64 ",\"expected\":%" PRIu64
+      ",\"stalled_chains\":%u,\"overdue\":%" PRIu64 ",\"early\":%" PRId64 ",%s,\"seconds\":%.3f,"
+      "\"busy_handlers\":%" PRIu64 ",\"busy_util\":%.3f}\n",
+      runtime, a.load.c_str(), a.timers, a.chains, a.period_us, a.grace_ms, a.workers,
+      a.load == "idle" ? 0u : a.busy_actors, a.busy_us, fired, a.timers, stalled, s.overdue.load(), early,
+      stats, seconds, busy, busy_util);
+  std::fflush(stdout);
+}
+
+// ---- idle_cpu -----------------------------------------------------------------
+
+struct idle_state {
+  std::atomic<uint64_t> ticks{0};
+};
+
+/// Main thread: waits for two ticks (boot and calibration are not measured),
+/// then sleeps duration_ms and prints the CPU share over that window.
+inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_state& s) {
+  const int64_t boot_limit = now_ns() + 10'000'000'000;
+  while (s.ticks.load(std::memory_order_acquire) < 2) {
+    if (now_ns() > boot_limit) fail_check(runtime, a, "the periodic timer did not tick twice within 10 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const uint64_t t0 = s.ticks.load(std::memory_order_acquire);
+  const double cpu0 = process_cpu_s();
+  const int64_t w0 = now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(a.duration_ms));
+  const double cpu1 = process_cpu_s();
+  const int64_t w1 = now_ns();
+  const uint64_t ticks = s.ticks.load(std::memory_order_acquire) - t0;
+  const double wall = double(w1 - w0) * 1e-9;
+  const double expected = wall * 1000.0 / double(a.period_ms);
+  if (double(ticks) < 0.5 * expected)
+    fail_check(runtime, a,
+               "the periodic timer ticked " + std::to_string(ticks) + " times in " + std::to_string(wall) +
+                   " s (period " + std::to_string(a.period_ms) + " ms)");
+  std::printf(
+      "{\"runtime\":\"%s\",\"scenario\":\"idle_cpu\",\"period_ms\":%" PRIu64 ",\"workers\":%u,"
+      "\"seconds\":%.3f,\"cpu_s\":%.4f,\"cpu_pct\":%.3f,\"ticks\":%" PRIu64 ",\"expected_ticks\":%.0f}\n",
+      runtime, a.period_ms, a.workers, wall, cpu1 - cpu0, 100.0 * (cpu1 - cpu0) / wall, ticks, expected);
+  std::fflush(stdout);
+}
+
+// ---- cancel_rate --------------------------------------------------------------
+
+struct cancel_state {
+  std::atomic<uint64_t> pairs{0};
+  std::atomic<uint64_t> cancelled{0};   ///< cancels that beat the fire (coact), or flags set (CAF)
+  std::atomic<uint64_t> delivered{0};   ///< cancelled messages that reached the handler anyway
+  std::atomic<int64_t> start_ns{0};
+  std::atomic<int64_t> end_ns{0};
+  std::atomic<bool> finished{false};
+};
+
+inline void wait_flag(const std::atomic<bool>& f) {
+  while (!f.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+inline void print_cancel_rate(const char* runtime, const timer_args& a, cancel_state& s, const char* mode) {
+  const double seconds = double(s.end_ns.load() - s.start_ns.load()) * 1e-9;
+  const uint64_t pairs = s.pairs.load();
+  std::printf(
+      "{\"runtime\":\"%s\",\"scenario\":\"cancel_rate\",\"delay_ms\":%" PRIu64 ",\"workers\":%u,"
+      "\"seconds\":%.3f,\"pairs\":%" PRIu64 ",\"pairs_per_s\":%.1f,\"cancelled\":%" PRIu64
+      ",\"cancel\":\"%s\"}\n",
+      runtime, a.delay_ms, a.workers, seconds, pairs, seconds > 0 ? double(pairs) / seconds : 0.0,
+      s.cancelled.load(), mode);
+  std::fflush(stdout);
+}
+
+}  // namespace coact::bench
