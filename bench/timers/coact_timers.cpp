@@ -174,8 +174,7 @@ struct cancel_actor : coact::Actor<cancel_actor> {
     s->cancelled.store(cancelled);
     s->finished.store(true, std::memory_order_release);
   }
-  // A cancelled timer's mail must never arrive; the delay outlives the run,
-  // so this counts only a broken cancel.
+  // Only a timer whose cancel() returned false may arrive (exactly once).
   void on(const never_msg&) { s->delivered.fetch_add(1, std::memory_order_relaxed); }
 };
 
@@ -190,10 +189,13 @@ void run_cancel_rate(coact::Runtime& rt, const timer_args& a) {
   c.stop();
   c = {};
   rt.run();
-  if (s.cancelled.load() != s.pairs.load() || s.delivered.load() != 0)
+  // cancel() false means the timer fired first (the handler's thread was
+  // descheduled for longer than the delay): its mail is then delivered exactly
+  // once; true means never.
+  if (s.delivered.load() != s.pairs.load() - s.cancelled.load())
     fail_check(kRuntime, a,
                "pairs=" + std::to_string(s.pairs.load()) + " cancelled=" + std::to_string(s.cancelled.load()) +
-                   " delivered after cancel=" + std::to_string(s.delivered.load()));
+                   " but delivered=" + std::to_string(s.delivered.load()) + " (want pairs - cancelled)");
   print_cancel_rate(kRuntime, a, s, "native");
 }
 
@@ -201,6 +203,7 @@ void run_cancel_rate(coact::Runtime& rt, const timer_args& a) {
 
 int main(int argc, char** argv) {
   timer_args a = parse_args(argc, argv);
+  apply_timer_slack(a);
   coact::SchedulerTuning tuning;
   try {
     tuning = coact::resolve_tuning();  // environment / COACT_CONFIG only, not our argv

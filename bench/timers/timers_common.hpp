@@ -22,7 +22,10 @@
 //                and re-sends to itself. --load pairs: the same 4 actors in 2
 //                pairs, each handler re-sends to its partner. Every busy actor
 //                is seeded with one message, so 4 messages are always runnable
-//                on the 2 workers (saturation).
+//                on the 2 workers (saturation). "busy_util" = busy handlers run
+//                x busy-us / (wall x workers): the pool's share spent in busy
+//                handlers (~1 on a quiet machine; less when the OS gives the
+//                process less than the workers' cores).
 //                A timer that has not fired --grace-ms (2000) after its due
 //                time stalls its chain: it and the chain's later timers count
 //                as unfired (a fire that comes later still is discarded and
@@ -37,12 +40,20 @@
 //   cancel_rate  one actor arms a --delay-ms (10) timer to itself and cancels
 //                it at once, 256 pairs per handler, re-sending itself the next
 //                batch until --duration-ms (1000) passed; pairs per second.
-//                coact: send_after + cancel (each cancel must return true).
+//                coact: send_after + cancel; a cancel that returns false (the
+//                worker was descheduled for longer than the delay, so the timer
+//                fired first) must be matched by exactly one delivery.
 //                CAF 0.17 has no per-message cancel for delayed_send: the
 //                program emulates it (delayed_send + a cancelled-set insert;
-//                the message still arrives later and is discarded by the set).
+//                the message still arrives after the delay and is discarded
+//                by the set, which is part of the emulation's cost).
+//
+// Diagnostics (not used by scripts/bench.sh): --timer-slack-ns N sets the
+// main thread's timer slack (prctl PR_SET_TIMERSLACK) before the runtime
+// starts, so its threads inherit it (Linux default: 50 µs).
 #pragma once
 
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -99,7 +110,16 @@ struct timer_args {
   uint64_t delay_ms = 10;      // cancel_rate
   uint32_t workers = 2;
   uint32_t watchdog_s = 0;     // 0 = none; else a run still going after this long is a hang
+  uint64_t timer_slack_ns = 0; // 0 = leave the inherited slack alone
 };
+
+/// Applies --timer-slack-ns to the calling thread (threads it creates inherit it).
+inline void apply_timer_slack(const timer_args& a) {
+  if (a.timer_slack_ns != 0 && prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(a.timer_slack_ns), 0, 0, 0) != 0) {
+    std::perror("prctl(PR_SET_TIMERSLACK)");
+    std::exit(2);
+  }
+}
 
 inline constexpr uint32_t kCancelBatch = 256;  // send_after + cancel pairs per handler
 
@@ -109,7 +129,8 @@ inline constexpr uint32_t kCancelBatch = 256;  // send_after + cancel pairs per 
                "  lateness:    [--load idle|self|pairs] [--timers N] [--chains C] [--period-us P]\n"
                "               [--grace-ms G] [--busy-actors K] [--busy-us B]\n"
                "  idle_cpu:    [--period-ms M] [--duration-ms D]\n"
-               "  cancel_rate: [--delay-ms T] [--duration-ms D]\n",
+               "  cancel_rate: [--delay-ms T] [--duration-ms D]\n"
+               "  diagnostic:  [--timer-slack-ns N]\n",
                prog, why, prog);
   std::exit(2);
 }
@@ -160,6 +181,7 @@ inline timer_args parse_args(int argc, char** argv) {
     else if (key == "--duration-ms") a.duration_ms = num(key, val, 1, 3'600'000);
     else if (key == "--delay-ms") a.delay_ms = num(key, val, 1, 3'600'000);
     else if (key == "--workers") a.workers = uint32_t(num(key, val, 1, 1024));
+    else if (key == "--timer-slack-ns") a.timer_slack_ns = num(key, val, 0, 1'000'000'000);
     else if (key == "--watchdog-s") a.watchdog_s = uint32_t(num(key, val, 0, 86400));
     else usage(prog, ("unknown argument " + key).c_str());
   }
@@ -396,8 +418,10 @@ inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_stat
 
 struct cancel_state {
   std::atomic<uint64_t> pairs{0};
-  std::atomic<uint64_t> cancelled{0};   ///< cancels that beat the fire (coact), or flags set (CAF)
-  std::atomic<uint64_t> delivered{0};   ///< cancelled messages that reached the handler anyway
+  std::atomic<uint64_t> cancelled{0};   ///< coact: cancel() returned true; CAF: flags set (all)
+  std::atomic<uint64_t> delivered{0};   ///< coact: timer mail that arrived (must be pairs - cancelled);
+                                        ///< CAF: arrivals not found in the cancelled set (must be 0)
+  std::atomic<uint64_t> discarded{0};   ///< CAF: arrivals discarded by the emulated cancel
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> end_ns{0};
   std::atomic<bool> finished{false};
@@ -413,9 +437,9 @@ inline void print_cancel_rate(const char* runtime, const timer_args& a, cancel_s
   std::printf(
       "{\"runtime\":\"%s\",\"scenario\":\"cancel_rate\",\"delay_ms\":%" PRIu64 ",\"workers\":%u,"
       "\"seconds\":%.3f,\"pairs\":%" PRIu64 ",\"pairs_per_s\":%.1f,\"cancelled\":%" PRIu64
-      ",\"cancel\":\"%s\"}\n",
+      ",\"delivered\":%" PRIu64 ",\"discarded\":%" PRIu64 ",\"cancel\":\"%s\"}\n",
       runtime, a.delay_ms, a.workers, seconds, pairs, seconds > 0 ? double(pairs) / seconds : 0.0,
-      s.cancelled.load(), mode);
+      s.cancelled.load(), s.delivered.load(), s.discarded.load(), mode);
   std::fflush(stdout);
 }
 

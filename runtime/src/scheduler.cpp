@@ -318,8 +318,11 @@ ActorCell* Scheduler::idle(Worker& w) {
     w.clock_ns = sync::now_ns();
     uint64_t now = 0;
     if (timers_due(now)) fire_due(&w, now);
-    if (keeper && !timed_out && timers_.next_deadline() != TimerHeap::kNone && spin_park_.idle() > 0) {
-      spin_park_.wake_workers(1);  // hand the deadline to another idle worker
+    if (keeper && !timed_out && !injector_.empty() && timers_.next_deadline() != TimerHeap::kNone &&
+        spin_park_.idle() > 0) {
+      // Woken for work, not by a re-armed deadline: hand the deadline to
+      // another idle worker so it is not left to the busy-path check alone.
+      spin_park_.wake_workers(1);
     }
     if (ActorCell* c = w.own.pop()) return c;
   }
