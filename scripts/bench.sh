@@ -18,6 +18,27 @@
 #             "coact_msgs_per_s":M,"caf_msgs_per_s":M,"ratio":coact/caf,
 #             "trials":{"coact":[...],"caf":[...]}}
 #            --quick: small n (CI smoke); the numbers then mean little.
+#   timers   timer programs, coact vs CAF 0.17 (bench/timers/, scenarios in
+#            timers_common.hpp). Trials alternate coact, caf (at least 3 each);
+#            medians of the per-trial figures are reported. One object per run
+#            configuration:
+#              lateness (load idle|self|pairs: 10^4 one-shot 1 ms timers in 10
+#                chains; saturating load = 4 actors x 100 us handlers on the workers):
+#                {"group":"timers","workload":"lateness","parameters":{"load":L,...},
+#                 "workers":2,"coact":{"p50_us","p99_us","max_us","fired","expected",
+#                 "all_fired_trials","busy_util"},"caf":{...},"target":{...},"trials":{...}}
+#                percentiles: medians over trials of each trial's percentile (over the
+#                timers that fired); fired: the fewest of any trial; a timer not fired
+#                2 s after its due time stalls its chain and counts as unfired.
+#              idle_cpu (period_ms 5|20|100: one periodic timer, otherwise idle, 3 s):
+#                {...,"coact_cpu_pct":P,"caf_cpu_pct":P,"ratio":coact/caf,...}
+#                (process CPU time / wall, % of one core)
+#              cancel_rate (send_after + cancel pairs from a handler for 1 s):
+#                {...,"coact_pairs_per_s":R,"caf_pairs_per_s":R,"ratio":...,"caf_cancel":...}
+#                CAF 0.17 cannot cancel a delayed_send: its figure is an emulation
+#                (delayed_send + a cancelled-set flag; the message still arrives).
+#            "target" holds the issue's goals for coact and whether this run met them.
+#            --quick: 10^3 timers, shorter windows (CI smoke); the numbers then mean little.
 #
 # Steps:
 #   1. Check the group name (unknown: exit 2 before building anything).
@@ -33,10 +54,11 @@
 # benchmark programs so coact's tuning resolver does not warn about them):
 #   COACT_BENCH_BUILD_DIR  build directory (default: <repo>/build/release)
 #   COACT_BENCH_NO_BUILD=1 use the build directory as it is (no configure/build)
-#   COACT_BENCH_TRIALS     trials per runtime for `peers` (default 3, minimum 3)
-#   COACT_BENCH_WORKERS    worker threads for both runtimes in `peers` (default 2)
-#   COACT_BENCH_WORKLOADS  comma-separated subset of the peers workloads
-#   COACT_BENCH_TIMEOUT_S  seconds before one peers trial counts as hung (default 300;
+#   COACT_BENCH_TRIALS     trials per runtime for `peers` and `timers` (default 3, minimum 3)
+#   COACT_BENCH_WORKERS    worker threads for both runtimes in `peers` and `timers` (default 2)
+#   COACT_BENCH_WORKLOADS  comma-separated subset of the peers workloads (or of the
+#                          timers scenarios: lateness, idle_cpu, cancel_rate)
+#   COACT_BENCH_TIMEOUT_S  seconds before one peers/timers trial counts as hung (default 300;
 #                          the program's watchdog then prints the runtime's counters
 #                          and exits 3); for group runtime, the limit on the whole
 #                          Google Benchmark run (default 3600)
@@ -46,8 +68,9 @@ set -euo pipefail
 readonly PY=/usr/bin/python3
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly ROOT
-readonly KNOWN_GROUPS="runtime, peers"
+readonly KNOWN_GROUPS="runtime, peers, timers"
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
+readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
 
 log() { echo "bench.sh: $*" >&2; }
 die() { local rc=$1; shift; log "$*"; exit "$rc"; }
@@ -80,7 +103,7 @@ while (($#)); do
 done
 [[ -n $group ]] || { usage; exit 2; }
 case $group in
-  runtime|peers) ;;
+  runtime|peers|timers) ;;
   *) die 2 "unknown group '$group' (known: ${KNOWN_GROUPS})" ;;
 esac
 if ((${#extra[@]})) && [[ $group != runtime ]]; then
@@ -370,7 +393,188 @@ PYEOF
   done
 }
 
+# ---- group timers ---------------------------------------------------------------
+# run_timer_trial RUNTIME LABEL TRIAL OUTFILE ARGS...: one run of the runtime's
+# timers program with ARGS, its JSON line appended to OUTFILE. LABEL names the
+# configuration in messages (e.g. lateness/load=self).
+run_timer_trial() {
+  local rt=$1 label=$2 t=$3 outfile=$4 bin rc=0 line
+  shift 4
+  if [[ $rt == coact ]]; then bin=$COACT_TIMERS_BIN; else bin=$CAF_TIMERS_BIN; fi
+  # The program's own watchdog reports a hang (exit 3); `timeout` is the backstop.
+  line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" "$@" --workers "$WORKERS" \
+           --watchdog-s "$TIMEOUT_S") || rc=$?
+  if ((rc == 3 || rc == 124)); then
+    die 1 "timers/$label: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s ($*)"
+  elif ((rc != 0)); then
+    die 1 "timers/$label: $rt trial $t/$TRIALS failed (exit $rc; $*)"
+  fi
+  line=$(tail -n 1 <<<"$line")
+  [[ $line == \{*\} ]] || die 1 "timers/$label: $rt trial $t/$TRIALS printed no JSON line (got '$line')"
+  echo "$line" >>"$outfile"
+  log "timers/$label: $rt trial $t/$TRIALS: $(sed -n 's/.*"fired":\([0-9]*\).*"p99_us":\([0-9.a-z]*\).*/fired \1, p99 \2 us/p; s/.*"cpu_pct":\([0-9.]*\).*/cpu \1 %/p; s/.*"pairs_per_s":\([0-9.]*\).*/\1 pairs\/s/p' <<<"$line")"
+}
+
+# run_timer_config LABEL KEY ARGS...: TRIALS alternating coact/caf runs of one
+# configuration; the rows land in $tmp/timers.KEY.{coact,caf}.
+run_timer_config() {
+  local label=$1 key=$2 t
+  shift 2
+  : >"$tmp/timers.$key.coact"
+  : >"$tmp/timers.$key.caf"
+  log "timers/$label: workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf"
+  for ((t = 1; t <= TRIALS; t++)); do
+    run_timer_trial coact "$label" "$t" "$tmp/timers.$key.coact" "$@"
+    run_timer_trial caf "$label" "$t" "$tmp/timers.$key.caf" "$@"
+  done
+}
+
+# aggregate_timers SCENARIO KEY PARAMS_JSON: prints the configuration's JSON object.
+aggregate_timers() {
+  "$PY" - "$1" "$2" "$3" "$WORKERS" "$quick" "$tmp/timers.$2.coact" "$tmp/timers.$2.caf" <<'PYEOF' ||
+import json, statistics, sys
+
+scenario, key, params, workers, quick, coact_path, caf_path = sys.argv[1:]
+params, workers, quick = json.loads(params), int(workers), quick == "1"
+params["quick"] = quick
+label = f"timers/{scenario}({key})"
+
+def load(path, runtime):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                sys.exit(f"bench.sh: {label}: {runtime} printed bad JSON: {line!r}")
+            if row.get("runtime") != runtime or row.get("scenario") != scenario:
+                sys.exit(f"bench.sh: {label}: {runtime} printed an unexpected row: {line}")
+            rows.append(row)
+    if not rows:
+        sys.exit(f"bench.sh: {label}: no {runtime} trials")
+    return rows
+
+coact, caf = load(coact_path, "coact"), load(caf_path, "caf")
+
+def med(rows, k, nd=1):
+    xs = [r[k] for r in rows if r.get(k) is not None]
+    return round(statistics.median(xs), nd) if xs else None
+
+out = {"group": "timers", "workload": scenario, "parameters": params, "workers": workers}
+if scenario == "lateness":
+    def summary(rows):
+        expected = rows[0]["expected"]
+        return {
+            "p50_us": med(rows, "p50_us"),
+            "p99_us": med(rows, "p99_us"),
+            "max_us": med(rows, "max_us"),
+            "fired": min(r["fired"] for r in rows),
+            "expected": expected,
+            "all_fired_trials": sum(1 for r in rows if r["fired"] == expected),
+            "trials": len(rows),
+            "busy_util": med(rows, "busy_util", 3),
+        }
+    c, k = summary(coact), summary(caf)
+    out["coact"], out["caf"] = c, k
+    limit = 50 if params["load"] == "idle" else 1000
+    met = c["p99_us"] is not None and c["p99_us"] <= limit and c["all_fired_trials"] == c["trials"]
+    out["target"] = {"coact_p99_us_at_most": limit, "every_timer_fired": True, "met": met}
+    out["figure"] = ("lateness = handler start - (arm time + period), steady_clock; percentiles: "
+                     "median over trials, over the timers that fired; fired: fewest of any trial")
+    keep = ("p50_us", "p99_us", "max_us", "fired", "busy_util")
+    out["trials"] = {"coact": [{x: r[x] for x in keep} for r in coact],
+                     "caf": [{x: r[x] for x in keep} for r in caf]}
+elif scenario == "idle_cpu":
+    cm, km = med(coact, "cpu_pct", 3), med(caf, "cpu_pct", 3)
+    out["coact_cpu_pct"], out["caf_cpu_pct"] = cm, km
+    out["ratio"] = round(cm / km, 4) if km else None
+    out["figure"] = "process CPU time (user + system, all threads) / wall over the window, % of one core"
+    if params["period_ms"] == 5:
+        out["target"] = {"coact_cpu_pct_below": 2, "met": cm < 2}
+    out["trials"] = {"coact": [r["cpu_pct"] for r in coact], "caf": [r["cpu_pct"] for r in caf]}
+    out["ticks"] = {"coact": [r["ticks"] for r in coact], "caf": [r["ticks"] for r in caf]}
+else:
+    cm, km = med(coact, "pairs_per_s"), med(caf, "pairs_per_s")
+    out["coact_pairs_per_s"], out["caf_pairs_per_s"] = cm, km
+    out["ratio"] = round(cm / km, 4) if km else None
+    out["caf_cancel"] = caf[0]["cancel"]
+    out["figure"] = ("send_after + cancel pairs per second from one handler (256 per handler); "
+                     "CAF: delayed_send + insert into a cancelled set, message discarded on arrival")
+    out["coact_lost_races"] = [r["pairs"] - r["cancelled"] for r in coact]
+    out["trials"] = {"coact": [r["pairs_per_s"] for r in coact], "caf": [r["pairs_per_s"] for r in caf]}
+out["order"] = "alternating coact, caf"
+print(json.dumps(out, separators=(",", ":")), flush=True)
+PYEOF
+    die 1 "timers/$1($2): aggregating the trials failed"
+}
+
+run_timers_group() {
+  local selected=("${TIMER_SCENARIOS[@]}")
+  if [[ -n ${COACT_BENCH_WORKLOADS:-} ]]; then
+    IFS=, read -r -a selected <<<"$COACT_BENCH_WORKLOADS"
+    local w ok known
+    for w in "${selected[@]}"; do
+      ok=0
+      for known in "${TIMER_SCENARIOS[@]}"; do [[ $w == "$known" ]] && ok=1; done
+      ((ok)) || die 2 "COACT_BENCH_WORKLOADS: unknown timers scenario '$w' (known: ${TIMER_SCENARIOS[*]})"
+    done
+  fi
+  configure_build_dir
+  if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
+    if grep -q '^CAF_CORE_LIBRARY:FILEPATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null ||
+       grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+      die 1 "group timers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
+    fi
+    if ! has_target coact-timers; then
+      # The targets appear once bench/CMakeLists.txt adds bench/timers.
+      log "no target coact-timers in $BUILD_DIR; re-running cmake"
+      cmake "$BUILD_DIR" >&2 || die 1 "cmake re-configure of $BUILD_DIR failed"
+    fi
+    has_target coact-timers ||
+      die 1 "group timers: $BUILD_DIR has no target coact-timers (bench/CMakeLists.txt must add_subdirectory(timers))"
+    build_targets coact-timers caf-timers
+  fi
+  COACT_TIMERS_BIN=$(find_binary coact-timers bench/timers/coact-timers)
+  CAF_TIMERS_BIN=$(find_binary caf-timers bench/timers/caf-timers)
+  [[ -n $COACT_TIMERS_BIN ]] || die 1 "group timers: coact-timers not found in $BUILD_DIR"
+  [[ -n $CAF_TIMERS_BIN ]] || die 1 "group timers: caf-timers not found in $BUILD_DIR (CAF missing at configure time?)"
+
+  local timers=10000 idle_ms=3000 cancel_ms=1000
+  ((quick)) && timers=1000 idle_ms=500 cancel_ms=200
+  local chains=10 period_us=1000 grace_ms=2000 busy_actors=4 busy_us=100 delay_ms=10
+  local sc load period ba
+  for sc in "${selected[@]}"; do
+    case $sc in
+      lateness)
+        for load in idle self pairs; do
+          ba=$busy_actors
+          [[ $load == idle ]] && ba=0
+          run_timer_config "lateness/load=$load" "lateness.$load" --scenario lateness --load "$load" \
+            --timers "$timers" --chains "$chains" --period-us "$period_us" --grace-ms "$grace_ms" \
+            --busy-actors "$busy_actors" --busy-us "$busy_us"
+          aggregate_timers lateness "lateness.$load" \
+            "{\"load\":\"$load\",\"timers\":$timers,\"chains\":$chains,\"period_us\":$period_us,\"grace_ms\":$grace_ms,\"busy_actors\":$ba,\"busy_us\":$busy_us}"
+        done ;;
+      idle_cpu)
+        for period in 5 20 100; do
+          run_timer_config "idle_cpu/period_ms=$period" "idle_cpu.$period" --scenario idle_cpu \
+            --period-ms "$period" --duration-ms "$idle_ms"
+          aggregate_timers idle_cpu "idle_cpu.$period" "{\"period_ms\":$period,\"duration_ms\":$idle_ms}"
+        done ;;
+      cancel_rate)
+        run_timer_config "cancel_rate" "cancel_rate" --scenario cancel_rate --delay-ms "$delay_ms" \
+          --duration-ms "$cancel_ms"
+        aggregate_timers cancel_rate cancel_rate \
+          "{\"delay_ms\":$delay_ms,\"duration_ms\":$cancel_ms,\"pairs_per_handler\":256}" ;;
+    esac
+  done
+}
+
 case $group in
   runtime) run_runtime_group ;;
   peers) run_peers_group ;;
+  timers) run_timers_group ;;
 esac

@@ -55,7 +55,7 @@ struct chain_actor : coact::Actor<chain_actor> {
 
 struct busy_msg {};
 struct busy_actor;
-struct busy_start {
+struct busy_link {
   coact::ActorRef<busy_actor> next;  // itself (self) or its partner (pairs)
 };
 
@@ -73,10 +73,7 @@ struct busy_actor : coact::Actor<busy_actor> {
     ++handled;
     next.send(busy_msg{});
   }
-  void on(busy_start& m) {
-    next = std::move(m.next);
-    work();
-  }
+  void on(busy_link& m) { next = std::move(m.next); }
   void on(const busy_msg&) { work(); }
 };
 
@@ -92,10 +89,11 @@ void run_lateness(coact::Runtime& rt, const timer_args& a) {
   for (auto& c : chains) c.send(chain_start{});
   while (!s.all_armed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
   const int64_t load_start = now_ns();
-  for (size_t i = 0; i < busy.size(); ++i) {
-    coact::ActorRef<busy_actor> next = a.load == "self" ? busy[i] : busy[i ^ 1];
-    busy[i].send(busy_start{std::move(next)});
-  }
+  // Every link is in its actor's inbox before any seed is sent (a partner's
+  // first busy_msg can only come after the seed), so no handler sees a null `next`.
+  for (size_t i = 0; i < busy.size(); ++i)
+    busy[i].send(busy_link{a.load == "self" ? busy[i] : busy[i ^ 1]});
+  for (auto& b : busy) b.send(busy_msg{});  // the seed: 4 runnable messages
   const uint32_t stalled = s.wait_done_or_stalled();
   const int64_t end = now_ns();
 
@@ -132,7 +130,18 @@ void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
   idle_state s;
   auto p = rt.spawn<periodic_actor>(&s, std::chrono::milliseconds(a.period_ms));
   p.send(chain_start{});
-  measure_idle_cpu(kRuntime, a, s);
+  // Runtime counters over the window: how often workers parked and were woken
+  // per tick (the idle path's share of the CPU figure).
+  coact::RuntimeStats st0;
+  measure_idle_cpu(kRuntime, a, s, [&](bool end) -> std::string {
+    if (!end) {
+      st0 = rt.stats();
+      return {};
+    }
+    const coact::RuntimeStats st1 = rt.stats();
+    return ",\"parks\":" + std::to_string(st1.parks - st0.parks) +
+           ",\"futex_wakes\":" + std::to_string(st1.futex_wakes - st0.futex_wakes);
+  });
   p.stop();
   p = {};
   rt.run();
@@ -158,9 +167,16 @@ struct cancel_actor : coact::Actor<cancel_actor> {
       start = now_ns();
     }
     coact::Runtime& rt = runtime();
+    const int64_t batch_t0 = now_ns();
     for (uint32_t i = 0; i < kCancelBatch; ++i) {
       coact::TimerId id = rt.send_after(me, delay, never_msg{});
-      if (rt.cancel(id)) ++cancelled;
+      if (rt.cancel(id)) {
+        ++cancelled;
+      } else if (now_ns() - batch_t0 < delay.count()) {
+        // Lost the race although less than the delay passed since it was armed:
+        // the timer fired early (a runtime bug, not preemption).
+        s->early.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     pairs += kCancelBatch;
     const int64_t now = now_ns();
@@ -192,6 +208,8 @@ void run_cancel_rate(coact::Runtime& rt, const timer_args& a) {
   // cancel() false means the timer fired first (the handler's thread was
   // descheduled for longer than the delay): its mail is then delivered exactly
   // once; true means never.
+  if (s.early.load() != 0)
+    fail_check(kRuntime, a, std::to_string(s.early.load()) + " cancels lost to a timer that fired before its delay");
   if (s.delivered.load() != s.pairs.load() - s.cancelled.load())
     fail_check(kRuntime, a,
                "pairs=" + std::to_string(s.pairs.load()) + " cancelled=" + std::to_string(s.cancelled.load()) +

@@ -388,19 +388,24 @@ struct idle_state {
 
 /// Main thread: waits for two ticks (boot and calibration are not measured),
 /// then sleeps duration_ms and prints the CPU share over that window.
-inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_state& s) {
+/// `probe` (optional) is called at the window's start (false) and end (true);
+/// what it returns at the end (",\"key\":value..." JSON members) is appended.
+inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_state& s,
+                             const std::function<std::string(bool)>& probe = {}) {
   const int64_t boot_limit = now_ns() + 10'000'000'000;
   while (s.ticks.load(std::memory_order_acquire) < 2) {
     if (now_ns() > boot_limit) fail_check(runtime, a, "the periodic timer did not tick twice within 10 s");
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const uint64_t t0 = s.ticks.load(std::memory_order_acquire);
+  if (probe) probe(false);
   const double cpu0 = process_cpu_s();
   const int64_t w0 = now_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(a.duration_ms));
   const double cpu1 = process_cpu_s();
   const int64_t w1 = now_ns();
   const uint64_t ticks = s.ticks.load(std::memory_order_acquire) - t0;
+  const std::string extra = probe ? probe(true) : std::string();
   const double wall = double(w1 - w0) * 1e-9;
   const double expected = wall * 1000.0 / double(a.period_ms);
   if (double(ticks) < 0.5 * expected)
@@ -409,8 +414,9 @@ inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_stat
                    " s (period " + std::to_string(a.period_ms) + " ms)");
   std::printf(
       "{\"runtime\":\"%s\",\"scenario\":\"idle_cpu\",\"period_ms\":%" PRIu64 ",\"workers\":%u,"
-      "\"seconds\":%.3f,\"cpu_s\":%.4f,\"cpu_pct\":%.3f,\"ticks\":%" PRIu64 ",\"expected_ticks\":%.0f}\n",
-      runtime, a.period_ms, a.workers, wall, cpu1 - cpu0, 100.0 * (cpu1 - cpu0) / wall, ticks, expected);
+      "\"seconds\":%.3f,\"cpu_s\":%.4f,\"cpu_pct\":%.3f,\"ticks\":%" PRIu64 ",\"expected_ticks\":%.0f%s}\n",
+      runtime, a.period_ms, a.workers, wall, cpu1 - cpu0, 100.0 * (cpu1 - cpu0) / wall, ticks, expected,
+      extra.c_str());
   std::fflush(stdout);
 }
 
@@ -422,6 +428,7 @@ struct cancel_state {
   std::atomic<uint64_t> delivered{0};   ///< coact: timer mail that arrived (must be pairs - cancelled);
                                         ///< CAF: arrivals not found in the cancelled set (must be 0)
   std::atomic<uint64_t> discarded{0};   ///< CAF: arrivals discarded by the emulated cancel
+  std::atomic<uint64_t> early{0};       ///< coact: cancels lost within less than the delay (a bug)
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> end_ns{0};
   std::atomic<bool> finished{false};

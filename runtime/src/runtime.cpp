@@ -6,6 +6,9 @@
 #include <mutex>
 #include <vector>
 
+#include <coact/causal/controller.hpp>
+#include <coact/causal/hooks.hpp>
+
 #include "detail/live_schedulers.hpp"
 #include "detail/scheduler.hpp"
 
@@ -68,6 +71,11 @@ void post_stop(ActorCell* target) { target->sched->post(target, new StopEnvelope
 Runtime& ActorBase::runtime() const noexcept { return *cell_->sched->runtime(); }
 
 Runtime::Runtime(SchedulerTuning tuning) : sched_(std::make_unique<detail::Scheduler>(this, tuning)) {
+  // Causal profiling: region names for handler regions, and a sweep when the
+  // environment asks for one (COACT_CAUSAL=1, set by coact-profile run). At
+  // most one sweep per process; errors (a bad COACT_CAUSAL_* key) propagate.
+  causal::set_kind_namer(&kind_name);
+  causal::Controller::start_from_env();
   sched_->start();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include <coact/calibrate/tsc.hpp>
+#include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
 
 #include "detail/live_schedulers.hpp"
@@ -182,6 +183,7 @@ void Scheduler::publish_shared(ActorCell* c) {
 
 void Scheduler::worker_main(Worker& w) {
   t_worker = &w;
+  causal::register_thread();  // owes every delay injected from now on (L = G)
   w.clock_ns = sync::now_ns();
   w.cascade_start_ns = w.clock_ns;
   while (ActorCell* c = acquire(w)) run_cell(w, c);

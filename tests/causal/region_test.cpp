@@ -130,6 +130,15 @@ TEST_CASE("nested scopes: only the innermost counts as running", "[causal][regio
   CHECK(outer_excl + inner_excl + cycles_of(std::chrono::microseconds(200)) >= total);
 }
 
+TEST_CASE("two COACT_SCOPEs in one block nest in order", "[causal][region]") {
+  SweepOn on;
+  {
+    COACT_SCOPE("region-test/first"); COACT_SCOPE("region-test/second");
+    CHECK(ca::detail::region_depth() == 2u);
+  }
+  CHECK(ca::detail::region_depth() == 0u);
+}
+
 TEST_CASE("handler hooks push a handler frame; a skipped exit is dropped at the next enter", "[causal][region]") {
   SweepOn on;
   NamerScope namer(&test_kind_namer);

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include <coact/runtime/tuning.hpp>
+
 namespace coact::test {
 
 class Watchdog {
@@ -53,7 +55,6 @@ inline constexpr double kStressScale = 1.0;
 #endif
 
 /// Tuning for a test with `workers` workers and otherwise defaults (no env).
-#include <coact/runtime/tuning.hpp>
 inline SchedulerTuning tuning_for(uint32_t workers) {
   SchedulerTuning t;
   t.workers = workers;

@@ -173,11 +173,12 @@ class ScopeGuard {
 /// COACT_SCOPE("name"): the rest of the enclosing block is the region "name".
 /// The region is registered once (a function-local static, thread-safe even
 /// when first reached by many threads at once). Outside a sweep the cost is
-/// the static's guard load and one relaxed load of g_sweep_active.
-#define COACT_SCOPE(name)                                                                              \
-  static const uint32_t COACT_CAUSAL_CAT_(coact_scope_id_, __LINE__) = ::coact::causal::scope_region(name); \
-  const ::coact::causal::ScopeGuard COACT_CAUSAL_CAT_(coact_scope_guard_, __LINE__)(                   \
-      COACT_CAUSAL_CAT_(coact_scope_id_, __LINE__))
+/// the static's guard load and one relaxed load of g_sweep_active. Several
+/// COACT_SCOPEs may share a line or a block (the names are unique per use).
+#define COACT_SCOPE(name) COACT_SCOPE_I_(name, __COUNTER__)
+#define COACT_SCOPE_I_(name, n)                                                                       \
+  static const uint32_t COACT_CAUSAL_CAT_(coact_scope_id_, n) = ::coact::causal::scope_region(name); \
+  const ::coact::causal::ScopeGuard COACT_CAUSAL_CAT_(coact_scope_guard_, n)(COACT_CAUSAL_CAT_(coact_scope_id_, n))
 #else
 #define COACT_SCOPE(name) static_assert(true, "COACT_SCOPE: causal profiling compiled out")
 #endif
