@@ -255,6 +255,9 @@ ActorCell* Scheduler::idle(Worker& w) {
     for (;;) {
       if (ActorCell* c = take_shared(w, more)) {
         spin_park_.end_spin();
+        // An idle (spinning) worker was blocked waiting, like a parked one:
+        // the publisher paid before publishing, so credit (causal resume).
+        causal::on_resume();
         if (more) spin_park_.notify();
         w.clock_ns = sync::now_ns();
         return c;
@@ -276,10 +279,13 @@ ActorCell* Scheduler::idle(Worker& w) {
       if (sync::now_ns() >= deadline) break;
       for (int i = 0; i < 16; ++i) sync::cpu_relax();
     }
-    causal::on_pay_point();                           // pay before parking
+    // No pay point before parking: an idle worker is credited when it resumes
+    // (woken by a thread that paid), so paying here would only make it late
+    // to take new work while it is virtually idle.
     spin_park_.register_idle_then_unspin(w.index);  // 2. + 3.
     if (ActorCell* c = take_shared(w, more)) {        // 4.
       spin_park_.unregister_idle(w.index);
+      causal::on_resume();
       if (more) spin_park_.notify();
       w.clock_ns = sync::now_ns();
       return c;
