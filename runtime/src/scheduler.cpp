@@ -28,6 +28,7 @@ thread_local Worker* t_worker = nullptr;
 
 constexpr uint32_t kSystemStop = 1;
 constexpr uint32_t kSystemResume = 2;
+constexpr uint32_t kSystemReply = 3;  // coact/runtime/reply.hpp
 
 // The wake of a waiting actor: system mail carrying the wait epoch.
 struct ResumeEnvelope final : Envelope {
@@ -353,6 +354,13 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
         e->drop(e);
         if (!current) continue;  // stale wake: impossible to act on by protocol
         resume_waiting(w, c);
+      } else if (e->system == kSystemReply) {
+        auto* r = static_cast<ReplyEnvelopeBase*>(e);
+        const bool current = r->epoch == c->wait_epoch && c->reply_slot != nullptr;
+        if (current) r->deliver(r, c->reply_slot);
+        e->drop(e);
+        if (!current) continue;  // a reply after its timeout (or a second reply): stale
+        resume_waiting(w, c);
       } else if (e->system == kSystemStop) {
         e->drop(e);
         c->stop_requested = true;
@@ -484,6 +492,7 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
 void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   auto h = std::coroutine_handle<>::from_address(c->waiting);
   c->waiting = nullptr;
+  c->reply_slot = nullptr;
   ++c->wait_epoch;  // any other wake for this wait is now stale
   const uint32_t kind = c->waiting_env != nullptr ? c->waiting_env->kind : 0;
   causal::on_handler_enter(c->type, kind);
@@ -548,6 +557,16 @@ void Scheduler::arm_sleep(ActorCell* c, uint64_t delay_ns, Anchor anchor) {
   arm(e, delay_ns, nullptr);
 }
 
+void Scheduler::arm_wait_timeout(ActorCell* c, uint64_t delay_ns, Anchor anchor) {
+  TimerEntry e{};
+  e.anchor = anchor;
+  e.reason = TimerReason::wait_timeout;
+  e.cell = c;
+  e.wait_epoch = c->wait_epoch;
+  c->add_ref();  // released when the entry fires or is dropped
+  arm(e, delay_ns, nullptr);
+}
+
 bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
   causal::on_pay_point();  // pay before making others runnable
   std::vector<TimerEntry>& due = w->due;
@@ -577,6 +596,21 @@ void keep_until_resumed(Envelope* e) {
   Worker* w = t_worker;
   COACT_INVARIANT(w != nullptr && w->current != nullptr, "a coroutine handler suspended outside a coact handler");
   w->current->waiting_env = e;
+}
+
+std::pair<ActorCell*, uint64_t> begin_reply_wait(std::coroutine_handle<> h, void* slot,
+                                                 std::chrono::nanoseconds timeout, Anchor anchor) {
+  Worker* w = t_worker;
+  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler,
+                  "coact::ask awaited outside a coact handler coroutine");
+  ActorCell* c = w->current;
+  ++c->wait_epoch;
+  c->waiting = h.address();
+  c->reply_slot = slot;
+  const uint64_t ns = timeout.count() > 0 ? uint64_t(timeout.count()) : 0;
+  c->sched->arm_wait_timeout(c, ns, anchor);
+  c->add_ref();  // the ReplyTo's reference
+  return {c, c->wait_epoch};
 }
 
 void arm_sleep(std::coroutine_handle<> h, std::chrono::nanoseconds d, Anchor anchor) {

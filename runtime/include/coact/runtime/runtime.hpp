@@ -25,6 +25,7 @@
 #include <coact/runtime/actor.hpp>
 #include <coact/runtime/name.hpp>
 #include <coact/runtime/pid.hpp>
+#include <coact/runtime/reply.hpp>
 #include <coact/runtime/task.hpp>
 #include <coact/runtime/timer.hpp>
 #include <coact/runtime/tuning.hpp>

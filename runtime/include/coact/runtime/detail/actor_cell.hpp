@@ -53,6 +53,7 @@ struct ActorCell {
   void* waiting = nullptr;               // std::coroutine_handle<>::address()
   Envelope* waiting_env = nullptr;
   uint64_t wait_epoch = 0;
+  void* reply_slot = nullptr;            // std::optional<R>* of the current ask, if any
   struct Stash* stash = nullptr;
   Mailbox inbox;
 
