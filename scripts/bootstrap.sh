@@ -14,6 +14,7 @@ PACKAGES=(
   nlohmann-json3-dev     # JSON
   libfmt-dev             # formatting
   libzstd-dev            # the dedup archiver's compression
+  libssl-dev             # the dedup archiver's SHA-256 fingerprints (libcrypto)
   libcaf-dev             # peer runtime for the benchmarks (CAF 0.17)
   python3-matplotlib python3-numpy python3-scipy  # reports/ (run as /usr/bin/python3)
   coz-profiler           # the reference causal profiler, for side-by-side validation

@@ -1,20 +1,46 @@
 #!/usr/bin/env bash
-# scripts/run.sh: the main job on its default input. Until the causal
-# profiler's sweep lands as the main job, this is the runtime demo: it builds
-# the release tree and prints the side-by-side peer comparison (coact vs CAF
-# 0.17, 2 workers, alternating trials, medians) as a table.
-# Usage: scripts/run.sh [--quick]
+# scripts/run.sh: the main job on its default input. Builds (Release) the
+# dedup archiver and coact-profile, runs a causal-profiling sweep of the
+# archiver over /usr/share/doc (or DIR), writes the profile (profile.coz +
+# profile.jsonl) and a plot of the speedup curves, and prints the regions
+# ranked by the program speedup they would give.
+#
+# Usage: scripts/run.sh [DIR] [--seconds S (sweep length, default 100)] [--out OUTDIR]
+# The peer comparison (coact vs CAF) is `scripts/bench.sh peers`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
+DIR=/usr/share/doc
+SECS=100
+OUT=$ROOT/build/profile
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) SECS=${2:?--seconds needs a value}; shift 2 ;;
+    --out) OUT=${2:?--out needs a value}; shift 2 ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
+    -*) echo "run.sh: unknown option '$1' (expected DIR, --seconds S, --out OUTDIR)" >&2; exit 2 ;;
+    *) DIR=$1; shift ;;
+  esac
+done
+case "$SECS" in ''|*[!0-9]*) echo "run.sh: --seconds '$SECS': expected a whole number of seconds" >&2; exit 2 ;; esac
+[ -d "$DIR" ] || { echo "run.sh: input '$DIR' is not a directory" >&2; exit 2; }
+
 bash scripts/bootstrap.sh
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-bash scripts/bench.sh peers "$@" | tee "$out" >/dev/null
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(f"{'workload':<12} {'unit':<14} {'coact/s':>12} {'CAF/s':>12} {'coact/CAF':>9}")
-for r in rows:
-    print(f"{r['workload']:<12} {r.get('unit','msgs_per_s'):<14} {r['coact_msgs_per_s']:>12,.0f} "
-          f"{r['caf_msgs_per_s']:>12,.0f} {r['ratio']:>9.2f}")
-PY
+echo "== build (Release): coact-dedup, coact-profile ==" >&2
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/release -j"$(nproc)" --target coact-dedup coact-profile >&2
+
+mkdir -p "$OUT"
+rm -f "$OUT/profile.coz" "$OUT/profile.jsonl"
+echo "== causal sweep of coact-dedup over '$DIR' for ${SECS} s ==" >&2
+# The archiver repeats passes a little longer than the sweep, so every
+# experiment window sees a running program.
+build/release/tools/coact-profile/coact-profile run \
+  -o "$OUT/profile.coz" --json-output "$OUT/profile.jsonl" \
+  --duration-s "$SECS" --experiment-ms 1000 \
+  -- build/release/examples/dedup/coact-dedup archive "$DIR" --seconds $((SECS + 10)) -o "$OUT/archive.cdar"
+
+echo "== regions ranked by the program speedup they would give ==" >&2
+/usr/bin/python3 reports/coact_plot.py profile "$OUT/profile.coz" -o "$OUT/curves.png" \
+  -t "coact-dedup over $DIR: causal profile"
+echo "profile: $OUT/profile.coz (+ profile.jsonl); plot: $OUT/curves.png" >&2

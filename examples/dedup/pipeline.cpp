@@ -16,12 +16,12 @@
 
 #include <fmt/format.h>
 
-// Throughput progress point: one per chunk the Writer retires (writes or
-// records as a reference), in seq order. Empty for now; the causal
-// profiler's COACT_PROGRESS will be wired in here.
-#ifndef DEDUP_PROGRESS_CHUNK
-#define DEDUP_PROGRESS_CHUNK() ((void)0)
-#endif
+#include <coact/causal/progress.hpp>
+
+// Throughput progress point "chunks": one visit per chunk the Writer retires
+// (writes or records as a reference), in seq order. One relaxed increment
+// when no sweep runs (coact/causal/progress.hpp).
+#define DEDUP_PROGRESS_CHUNK() COACT_PROGRESS("chunks")
 
 namespace coact::dedup {
 

@@ -1,0 +1,155 @@
+// coact-known-answer: the causal profiler's known-answer workloads
+// (known_answer.hpp) as one program.
+//
+//   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage
+//                      --seconds S [--speed STAGE=S]... [--unit-us U]
+//                      [--warmup-s W] [--queue N]
+//   coact-known-answer --list
+//
+// --speed STAGE=S really makes stage STAGE (A or B; see --list) run a fraction
+// S (0..1) faster: its busy loop is (1 - S) of its cost. That is the
+// "actually faster program" `coact-profile validate` compares a virtual
+// speedup of S with.
+//
+// Runs the workload for W (warm-up, default 0.3 s) + S seconds, then prints one
+// JSON line on stdout:
+//   {"workload":..,"unit_us":..,"speed":{"A":..,"B":..},"seconds":..,
+//    "iterations":N,"period_us":..,"rate_per_s":..}
+// where iterations, period and rate are measured over the S seconds after the
+// warm-up (wall clock). --list prints the workloads, their stages, regions
+// and ideal curves as one JSON object.
+//
+// The runtime tuning is resolve_tuning() (COACT_* knobs and COACT_CONFIG
+// apply) with workers = 2, peer_steal = on and a spin window of at least 4
+// units (known_answer.hpp says why). A causal-profiling sweep runs when
+// COACT_CAUSAL=1 is set (coact-profile run / validate set it), started by the
+// runtime at boot. Exit status: 0, or 2 on a usage error.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <coact/runtime/runtime.hpp>
+
+#include "known_answer.hpp"
+
+namespace ka = coact::known_answer;
+
+namespace {
+
+std::string list_json() {
+  std::string out = "{\"progress\":\"" + std::string(ka::kProgressPoint) + "\",\"workloads\":[";
+  bool first_w = true;
+  for (ka::Workload w : ka::kAllWorkloads) {
+    out += fmt::format("{}{{\"name\":\"{}\",\"stages\":[", first_w ? "" : ",", ka::to_string(w));
+    first_w = false;
+    bool first_s = true;
+    for (const auto& st : ka::stages(w)) {
+      out += fmt::format("{}{{\"stage\":\"{}\",\"region\":\"{}\",\"units\":{},\"ideal\":[", first_s ? "" : ",", st.key,
+                         st.region, st.units);
+      first_s = false;
+      for (int i = 0; i <= 20; ++i) {
+        out += fmt::format("{}{:.4f}", i == 0 ? "" : ",", ka::ideal_speedup(w, st.key, i / 20.0));
+      }
+      out += "]}";
+    }
+    out += "]}";
+  }
+  return out + "]}";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coact-known-answer: known-answer workloads for the coact causal profiler"};
+  std::string workload_name;
+  double seconds = 5;
+  double warmup = 0.3;
+  int64_t unit_us = 500;
+  uint32_t queue = 4;
+  std::vector<std::string> speeds;
+  bool list = false;
+  app.add_flag("--list", list, "Print the workloads, stages, regions and ideal curves as JSON and exit");
+  app.add_option("--workload", workload_name, "fork_join | pipeline | ping_pong | timer_stage");
+  app.add_option("--seconds", seconds, "Measured run time after the warm-up, s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0));
+  app.add_option("--warmup-s", warmup, "Warm-up before measuring, s")->capture_default_str()->check(CLI::Range(0.0, 60.0));
+  app.add_option("--unit-us", unit_us, "One unit of stage cost, microseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{10}, int64_t{1'000'000}));
+  app.add_option("--queue", queue, "pipeline: items in flight")->capture_default_str()->check(CLI::Range(1u, 1024u));
+  app.add_option("--speed", speeds, "STAGE=S: stage STAGE really runs a fraction S (0..1) faster (repeatable)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (list) {
+    std::printf("%s\n", list_json().c_str());
+    return 0;
+  }
+  const auto w = ka::parse_workload(workload_name);
+  if (!w) {
+    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected fork_join, pipeline, ping_pong or timer_stage\n",
+                 workload_name.c_str());
+    return 2;
+  }
+  ka::Config c;
+  c.workload = *w;
+  c.unit = std::chrono::microseconds(unit_us);
+  c.queue = queue;
+  const auto st = ka::stages(*w);
+  for (const auto& kv : speeds) {
+    const auto eq = kv.find('=');
+    std::string key = kv.substr(0, eq);
+    double v = -1;
+    try {
+      if (eq != std::string::npos) v = std::stod(kv.substr(eq + 1));
+    } catch (...) {
+      v = -1;
+    }
+    const bool known = key == "A" || (key == "B" && *w != ka::Workload::timer_stage) ||
+                       (key == "T" && *w == ka::Workload::timer_stage);
+    if (!known || !(v >= 0 && v <= 1)) {
+      std::fprintf(stderr, "coact-known-answer: --speed '%s': expected STAGE=S with STAGE one of %s%s and S in 0..1\n",
+                   kv.c_str(), st[0].key.c_str(), ("," + st[1].key).c_str());
+      return 2;
+    }
+    if (key == "A") c.speed_a = v;
+    if (key == "B") c.speed_b = v;
+    // T computes nothing: a faster T changes nothing (its truth is 0 by construction).
+  }
+
+  (void)coact::calibrate::tsc_hz();  // before the clock starts
+  ka::Shared sh;
+  auto tuning = ka::workload_tuning(coact::resolve_tuning(argc, argv), c.unit);
+  using clock = std::chrono::steady_clock;
+  uint64_t n0 = 0, n1 = 0;
+  clock::time_point t0, t1;
+  {
+    coact::Runtime rt(tuning);
+    ka::start(rt, c, sh);
+    std::this_thread::sleep_for(std::chrono::duration<double>(warmup));
+    n0 = sh.iterations.load(std::memory_order_relaxed);
+    t0 = clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    n1 = sh.iterations.load(std::memory_order_relaxed);
+    t1 = clock::now();
+    rt.request_stop();
+  }
+  const double secs = std::chrono::duration<double>(t1 - t0).count();
+  const uint64_t n = n1 - n0;
+  const double period_us = n > 0 ? secs * 1e6 / static_cast<double>(n) : 0.0;
+  std::printf(
+      "{\"workload\":\"%s\",\"unit_us\":%lld,\"speed\":{\"A\":%.4f,\"B\":%.4f},\"seconds\":%.6f,\"iterations\":%llu,"
+      "\"period_us\":%.4f,\"rate_per_s\":%.4f}\n",
+      std::string(ka::to_string(*w)).c_str(), static_cast<long long>(unit_us), c.speed_a, c.speed_b, secs,
+      static_cast<unsigned long long>(n), period_us, secs > 0 ? static_cast<double>(n) / secs : 0.0);
+  std::fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,391 @@
+// bench/causal/known_answer.hpp: the known-answer workloads of the causal
+// profiler's accuracy figure (DESIGN.md "Validation"), as coact actors.
+//
+// Each stage is an actor handler whose cost is a calibrated busy loop on the
+// TSC (spin until now_cycles() reaches entry + cost, cost = units x unit x
+// (1 - speed)), so the true effect of making a stage a fraction s faster is
+// known and can also be run for real (Config::speed_a / speed_b: the stage's
+// loop really is that much shorter). Stages are handler regions named by the
+// runtime "Type::on(Msg)"; every completed iteration (or item) is one visit of
+// the throughput progress point kProgressPoint.
+//
+//   fork_join    Join sends Go to A (2 units) and B (1 unit) in parallel;
+//                both answer Done; the second Done completes an iteration
+//                and forks the next. Speeding A by s: min(s, 1/2); B: 0.
+//   pipeline     producer A (2 units per item) -> bounded queue (Config::
+//                queue items in flight, acks return credit) -> consumer B
+//                (1 unit per item); one iteration per item consumed.
+//                A: min(s, 1/2); B: 0.
+//   ping_pong    A (2 units) sends Ball to B (1 unit), which sends it back;
+//                one request in flight; one iteration per round trip.
+//                A: 2s/3; B: s/3.
+//   timer_stage  fork_join with branch B replaced by T, a coroutine handler
+//                that awaits coact::sleep(1 unit) (a virtual timer) instead of
+//                computing. T's region runs for microseconds: T: 0 ("never
+//                the answer"). A: min(s, 1/2), the fork_join curve: a sleep in
+//                the other branch must not change the compute prediction.
+//
+// The runtime tuning that the known answers assume (known_answer.cpp sets it;
+// the accuracy test too): 2 workers (the branches really run in parallel),
+// peer_steal on (a fork's second branch is stolen by the idle worker instead
+// of waiting for the forking worker's batch to end), and an idle spin window
+// longer than the longest idle gap (2 units), so a branch starts within
+// microseconds instead of a futex wake (50-100 us on a virtual machine).
+//
+// Threads: start() from any thread outside the runtime's handlers; the
+// counters are atomics read by any thread.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <coact/calibrate/tsc.hpp>
+#include <coact/causal/progress.hpp>
+#include <coact/runtime/runtime.hpp>
+#include <coact/runtime/task.hpp>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace coact::known_answer {
+
+/// The throughput progress point every workload visits once per iteration.
+inline constexpr const char* kProgressPoint = "known_answer.iteration";
+
+enum class Workload { fork_join, pipeline, ping_pong, timer_stage };
+
+inline constexpr Workload kAllWorkloads[] = {Workload::fork_join, Workload::pipeline, Workload::ping_pong,
+                                             Workload::timer_stage};
+
+inline std::string_view to_string(Workload w) noexcept {
+  switch (w) {
+    case Workload::fork_join: return "fork_join";
+    case Workload::pipeline: return "pipeline";
+    case Workload::ping_pong: return "ping_pong";
+    case Workload::timer_stage: return "timer_stage";
+  }
+  return "?";
+}
+
+inline std::optional<Workload> parse_workload(std::string_view s) noexcept {
+  for (Workload w : kAllWorkloads) {
+    if (to_string(w) == s) return w;
+  }
+  return std::nullopt;
+}
+
+/// One stage of a workload: its --speed key, its handler region's name, its
+/// cost in units (0 for the timer stage, which computes nothing).
+struct Stage {
+  std::string key;
+  std::string region;
+  double units;
+};
+
+/// The stages of `w` that --speed and the profiler's regions refer to.
+inline std::vector<Stage> stages(Workload w) {
+  switch (w) {
+    case Workload::fork_join:
+      return {{"A", "fork_join::A::on(fork_join::Go)", 2}, {"B", "fork_join::B::on(fork_join::Go)", 1}};
+    case Workload::pipeline:
+      return {{"A", "pipeline::A::on(pipeline::Produce)", 2}, {"B", "pipeline::B::on(pipeline::Item)", 1}};
+    case Workload::ping_pong:
+      return {{"A", "ping_pong::A::on(ping_pong::Ball)", 2}, {"B", "ping_pong::B::on(ping_pong::Ball)", 1}};
+    case Workload::timer_stage:
+      return {{"A", "timer_stage::A::on(timer_stage::Go)", 2}, {"T", "timer_stage::T::on(timer_stage::Go)", 0}};
+  }
+  return {};
+}
+
+/// The ideal program speedup (1 - period_s / period_0) of making stage `key`
+/// of `w` a fraction s faster, hand-off costs neglected (the header comment).
+inline double ideal_speedup(Workload w, std::string_view key, double s) {
+  switch (w) {
+    case Workload::fork_join:
+    case Workload::pipeline:
+    case Workload::timer_stage:
+      return key == "A" ? std::min(s, 0.5) : 0.0;
+    case Workload::ping_pong:
+      return key == "A" ? 2.0 * s / 3.0 : key == "B" ? s / 3.0 : 0.0;
+  }
+  return 0.0;
+}
+
+struct Config {
+  Workload workload = Workload::fork_join;
+  std::chrono::microseconds unit{500};  ///< One unit of stage cost.
+  double speed_a = 0;  ///< Stage A really runs (1 - speed_a) of its cost (0..1).
+  double speed_b = 0;  ///< Stage B likewise (ignored by timer_stage: T computes nothing).
+  uint32_t queue = 4;  ///< pipeline: items in flight (queue bound).
+};
+
+/// Shared by a workload's actors; outlives the runtime's handlers.
+struct Shared {
+  uint64_t a_cycles = 0;  ///< Stage A's busy loop, TSC cycles.
+  uint64_t b_cycles = 0;  ///< Stage B's busy loop, TSC cycles.
+  std::chrono::nanoseconds sleep{0};  ///< timer_stage: T's virtual sleep.
+  uint32_t queue = 4;
+  std::atomic<uint64_t> iterations{0};  ///< Completed iterations (relaxed counter).
+};
+
+/// Busy loop on the TSC: returns once `cycles` have passed since entry. A
+/// deadline, not an iteration count, so a time slice lost to another process
+/// does not lengthen the stage unless the loop is descheduled past its end.
+inline void spin_cycles(uint64_t cycles) noexcept {
+  const uint64_t end = calibrate::now_cycles() + cycles;
+  while (calibrate::now_cycles() < end) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+  }
+}
+
+inline void iteration_done(Shared& sh) noexcept {
+  COACT_PROGRESS(kProgressPoint);
+  sh.iterations.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace coact::known_answer
+
+// The actors live in short top-level namespaces so that their regions read
+// "fork_join::A::on(fork_join::Go)" in profiles and tables.
+
+namespace fork_join {
+namespace ka = coact::known_answer;
+struct Join;
+struct Go {
+  coact::ActorRef<Join> join;
+};
+struct Done {
+  int branch;
+};
+struct Start {};
+struct A : coact::Actor<A> {
+  ka::Shared* sh;
+  explicit A(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+struct B : coact::Actor<B> {
+  ka::Shared* sh;
+  explicit B(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+struct Join : coact::Actor<Join> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;
+  coact::ActorRef<B> b;
+  int pending = 0;
+  Join(ka::Shared* s, coact::ActorRef<A> ra, coact::ActorRef<B> rb) : sh(s), a(std::move(ra)), b(std::move(rb)) {}
+  void fork() {
+    pending = 2;
+    a.send(Go{self()});  // A first: the forking worker keeps the freshest (B), the idle one steals A
+    b.send(Go{self()});
+  }
+  void on(Start&) { fork(); }
+  void on(Done&) {
+    if (--pending > 0) return;
+    ka::iteration_done(*sh);
+    fork();
+  }
+};
+inline void A::on(Go& g) {
+  ka::spin_cycles(sh->a_cycles);
+  g.join.send(Done{0});
+}
+inline void B::on(Go& g) {
+  ka::spin_cycles(sh->b_cycles);
+  g.join.send(Done{1});
+}
+}  // namespace fork_join
+
+namespace pipeline {
+namespace ka = coact::known_answer;
+struct B;
+struct Produce {};
+struct Ack {};
+struct Item {
+  uint64_t seq;
+};
+struct A : coact::Actor<A> {
+  ka::Shared* sh;
+  coact::ActorRef<B> b;
+  uint32_t credits;
+  bool stalled = false;
+  uint64_t seq = 0;
+  A(ka::Shared* s, coact::ActorRef<B> rb) : sh(s), b(std::move(rb)), credits(s->queue) {}
+  void on(Produce&);
+  void on(Ack&) {
+    ++credits;
+    if (stalled) {
+      stalled = false;
+      self().send(Produce{});
+    }
+  }
+};
+struct B : coact::Actor<B> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;  // set by Hello
+  explicit B(ka::Shared* s) : sh(s) {}
+  void on(Item&);
+  void on(coact::ActorRef<A>& ra) { a = ra; }
+};
+inline void A::on(Produce&) {
+  ka::spin_cycles(sh->a_cycles);
+  b.send(Item{seq++});
+  if (--credits > 0) {
+    self().send(Produce{});
+  } else {
+    stalled = true;
+  }
+}
+inline void B::on(Item&) {
+  ka::spin_cycles(sh->b_cycles);
+  ka::iteration_done(*sh);
+  a.send(Ack{});
+}
+}  // namespace pipeline
+
+namespace ping_pong {
+namespace ka = coact::known_answer;
+struct B;
+struct Ball {};
+struct A : coact::Actor<A> {
+  ka::Shared* sh;
+  coact::ActorRef<B> b;
+  A(ka::Shared* s, coact::ActorRef<B> rb) : sh(s), b(std::move(rb)) {}
+  void on(Ball&);
+};
+struct B : coact::Actor<B> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;
+  explicit B(ka::Shared* s) : sh(s) {}
+  void on(Ball&);
+  void on(coact::ActorRef<A>& ra) { a = ra; }
+};
+inline void A::on(Ball&) {
+  ka::spin_cycles(sh->a_cycles);
+  ka::iteration_done(*sh);
+  b.send(Ball{});
+}
+inline void B::on(Ball&) {
+  ka::spin_cycles(sh->b_cycles);
+  a.send(Ball{});
+}
+}  // namespace ping_pong
+
+namespace timer_stage {
+namespace ka = coact::known_answer;
+struct Join;
+struct Go {
+  coact::ActorRef<Join> join;
+};
+struct Done {
+  int branch;
+};
+struct Start {};
+struct A : coact::Actor<A> {
+  ka::Shared* sh;
+  explicit A(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+struct T : coact::Actor<T> {
+  ka::Shared* sh;
+  explicit T(ka::Shared* s) : sh(s) {}
+  coact::Task on(Go& g);
+};
+struct Join : coact::Actor<Join> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;
+  coact::ActorRef<T> t;
+  int pending = 0;
+  Join(ka::Shared* s, coact::ActorRef<A> ra, coact::ActorRef<T> rt) : sh(s), a(std::move(ra)), t(std::move(rt)) {}
+  void fork() {
+    pending = 2;
+    a.send(Go{self()});
+    t.send(Go{self()});
+  }
+  void on(Start&) { fork(); }
+  void on(Done&) {
+    if (--pending > 0) return;
+    ka::iteration_done(*sh);
+    fork();
+  }
+};
+inline void A::on(Go& g) {
+  ka::spin_cycles(sh->a_cycles);
+  g.join.send(Done{0});
+}
+inline coact::Task T::on(Go& g) {
+  co_await coact::sleep(sh->sleep);  // virtual time: shifts with injected delay
+  g.join.send(Done{1});
+}
+}  // namespace timer_stage
+
+namespace coact::known_answer {
+
+/// The runtime tuning the known answers assume (header comment), starting
+/// from `base` (e.g. resolve_tuning(): COACT_* knobs still apply to the rest).
+inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::microseconds unit) {
+  base.workers = 2;
+  base.peer_steal = true;
+  // Longer than the longest idle gap (2 units) plus slack.
+  base.spin_window_usec = static_cast<uint32_t>(std::max<int64_t>(base.spin_window_usec, 4 * unit.count()));
+  return base;
+}
+
+/// Spawns the actors of `c.workload` in `rt` and starts them; they run until
+/// the runtime stops. `sh` must outlive the runtime's handlers.
+inline void start(Runtime& rt, const Config& c, Shared& sh) {
+  const uint64_t unit_cycles = calibrate::duration_to_cycles(c.unit);
+  auto cost = [&](double units, double speed) {
+    return static_cast<uint64_t>(static_cast<double>(unit_cycles) * units * (1.0 - speed));
+  };
+  sh.queue = c.queue == 0 ? 1 : c.queue;
+  switch (c.workload) {
+    case Workload::fork_join: {
+      sh.a_cycles = cost(2, c.speed_a);
+      sh.b_cycles = cost(1, c.speed_b);
+      auto a = rt.spawn<fork_join::A>(&sh);
+      auto b = rt.spawn<fork_join::B>(&sh);
+      auto j = rt.spawn<fork_join::Join>(&sh, a, b);
+      j.send(fork_join::Start{});
+      break;
+    }
+    case Workload::pipeline: {
+      sh.a_cycles = cost(2, c.speed_a);
+      sh.b_cycles = cost(1, c.speed_b);
+      auto b = rt.spawn<pipeline::B>(&sh);
+      auto a = rt.spawn<pipeline::A>(&sh, b);
+      b.send(a);  // the consumer learns where to send acks before the first item
+      a.send(pipeline::Produce{});
+      break;
+    }
+    case Workload::ping_pong: {
+      sh.a_cycles = cost(2, c.speed_a);
+      sh.b_cycles = cost(1, c.speed_b);
+      auto b = rt.spawn<ping_pong::B>(&sh);
+      auto a = rt.spawn<ping_pong::A>(&sh, b);
+      b.send(a);
+      a.send(ping_pong::Ball{});
+      break;
+    }
+    case Workload::timer_stage: {
+      sh.a_cycles = cost(2, c.speed_a);
+      sh.sleep = std::chrono::duration_cast<std::chrono::nanoseconds>(c.unit);
+      auto a = rt.spawn<timer_stage::A>(&sh);
+      auto t = rt.spawn<timer_stage::T>(&sh);
+      auto j = rt.spawn<timer_stage::Join>(&sh, a, t);
+      j.send(timer_stage::Start{});
+      break;
+    }
+  }
+}
+
+}  // namespace coact::known_answer
