@@ -558,20 +558,10 @@ TimerId Scheduler::arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* actio
   return TimerId{seq};
 }
 
-void Scheduler::arm_sleep(ActorCell* c, uint64_t delay_ns, Anchor anchor) {
+void Scheduler::arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason) {
   TimerEntry e{};
   e.anchor = anchor;
-  e.reason = TimerReason::sleep;
-  e.cell = c;
-  e.wait_epoch = c->wait_epoch;
-  c->add_ref();  // released when the entry fires or is dropped
-  arm(e, delay_ns, nullptr);
-}
-
-void Scheduler::arm_wait_timeout(ActorCell* c, uint64_t delay_ns, Anchor anchor) {
-  TimerEntry e{};
-  e.anchor = anchor;
-  e.reason = TimerReason::wait_timeout;
+  e.reason = reason;
   e.cell = c;
   e.wait_epoch = c->wait_epoch;
   c->add_ref();  // released when the entry fires or is dropped
@@ -609,30 +599,32 @@ void keep_until_resumed(Envelope* e) {
   w->current->waiting_env = e;
 }
 
-std::pair<ActorCell*, uint64_t> begin_reply_wait(std::coroutine_handle<> h, void* slot,
-                                                 std::chrono::nanoseconds timeout, Anchor anchor) {
+namespace {
+// Opens a wait for the actor whose handler coroutine runs on this thread:
+// a new wait epoch (the wait identity, with the pid) and the suspended frame.
+ActorCell* begin_wait(std::coroutine_handle<> h, const char* what) {
   Worker* w = t_worker;
-  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler,
-                  "coact::ask awaited outside a coact handler coroutine");
+  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler, what);
   ActorCell* c = w->current;
   ++c->wait_epoch;
   c->waiting = h.address();
+  return c;
+}
+uint64_t clamp_ns(std::chrono::nanoseconds d) { return d.count() > 0 ? uint64_t(d.count()) : 0; }
+}  // namespace
+
+std::pair<ActorCell*, uint64_t> begin_reply_wait(std::coroutine_handle<> h, void* slot,
+                                                 std::chrono::nanoseconds timeout, Anchor anchor) {
+  ActorCell* c = begin_wait(h, "coact::ask awaited outside a coact handler coroutine");
   c->reply_slot = slot;
-  const uint64_t ns = timeout.count() > 0 ? uint64_t(timeout.count()) : 0;
-  c->sched->arm_wait_timeout(c, ns, anchor);
+  c->sched->arm_wait(c, clamp_ns(timeout), anchor, TimerReason::wait_timeout);
   c->add_ref();  // the ReplyTo's reference
   return {c, c->wait_epoch};
 }
 
 void arm_sleep(std::coroutine_handle<> h, std::chrono::nanoseconds d, Anchor anchor) {
-  Worker* w = t_worker;
-  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler,
-                  "coact::sleep awaited outside a coact handler coroutine");
-  ActorCell* c = w->current;
-  ++c->wait_epoch;
-  c->waiting = h.address();
-  const uint64_t ns = d.count() > 0 ? uint64_t(d.count()) : 0;
-  c->sched->arm_sleep(c, ns, anchor);
+  ActorCell* c = begin_wait(h, "coact::sleep awaited outside a coact handler coroutine");
+  c->sched->arm_wait(c, clamp_ns(d), anchor, TimerReason::sleep);
 }
 
 // ---- lifecycle ----------------------------------------------------------

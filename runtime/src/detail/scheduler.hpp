@@ -102,8 +102,8 @@ class Scheduler {
 
   // Timers.
   TimerId arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* action);
-  void arm_sleep(ActorCell* c, uint64_t delay_ns, Anchor anchor);
-  void arm_wait_timeout(ActorCell* c, uint64_t delay_ns, Anchor anchor);
+  /// Arms the Sleep / WaitTimeout entry of c's current wait (c->wait_epoch).
+  void arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason);
   bool cancel(uint64_t seq) { return timers_.cancel(seq); }
   size_t pending_timers() const { return timers_.size(); }
 
