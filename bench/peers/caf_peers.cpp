@@ -17,9 +17,8 @@
 //    request/response sugar), never CAF's request()/response promises.
 //  - Stopping is an explicit `stop` message whose handler calls quit(), the
 //    counterpart of coact's Stop message + stop().
-// Pitfalls of 0.17: atoms are atom_constant<atom("...")> (at most 10 chars),
-// actor_system_config::set takes the INI name ("scheduler.max-threads"), and
-// configuration files are only read by parse(), which we do not call.
+// Pitfalls of 0.17: atoms are atom_constant<atom("...")> (at most 10 chars);
+// the configuration ones are in bench/common/caf_support.hpp.
 #include <caf/all.hpp>
 
 #include <atomic>
@@ -27,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "caf_support.hpp"
 #include "peers_common.hpp"
 
 namespace {
@@ -335,17 +335,10 @@ void run_skynet(caf::actor_system& sys, const peer_args& a) {
 
 int main(int argc, char** argv) {
   peer_args a = parse_args(argc, argv);
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", int64_t(a.workers));
-  caf::actor_system sys{cfg};
-  if (sys.scheduler().num_workers() != a.workers) {
-    std::fprintf(stderr, "caf-peers: asked for %u scheduler threads, CAF started %zu\n", a.workers,
-                 sys.scheduler().num_workers());
-    return 1;
-  }
-  watchdog dog(kRuntime, a, [&sys] {
-    return "running actors=" + std::to_string(sys.registry().running());
-  });
+  caf_setup caf(a.workers);
+  if (!caf.has_workers("caf-peers", a.workers)) return 1;
+  caf::actor_system& sys = caf.sys;
+  auto dog = arm_watchdog(kRuntime, a, [&caf] { return caf.running_actors(); });
   if (a.workload == "ping_pong")
     run_ping_pong(sys, a);
   else if (a.workload == "fan_out")

@@ -365,7 +365,7 @@ int main(int argc, char** argv) {
                  rt.workers());
     return 1;
   }
-  watchdog dog(kRuntime, a, [&rt] {
+  auto dog = arm_watchdog(kRuntime, a, [&rt] {
     coact::RuntimeStats st = rt.stats();
     return "spawned=" + std::to_string(st.spawned) + " stopped=" + std::to_string(st.stopped) +
            " live=" + std::to_string(st.live) + " delivered=" + std::to_string(st.delivered) +

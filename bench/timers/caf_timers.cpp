@@ -15,8 +15,8 @@
 //    actor_clock thread enqueues the message when it is due.
 //  - CAF 0.17 has no per-message cancel of a delayed_send: cancel_rate
 //    emulates one with a cancelled set (see timers_common.hpp).
-// Pitfalls of 0.17: atoms are atom_constant<atom("...")> (at most 10 chars),
-// actor_system_config::set takes the INI name ("scheduler.max-threads").
+// Pitfalls of 0.17: atoms are atom_constant<atom("...")> (at most 10 chars);
+// the configuration ones are in bench/common/caf_support.hpp.
 #include <caf/all.hpp>
 
 #include <atomic>
@@ -26,6 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "caf_support.hpp"
 #include "timers_common.hpp"
 
 namespace {
@@ -229,15 +230,10 @@ void run_cancel_rate(caf::actor_system& sys, const timer_args& a) {
 int main(int argc, char** argv) {
   timer_args a = parse_args(argc, argv);
   apply_timer_slack(a);
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", int64_t(a.workers));
-  caf::actor_system sys{cfg};
-  if (sys.scheduler().num_workers() != a.workers) {
-    std::fprintf(stderr, "caf-timers: asked for %u scheduler threads, CAF started %zu\n", a.workers,
-                 sys.scheduler().num_workers());
-    return 1;
-  }
-  watchdog dog(kRuntime, a, [&sys] { return "running actors=" + std::to_string(sys.registry().running()); });
+  caf_setup caf(a.workers);
+  if (!caf.has_workers("caf-timers", a.workers)) return 1;
+  caf::actor_system& sys = caf.sys;
+  auto dog = arm_watchdog(kRuntime, a, [&caf] { return caf.running_actors(); });
   if (a.scenario == "lateness")
     run_lateness(sys, a);
   else if (a.scenario == "idle_cpu")

@@ -133,14 +133,13 @@ void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
   // Runtime counters over the window: how often workers parked and were woken
   // per tick (the idle path's share of the CPU figure).
   coact::RuntimeStats st0;
-  measure_idle_cpu(kRuntime, a, s, [&](bool end) -> std::string {
+  measure_idle_cpu(kRuntime, a, s, [&](bool end) -> json_line {
     if (!end) {
       st0 = rt.stats();
-      return {};
+      return json_line::object();
     }
     const coact::RuntimeStats st1 = rt.stats();
-    return ",\"parks\":" + std::to_string(st1.parks - st0.parks) +
-           ",\"futex_wakes\":" + std::to_string(st1.futex_wakes - st0.futex_wakes);
+    return {{"parks", st1.parks - st0.parks}, {"futex_wakes", st1.futex_wakes - st0.futex_wakes}};
   });
   p.stop();
   p = {};
@@ -235,7 +234,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "coact-timers: asked for %u workers, the runtime has %u\n", a.workers, rt.workers());
     return 1;
   }
-  watchdog dog(kRuntime, a, [&rt] {
+  auto dog = arm_watchdog(kRuntime, a, [&rt] {
     coact::RuntimeStats st = rt.stats();
     return "live=" + std::to_string(st.live) + " delivered=" + std::to_string(st.delivered) +
            " dropped_dead=" + std::to_string(st.dropped_dead) + " parks=" + std::to_string(st.parks) +

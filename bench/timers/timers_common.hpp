@@ -1,14 +1,16 @@
 // bench/timers/timers_common.hpp: what the coact and CAF timer programs share.
 //
 // Provides: the scenario names and their parameters (the same defaults in both
-// programs), argument parsing, the shared run state of the lateness scenario
-// (preallocated lateness array, per-chain progress, busy-load counters), the
-// main thread's monitor, CPU accounting, percentiles and the one JSON line
-// each run prints. Threads: the state is written by actors (atomics, or a
-// slot of the preallocated array that only one handler writes) and read by
-// the main thread. Errors: bad usage prints to stderr and exits 2; an
-// inconsistent result prints to stderr and exits 1. A late or unfired timer
-// is never an error: it is the figure being measured.
+// programs), the command line (CLI11), the shared run state of the lateness
+// scenario (preallocated lateness array, per-chain progress, busy-load
+// counters), the main thread's monitor, CPU accounting, percentiles, the one
+// JSON line each run prints and the run's watchdog (bench/common/
+// bench_support.hpp has the mechanisms). Threads: the state is written by
+// actors (atomics, or a slot of the preallocated array that only one handler
+// writes) and read by the main thread. Errors: bad usage prints to stderr and
+// exits 2 (--help: exit 0); an inconsistent result prints to stderr and exits
+// 1; a hang (--watchdog-s) exits 3. A late or unfired timer is never an
+// error: it is the figure being measured.
 //
 // The scenarios (each program runs exactly one per process, once):
 //   lateness     --timers N (10^4) one-shot timers of --period-us P (1000) in
@@ -59,27 +61,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cinttypes>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_support.hpp"
+
 namespace coact::bench {
-
-using bench_clock = std::chrono::steady_clock;
-
-/// Nanoseconds on bench_clock since its epoch.
-inline int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(bench_clock::now().time_since_epoch())
-      .count();
-}
 
 /// Busy-waits `ns` nanoseconds of wall time (the busy load's "100 µs handler").
 inline void spin_for_ns(int64_t ns) noexcept {
@@ -123,123 +116,75 @@ inline void apply_timer_slack(const timer_args& a) {
 
 inline constexpr uint32_t kCancelBatch = 256;  // send_after + cancel pairs per handler
 
-[[noreturn]] inline void usage(const char* prog, const char* why) {
-  std::fprintf(stderr,
-               "%s: %s\nusage: %s --scenario lateness|idle_cpu|cancel_rate [--workers W] [--watchdog-s S]\n"
-               "  lateness:    [--load idle|self|pairs] [--timers N] [--chains C] [--period-us P]\n"
-               "               [--grace-ms G] [--busy-actors K] [--busy-us B]\n"
-               "  idle_cpu:    [--period-ms M] [--duration-ms D]\n"
-               "  cancel_rate: [--delay-ms T] [--duration-ms D]\n"
-               "  diagnostic:  [--timer-slack-ns N]\n",
-               prog, why, prog);
-  std::exit(2);
-}
-
-inline bool parse_u64(const char* s, uint64_t& out) {
-  if (!s || !*s) return false;
-  uint64_t v = 0;
-  for (const char* p = s; *p; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    uint64_t d = uint64_t(*p - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  out = v;
-  return true;
-}
-
-/// Parses the arguments (also --key=value). Exits 2 on bad usage.
+/// Parses the command line (also --key=value; a repeated option: the last one
+/// wins). Exits 2 on bad usage, 0 after --help. --duration-ms left out is the
+/// scenario's default (idle_cpu 3000, cancel_rate 1000).
 inline timer_args parse_args(int argc, char** argv) {
   timer_args a;
-  const char* prog = argc > 0 ? argv[0] : "timers";
-  auto num = [&](const std::string& key, const std::string& val, uint64_t lo, uint64_t hi) {
-    uint64_t v = 0;
-    if (!parse_u64(val.c_str(), v) || v < lo || v > hi)
-      usage(prog, (key + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi)).c_str());
-    return v;
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string key = argv[i];
-    std::string val;
-    if (auto eq = key.find('='); eq != std::string::npos) {
-      val = key.substr(eq + 1);
-      key.resize(eq);
-    } else if (i + 1 < argc) {
-      val = argv[++i];
-    } else {
-      usage(prog, ("missing value for " + key).c_str());
-    }
-    if (key == "--scenario") a.scenario = val;
-    else if (key == "--load") a.load = val;
-    else if (key == "--timers") a.timers = num(key, val, 1, 100'000'000);
-    else if (key == "--chains") a.chains = uint32_t(num(key, val, 1, 10000));
-    else if (key == "--period-us") a.period_us = num(key, val, 1, 10'000'000);
-    else if (key == "--grace-ms") a.grace_ms = num(key, val, 1, 3'600'000);
-    else if (key == "--busy-actors") a.busy_actors = uint32_t(num(key, val, 1, 1024));
-    else if (key == "--busy-us") a.busy_us = num(key, val, 1, 1'000'000);
-    else if (key == "--period-ms") a.period_ms = num(key, val, 1, 100'000);
-    else if (key == "--duration-ms") a.duration_ms = num(key, val, 1, 3'600'000);
-    else if (key == "--delay-ms") a.delay_ms = num(key, val, 1, 3'600'000);
-    else if (key == "--workers") a.workers = uint32_t(num(key, val, 1, 1024));
-    else if (key == "--timer-slack-ns") a.timer_slack_ns = num(key, val, 0, 1'000'000'000);
-    else if (key == "--watchdog-s") a.watchdog_s = uint32_t(num(key, val, 0, 86400));
-    else usage(prog, ("unknown argument " + key).c_str());
-  }
-  if (a.scenario.empty()) usage(prog, "--scenario is required");
-  if (a.scenario != "lateness" && a.scenario != "idle_cpu" && a.scenario != "cancel_rate")
-    usage(prog, ("unknown scenario " + a.scenario).c_str());
-  if (a.load != "idle" && a.load != "self" && a.load != "pairs")
-    usage(prog, ("unknown load " + a.load + " (idle, self or pairs)").c_str());
-  if (a.scenario == "lateness" && a.timers % a.chains != 0)
-    usage(prog, "--timers must be a multiple of --chains");
-  if (a.load == "pairs" && a.busy_actors % 2 != 0) usage(prog, "--load pairs needs an even --busy-actors");
+  CLI::App app{"Runs one timer scenario once and prints one JSON line (bench/timers/timers_common.hpp)."};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--scenario", a.scenario, "the scenario")
+      ->required()
+      ->check(CLI::IsMember({"lateness", "idle_cpu", "cancel_rate"}));
+  app.add_option("--workers", a.workers, "worker threads")->capture_default_str()->transform(decimal_in(1, 1024));
+  app.add_option("--watchdog-s", a.watchdog_s, "declare a hang (exit 3) after this many seconds; 0 = never")
+      ->capture_default_str()
+      ->transform(decimal_in(0, 86400));
+  app.add_option("--load", a.load, "lateness: what else runs")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"idle", "self", "pairs"}));
+  app.add_option("--timers", a.timers, "lateness: timers in all")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 100'000'000));
+  app.add_option("--chains", a.chains, "lateness: concurrent chains")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 10000));
+  app.add_option("--period-us", a.period_us, "lateness: each timer's delay")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 10'000'000));
+  app.add_option("--grace-ms", a.grace_ms, "lateness: a timer this late stalls its chain")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 3'600'000));
+  app.add_option("--busy-actors", a.busy_actors, "lateness (self, pairs): busy actors")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 1024));
+  app.add_option("--busy-us", a.busy_us, "lateness (self, pairs): spin per busy handler")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 1'000'000));
+  app.add_option("--period-ms", a.period_ms, "idle_cpu: the periodic timer's period")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 100'000));
+  app.add_option("--duration-ms", a.duration_ms, "idle_cpu: measured window (3000); cancel_rate: run time (1000)")
+      ->transform(decimal_in(1, 3'600'000));
+  app.add_option("--delay-ms", a.delay_ms, "cancel_rate: each timer's delay")
+      ->capture_default_str()
+      ->transform(decimal_in(1, 3'600'000));
+  app.add_option("--timer-slack-ns", a.timer_slack_ns, "diagnostic: the threads' timer slack; 0 = inherited")
+      ->capture_default_str()
+      ->transform(decimal_in(0, 1'000'000'000));
+  app.callback([&a] {
+    if (a.scenario == "lateness" && a.timers % a.chains != 0)
+      throw CLI::ValidationError("--timers", "must be a multiple of --chains");
+    if (a.load == "pairs" && a.busy_actors % 2 != 0)
+      throw CLI::ValidationError("--busy-actors", "--load pairs needs an even --busy-actors");
+  });
+  parse_or_exit(app, argc, argv);
   if (a.duration_ms == 0) a.duration_ms = a.scenario == "idle_cpu" ? 3000 : 1000;
   return a;
 }
 
 /// An inconsistent result: message on stderr, exit 1.
 [[noreturn]] inline void fail_check(const char* runtime, const timer_args& a, const std::string& what) {
-  std::fprintf(stderr, "%s/%s: WRONG RESULT: %s\n", runtime, a.scenario.c_str(), what.c_str());
-  std::exit(1);
+  wrong_result(fmt::format("{}/{}", runtime, a.scenario), what);
 }
 
-/// Declares a hang: if disarm() was not called within args.watchdog_s
-/// seconds, prints "HUNG" with report() on stderr and exits 3 (std::_Exit).
-class watchdog {
- public:
-  watchdog(const char* runtime, const timer_args& a, std::function<std::string()> report)
-      : runtime_(runtime), args_(a), report_(std::move(report)) {
-    if (a.watchdog_s == 0) return;
-    thread_ = std::thread([this] {
-      std::unique_lock<std::mutex> lk(mu_);
-      if (cv_.wait_for(lk, std::chrono::seconds(args_.watchdog_s), [this] { return done_; })) return;
-      std::fprintf(stderr, "%s/%s load=%s: HUNG after %us: %s\n", runtime_, args_.scenario.c_str(),
-                   args_.load.c_str(), args_.watchdog_s, report_ ? report_().c_str() : "");
-      std::fflush(stderr);
-      std::_Exit(3);
-    });
-  }
-  watchdog(const watchdog&) = delete;
-  watchdog& operator=(const watchdog&) = delete;
-  ~watchdog() { disarm(); }
-  void disarm() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  const char* runtime_;
-  const timer_args& args_;
-  std::function<std::string()> report_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
+/// The run's watchdog (see watchdog): armed for --watchdog-s seconds (none
+/// when 0); a hang is reported as "<runtime>/<scenario> load=L: HUNG after
+/// Ss: <report()>".
+inline watchdog arm_watchdog(const char* runtime, const timer_args& a, std::function<std::string()> report) {
+  return watchdog(std::chrono::seconds(a.watchdog_s), fmt::format("{}/{} load={}", runtime, a.scenario, a.load),
+                  std::move(report));
+}
 
 // ---- lateness -----------------------------------------------------------------
 
@@ -356,28 +301,33 @@ inline void print_lateness(const char* runtime, const timer_args& a, lateness_st
     sum += double(x);
     if (x < 0) ++early;
   }
-  char stats[256];
-  if (fired > 0) {
-    std::snprintf(stats, sizeof stats,
-                  "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"min_us\":%.1f,"
-                  "\"mean_us\":%.1f",
-                  percentile_us(v, 50), percentile_us(v, 90), percentile_us(v, 99), double(v.back()) / 1000.0,
-                  double(v.front()) / 1000.0, sum / double(fired) / 1000.0);
-  } else {
-    std::snprintf(stats, sizeof stats,
-                  "\"p50_us\":null,\"p90_us\":null,\"p99_us\":null,\"max_us\":null,\"min_us\":null,"
-                  "\"mean_us\":null");
-  }
-  std::printf(
-      "{\"runtime\":\"%s\",\"scenario\":\"lateness\",\"load\":\"%s\",\"timers\":%" PRIu64
-      ",\"chains\":%u,\"period_us\":%" PRIu64 ",\"grace_ms\":%" PRIu64 ",\"workers\":%u,"
-      "\"busy_actors\":%u,\"busy_us\":%" PRIu64 ",\"fired\":%" PRIu64 ",\"expected\":%" PRIu64
-      ",\"stalled_chains\":%u,\"overdue\":%" PRIu64 ",\"early\":%" PRId64 ",%s,\"seconds\":%.3f,"
-      "\"busy_handlers\":%" PRIu64 ",\"busy_util\":%.3f}\n",
-      runtime, a.load.c_str(), a.timers, a.chains, a.period_us, a.grace_ms, a.workers,
-      a.load == "idle" ? 0u : a.busy_actors, a.busy_us, fired, a.timers, stalled, s.overdue.load(), early,
-      stats, seconds, busy, busy_util);
-  std::fflush(stdout);
+  json_line line{{"runtime", runtime},
+                 {"scenario", "lateness"},
+                 {"load", a.load},
+                 {"timers", a.timers},
+                 {"chains", a.chains},
+                 {"period_us", a.period_us},
+                 {"grace_ms", a.grace_ms},
+                 {"workers", a.workers},
+                 {"busy_actors", a.load == "idle" ? 0u : a.busy_actors},
+                 {"busy_us", a.busy_us},
+                 {"fired", fired},
+                 {"expected", a.timers},
+                 {"stalled_chains", stalled},
+                 {"overdue", s.overdue.load()},
+                 {"early", early}};
+  // Over the timers that fired, in µs with 1 decimal; null when none fired.
+  const auto us = [&](double x) { return fired > 0 ? json_line(rounded(x, 1)) : json_line(nullptr); };
+  line["p50_us"] = us(percentile_us(v, 50));
+  line["p90_us"] = us(percentile_us(v, 90));
+  line["p99_us"] = us(percentile_us(v, 99));
+  line["max_us"] = us(fired > 0 ? double(v.back()) / 1000.0 : 0.0);
+  line["min_us"] = us(fired > 0 ? double(v.front()) / 1000.0 : 0.0);
+  line["mean_us"] = us(fired > 0 ? sum / double(fired) / 1000.0 : 0.0);
+  line["seconds"] = rounded(seconds, 3);
+  line["busy_handlers"] = busy;
+  line["busy_util"] = rounded(busy_util, 3);
+  print_json_line(line);
 }
 
 // ---- idle_cpu -----------------------------------------------------------------
@@ -389,9 +339,9 @@ struct idle_state {
 /// Main thread: waits for two ticks (boot and calibration are not measured),
 /// then sleeps duration_ms and prints the CPU share over that window.
 /// `probe` (optional) is called at the window's start (false) and end (true);
-/// what it returns at the end (",\"key\":value..." JSON members) is appended.
+/// the members of the object it returns at the end are appended to the line.
 inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_state& s,
-                             const std::function<std::string(bool)>& probe = {}) {
+                             const std::function<json_line(bool)>& probe = {}) {
   const int64_t boot_limit = now_ns() + 10'000'000'000;
   while (s.ticks.load(std::memory_order_acquire) < 2) {
     if (now_ns() > boot_limit) fail_check(runtime, a, "the periodic timer did not tick twice within 10 s");
@@ -405,19 +355,24 @@ inline void measure_idle_cpu(const char* runtime, const timer_args& a, idle_stat
   const double cpu1 = process_cpu_s();
   const int64_t w1 = now_ns();
   const uint64_t ticks = s.ticks.load(std::memory_order_acquire) - t0;
-  const std::string extra = probe ? probe(true) : std::string();
+  const json_line extra = probe ? probe(true) : json_line::object();
   const double wall = double(w1 - w0) * 1e-9;
   const double expected = wall * 1000.0 / double(a.period_ms);
   if (double(ticks) < 0.5 * expected)
     fail_check(runtime, a,
                "the periodic timer ticked " + std::to_string(ticks) + " times in " + std::to_string(wall) +
                    " s (period " + std::to_string(a.period_ms) + " ms)");
-  std::printf(
-      "{\"runtime\":\"%s\",\"scenario\":\"idle_cpu\",\"period_ms\":%" PRIu64 ",\"workers\":%u,"
-      "\"seconds\":%.3f,\"cpu_s\":%.4f,\"cpu_pct\":%.3f,\"ticks\":%" PRIu64 ",\"expected_ticks\":%.0f%s}\n",
-      runtime, a.period_ms, a.workers, wall, cpu1 - cpu0, 100.0 * (cpu1 - cpu0) / wall, ticks, expected,
-      extra.c_str());
-  std::fflush(stdout);
+  json_line line{{"runtime", runtime},
+                 {"scenario", "idle_cpu"},
+                 {"period_ms", a.period_ms},
+                 {"workers", a.workers},
+                 {"seconds", rounded(wall, 3)},
+                 {"cpu_s", rounded(cpu1 - cpu0, 4)},
+                 {"cpu_pct", rounded(100.0 * (cpu1 - cpu0) / wall, 3)},
+                 {"ticks", ticks},
+                 {"expected_ticks", static_cast<int64_t>(rounded(expected, 0))}};
+  line.update(extra);
+  print_json_line(line);
 }
 
 // ---- cancel_rate --------------------------------------------------------------
@@ -441,13 +396,17 @@ inline void wait_flag(const std::atomic<bool>& f) {
 inline void print_cancel_rate(const char* runtime, const timer_args& a, cancel_state& s, const char* mode) {
   const double seconds = double(s.end_ns.load() - s.start_ns.load()) * 1e-9;
   const uint64_t pairs = s.pairs.load();
-  std::printf(
-      "{\"runtime\":\"%s\",\"scenario\":\"cancel_rate\",\"delay_ms\":%" PRIu64 ",\"workers\":%u,"
-      "\"seconds\":%.3f,\"pairs\":%" PRIu64 ",\"pairs_per_s\":%.1f,\"cancelled\":%" PRIu64
-      ",\"delivered\":%" PRIu64 ",\"discarded\":%" PRIu64 ",\"cancel\":\"%s\"}\n",
-      runtime, a.delay_ms, a.workers, seconds, pairs, seconds > 0 ? double(pairs) / seconds : 0.0,
-      s.cancelled.load(), s.delivered.load(), s.discarded.load(), mode);
-  std::fflush(stdout);
+  print_json_line({{"runtime", runtime},
+                   {"scenario", "cancel_rate"},
+                   {"delay_ms", a.delay_ms},
+                   {"workers", a.workers},
+                   {"seconds", rounded(seconds, 3)},
+                   {"pairs", pairs},
+                   {"pairs_per_s", rounded(seconds > 0 ? double(pairs) / seconds : 0.0, 1)},
+                   {"cancelled", s.cancelled.load()},
+                   {"delivered", s.delivered.load()},
+                   {"discarded", s.discarded.load()},
+                   {"cancel", mode}});
 }
 
 }  // namespace coact::bench

@@ -192,7 +192,13 @@ void Scheduler::worker_main(Worker& w) {
   causal::register_thread();  // owes every delay injected from now on (L = G)
   w.clock_ns = sync::now_ns();
   w.cascade_start_ns = w.clock_ns;
-  while (ActorCell* c = acquire(w)) run_cell(w, c);
+  // Shutdown must stop busy workers too, not only idle ones: a
+  // self-sustaining cascade never reaches idle(). One relaxed load per loop.
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    ActorCell* c = acquire(w);
+    if (c == nullptr) break;
+    run_cell(w, c);
+  }
   t_worker = nullptr;
 }
 

@@ -1,6 +1,8 @@
 // Basic actor semantics: spawn, typed handlers, ActorRef, Pid with epochs,
 // Name<M> resolved at send time, stop, run() termination, dead-mail counting.
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -201,4 +203,26 @@ TEST_CASE("an exception escaping a handler aborts naming the actor and a backtra
   CHECK_THAT(r.err, Catch::Contains("Thrower"));
   CHECK_THAT(r.err, Catch::Contains("pid "));
   CHECK_THAT(r.err, Catch::Contains("backtrace:"));
+}
+
+namespace {
+struct Forever : coact::Actor<Forever> {
+  struct Go {};
+  void on(Go) { self().send(Go{}); }  // a cascade that never lets its worker idle
+};
+}  // namespace
+
+// Regression: shutdown only stopped workers that reached idle(), so a runtime
+// whose actors kept their workers busy forever never finished its destructor.
+TEST_CASE("the destructor stops workers that never go idle", "[actor]") {
+  const uint32_t workers = GENERATE(1u, 2u);
+  coact::test::Watchdog wd(30, "busy shutdown");
+  {
+    Runtime rt(tuning_for(workers));
+    for (int i = 0; i < 3; ++i) rt.spawn<Forever>().send(Forever::Go{});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rt.request_stop();
+    rt.run();
+  }
+  SUCCEED("destructor returned");
 }

@@ -19,7 +19,8 @@
 // local_sticky_max: then the backlog (all but the freshest) spills to the
 // injector and one sibling is notified. Off-pool threads enter through the
 // root door: injector push + notify (at most one wake).
-// Shutdown: 1. set stopping_; 2. wake every parker; 3. join workers; 4. stop
+// Shutdown: 1. set stopping_ (busy workers leave at their next loop); 2. wake
+// every parker; 3. join workers; 4. stop
 // every still-live actor on the joining thread (destroy, drop and count its
 // mail); 5. free the deques and the injector (they hold no references).
 #pragma once
