@@ -74,7 +74,7 @@ struct Node : coact::Actor<Node> {
 
 enum class Topology { random_graph, hot_spot, ring };
 
-void run_fifo(uint32_t workers, uint64_t seed, Topology topo, uint64_t total_msgs) {
+void run_fifo(uint32_t workers, uint64_t seed, Topology topo, uint64_t total_msgs, bool peer_steal = false) {
   const uint32_t nodes = 64;
   const uint32_t externals = 3;  // outside threads sending through the root door
   const uint32_t senders = nodes + externals;
@@ -82,7 +82,9 @@ void run_fifo(uint32_t workers, uint64_t seed, Topology topo, uint64_t total_msg
   const uint32_t hops = uint32_t(total_msgs / tokens);
   Shared sh;
   sh.tokens_total = tokens;
-  coact::Runtime rt(coact::test::tuning_for(workers));
+  coact::SchedulerTuning tuning = coact::test::tuning_for(workers);
+  tuning.peer_steal = peer_steal;
+  coact::Runtime rt(tuning);
   sh.rt = &rt;
   std::mt19937_64 rng(seed);
   std::vector<coact::ActorRef<Node>> refs;
@@ -123,7 +125,7 @@ void run_fifo(uint32_t workers, uint64_t seed, Topology topo, uint64_t total_msg
   }
   for (auto& t : ext) t.join();
   rt.run();
-  INFO("workers=" << workers << " seed=" << seed << " topology=" << int(topo));
+  INFO("workers=" << workers << " seed=" << seed << " topology=" << int(topo) << " peer_steal=" << peer_steal);
   CHECK(sh.tokens_done.load() == tokens);
   CHECK(sh.order_violations.load() == 0);
   CHECK(sh.overlaps.load() == 0);
@@ -146,4 +148,11 @@ TEST_CASE("no mail lost, duplicated or reordered per sender-recipient pair; neve
       run_fifo(workers, seed, topo, per_run);
     }
   }
+}
+
+TEST_CASE("FIFO and exclusivity hold with peer steal on (stealers take from deque tops)", "[stress][fifo]") {
+  const uint32_t workers = GENERATE(2u, 4u);
+  const uint64_t per_run = uint64_t(1.2e6 * coact::test::kStressScale);
+  coact::test::Watchdog wd(300, "fifo stress, peer steal");
+  for (Topology topo : {Topology::random_graph, Topology::hot_spot}) run_fifo(workers, 7, topo, per_run, true);
 }
