@@ -3,8 +3,9 @@
 //
 // Provides:
 //   - bench_clock / now_ns(): the one clock the programs time with.
-//   - Command lines: decimal_in() (a CLI11 transform for integer options) and
-//     parse_or_exit() (CLI11 parse with the programs' exit codes: bad usage 2,
+//   - Command lines (CLI11): add_run_options() (--workers, --watchdog-s, which
+//     every program takes), add_uint_option() with decimal_in() (integer
+//     options), and parse_or_exit() (the programs' exit codes: bad usage 2,
 //     --help 0).
 //   - The result line: json_line (nlohmann::ordered_json, so members print in
 //     the order they were added, which scripts/bench.sh's progress log relies
@@ -65,6 +66,25 @@ inline CLI::Validator decimal_in(uint64_t lo, uint64_t hi) {
         return {};
       },
       fmt::format("in {}..{}", lo, hi));
+}
+
+/// Adds an unsigned integer option `name` (decimal, lo..hi) stored in `var`;
+/// its default (var's value now) shows in --help.
+template <class T>
+CLI::Option* add_uint_option(CLI::App& app, const std::string& name, T& var, uint64_t lo, uint64_t hi,
+                             const std::string& description) {
+  return app.add_option(name, var, description)->capture_default_str()->transform(decimal_in(lo, hi));
+}
+
+/// Makes a repeated option's last value win (as the programs' hand-written
+/// parsers did; CLI11 would refuse it) for the options added after this
+/// call, and adds the options every program takes: --workers W (1..1024)
+/// and --watchdog-s S (0..86400, 0 = no watchdog). Call first.
+inline void add_run_options(CLI::App& app, uint32_t& workers, uint32_t& watchdog_s) {
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_uint_option(app, "--workers", workers, 1, 1024, "worker threads");
+  add_uint_option(app, "--watchdog-s", watchdog_s, 0, 86400,
+                  "declare a hang (exit 3) after this many seconds; 0 = never");
 }
 
 /// Parses argv with `app` (its options, checks and final callback, where

@@ -4,7 +4,9 @@
 // Provides caf_setup: an actor system whose scheduler is capped at the
 // program's --workers (scheduler.max-threads; every other setting is CAF's
 // default), a check that CAF started exactly that many threads, and the
-// watchdog's report (actors still running).
+// watchdog's report (actors still running); and the atoms every program's
+// actors use: start_atom (begin the run) and stop_atom (quit), the
+// counterparts of the coact programs' start and stop messages.
 // Threads: constructed and checked by the main thread; running_actors() may
 // be called from any thread (the watchdog's). Construction starts CAF's
 // threads; destruction waits for them (actor_system's destructor).
@@ -21,6 +23,9 @@
 #include <string>
 
 namespace coact::bench {
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 
 /// The config and the actor system built from it (the system keeps a
 /// reference to its config, so both live here, config first).

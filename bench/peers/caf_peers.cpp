@@ -33,8 +33,6 @@ namespace {
 
 using namespace coact::bench;
 
-using start_atom = caf::atom_constant<caf::atom("start")>;
-using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
 using pong_atom = caf::atom_constant<caf::atom("pong")>;
 using req_atom = caf::atom_constant<caf::atom("req")>;
@@ -47,12 +45,6 @@ constexpr const char* kRuntime = "caf";
 // ---- ping_pong: 2 actors, n round trips; msgs = 2n ---------------------------
 // pinger gets (start, ponger), sends ping(n-1); ponger answers each ping(k)
 // with pong(k); pinger answers pong(k > 0) with ping(k-1); pong(0) ends it.
-
-struct ping_pong_result {
-  std::atomic<uint64_t> pings{0};
-  std::atomic<uint64_t> pongs{0};
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct ponger_state {
   uint64_t pings = 0;
@@ -104,23 +96,13 @@ void run_ping_pong(caf::actor_system& sys, const peer_args& a) {
   int64_t start = now_ns();
   caf::anon_send(pi, start_atom::value, po);
   sys.await_all_actors_done();
-  if (r.pongs.load() != a.n || r.pings.load() != a.n)
-    fail_check(kRuntime, a,
-               "pings=" + std::to_string(r.pings.load()) + " pongs=" + std::to_string(r.pongs.load()));
-  print_result(kRuntime, a, start, r.end_ns.load(), 2 * a.n, "msgs");
+  r.check_and_print(kRuntime, a, start);
 }
 
 // ---- fan_out: 1 master, 64 workers, n requests in rounds of 64; msgs = 2n ----
 // The master spawns the workers on start, sends req(i) to each worker for the
 // next (up to) 64 request ids, and sends the next round once all replies
 // rep(i) of this one arrived. Workers answer req(i) with rep(i).
-
-struct fan_out_result {
-  std::atomic<uint64_t> replies{0};
-  std::atomic<uint64_t> reply_sum{0};
-  std::atomic<uint64_t> handled{0};  // summed over workers at stop
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct fan_worker_state {
   uint64_t handled = 0;
@@ -186,12 +168,7 @@ void run_fan_out(caf::actor_system& sys, const peer_args& a) {
   int64_t start = now_ns();
   caf::anon_send(m, start_atom::value);
   sys.await_all_actors_done();
-  if (r.replies.load() != a.n || r.reply_sum.load() != triangle(a.n) || r.handled.load() != a.n)
-    fail_check(kRuntime, a,
-               "replies=" + std::to_string(r.replies.load()) + " sum=" +
-                   std::to_string(r.reply_sum.load()) + " (want " + std::to_string(triangle(a.n)) +
-                   ") handled=" + std::to_string(r.handled.load()));
-  print_result(kRuntime, a, start, r.end_ns.load(), 2 * a.n, "msgs");
+  r.check_and_print(kRuntime, a, start);
 }
 
 // ---- thread_ring: 503 actors, token passed n hops; msgs = n ------------------
@@ -199,12 +176,6 @@ void run_fan_out(caf::actor_system& sys, const peer_args& a) {
 // sends token(k-1) to the next node (one hop); the node that receives token 0
 // ends the run (it is node n % 503) and sends stop(503 - 1) around the ring;
 // each node adds its hop count to the total and forwards stop(r - 1) while r > 0.
-
-struct ring_result {
-  std::atomic<uint64_t> hops{0};
-  std::atomic<int64_t> final_node{-1};
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct ring_state {
   caf::actor next;
@@ -249,12 +220,7 @@ void run_thread_ring(caf::actor_system& sys, const peer_args& a) {
   next = nullptr;
   head = nullptr;
   sys.await_all_actors_done();
-  if (r.hops.load() != a.n || r.final_node.load() != int64_t(a.n % kRingSize))
-    fail_check(kRuntime, a,
-               "hops=" + std::to_string(r.hops.load()) + " final_node=" +
-                   std::to_string(r.final_node.load()) + " (want " + std::to_string(a.n % kRingSize) +
-                   ")");
-  print_result(kRuntime, a, start, r.end_ns.load(), a.n, "msgs");
+  r.check_and_print(kRuntime, a, start);
 }
 
 // ---- skynet: 10-ary spawn tree, n leaves; msgs = actors spawned --------------
@@ -263,12 +229,6 @@ void run_thread_ring(caf::actor_system& sys, const peer_args& a) {
 // size/10), sum the 10 result(sum, actors) replies, reply result(sum, actors+1)
 // and quit. The root (no parent) records the totals. Want sum = n(n-1)/2 and
 // actors = 1 + 10 + ... + n.
-
-struct skynet_result {
-  std::atomic<uint64_t> sum{0};
-  std::atomic<uint64_t> actors{0};
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct skynet_state {
   uint32_t pending = 0;
@@ -317,28 +277,22 @@ caf::behavior skynet_node(caf::stateful_actor<skynet_state>* self, caf::actor pa
 
 void run_skynet(caf::actor_system& sys, const peer_args& a) {
   skynet_result r;
-  uint64_t want_actors = skynet_actor_count(a.n);
   auto root = sys.spawn<caf::lazy_init>(skynet_node, caf::actor{}, &r);
   int64_t start = now_ns();
   caf::anon_send(root, start_atom::value, int64_t(0), int64_t(a.n));
   root = nullptr;
   sys.await_all_actors_done();
-  if (r.sum.load() != triangle(a.n) || r.actors.load() != want_actors)
-    fail_check(kRuntime, a,
-               "sum=" + std::to_string(r.sum.load()) + " (want " + std::to_string(triangle(a.n)) +
-                   ") actors=" + std::to_string(r.actors.load()) + " (want " +
-                   std::to_string(want_actors) + ")");
-  print_result(kRuntime, a, start, r.end_ns.load(), want_actors, "actors");
+  r.check_and_print(kRuntime, a, start);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   peer_args a = parse_args(argc, argv);
-  caf_setup caf(a.workers);
-  if (!caf.has_workers("caf-peers", a.workers)) return 1;
-  caf::actor_system& sys = caf.sys;
-  auto dog = arm_watchdog(kRuntime, a, [&caf] { return caf.running_actors(); });
+  caf_setup setup(a.workers);
+  if (!setup.has_workers("caf-peers", a.workers)) return 1;
+  caf::actor_system& sys = setup.sys;
+  auto dog = arm_watchdog(kRuntime, a, [&setup] { return setup.running_actors(); });
   if (a.workload == "ping_pong")
     run_ping_pong(sys, a);
   else if (a.workload == "fan_out")

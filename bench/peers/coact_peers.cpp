@@ -6,7 +6,8 @@
 // Runs the workload once and prints one JSON line (peers_common.hpp defines
 // the workloads, "msgs" and the timing window); exits 1 on a wrong result.
 // The scheduler tuning is resolve_tuning() (so COACT_* environment knobs and
-// COACT_CONFIG apply, for experiments) with `workers` forced to --workers.
+// COACT_CONFIG apply, for experiments) with `workers` forced to --workers
+// (bench/common/coact_support.hpp).
 //
 // Pattern notes (mirrored in caf_peers.cpp):
 //  - Fixed actors are spawned by main before the clock starts; the run starts
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "coact_support.hpp"
 #include "peers_common.hpp"
 
 namespace {
@@ -38,12 +40,6 @@ struct stop_msg {};
 // ---- ping_pong: 2 actors, n round trips; msgs = 2n ---------------------------
 // pinger gets start(ponger), sends ping(n-1); ponger answers each ping(k) with
 // pong(k); pinger answers pong(k > 0) with ping(k-1); pong(0) ends it.
-
-struct ping_pong_result {
-  std::atomic<uint64_t> pings{0};
-  std::atomic<uint64_t> pongs{0};
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct ping_msg {
   int64_t k;
@@ -105,23 +101,13 @@ void run_ping_pong(coact::Runtime& rt, const peer_args& a) {
   int64_t start = now_ns();
   pi.send(pinger_start{std::move(po)});
   rt.run();
-  if (r.pongs.load() != a.n || r.pings.load() != a.n)
-    fail_check(kRuntime, a,
-               "pings=" + std::to_string(r.pings.load()) + " pongs=" + std::to_string(r.pongs.load()));
-  print_result(kRuntime, a, start, r.end_ns.load(), 2 * a.n, "msgs");
+  r.check_and_print(kRuntime, a, start);
 }
 
 // ---- fan_out: 1 master, 64 workers, n requests in rounds of 64; msgs = 2n ----
 // The master spawns the workers on start, sends req(i) to each worker for the
 // next (up to) 64 request ids, and sends the next round once all replies
 // rep(i) of this one arrived. Workers answer req(i) with rep(i).
-
-struct fan_out_result {
-  std::atomic<uint64_t> replies{0};
-  std::atomic<uint64_t> reply_sum{0};
-  std::atomic<uint64_t> handled{0};  // summed over workers at stop
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct req_msg {
   int64_t i;
@@ -192,12 +178,7 @@ void run_fan_out(coact::Runtime& rt, const peer_args& a) {
   int64_t start = now_ns();
   m.send(fan_start{});
   rt.run();
-  if (r.replies.load() != a.n || r.reply_sum.load() != triangle(a.n) || r.handled.load() != a.n)
-    fail_check(kRuntime, a,
-               "replies=" + std::to_string(r.replies.load()) + " sum=" +
-                   std::to_string(r.reply_sum.load()) + " (want " + std::to_string(triangle(a.n)) +
-                   ") handled=" + std::to_string(r.handled.load()));
-  print_result(kRuntime, a, start, r.end_ns.load(), 2 * a.n, "msgs");
+  r.check_and_print(kRuntime, a, start);
 }
 
 // ---- thread_ring: 503 actors, token passed n hops; msgs = n ------------------
@@ -206,12 +187,6 @@ void run_fan_out(coact::Runtime& rt, const peer_args& a) {
 // ends the run (it is node n % 503) and sends ring_stop(503 - 1) around the
 // ring; each node adds its hop count to the total and forwards
 // ring_stop(r - 1) while r > 0.
-
-struct ring_result {
-  std::atomic<uint64_t> hops{0};
-  std::atomic<int64_t> final_node{-1};
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct token_msg {
   int64_t k;
@@ -264,12 +239,7 @@ void run_thread_ring(coact::Runtime& rt, const peer_args& a) {
   int64_t start = now_ns();
   head.send(ring_start{std::move(next), int64_t(a.n)});
   rt.run();
-  if (r.hops.load() != a.n || r.final_node.load() != int64_t(a.n % kRingSize))
-    fail_check(kRuntime, a,
-               "hops=" + std::to_string(r.hops.load()) + " final_node=" +
-                   std::to_string(r.final_node.load()) + " (want " + std::to_string(a.n % kRingSize) +
-                   ")");
-  print_result(kRuntime, a, start, r.end_ns.load(), a.n, "msgs");
+  r.check_and_print(kRuntime, a, start);
 }
 
 // ---- skynet: 10-ary spawn tree, n leaves; msgs = actors spawned --------------
@@ -278,12 +248,6 @@ void run_thread_ring(coact::Runtime& rt, const peer_args& a) {
 // size/10), sum the 10 result(sum, actors) replies, reply result(sum, actors+1)
 // and stop. The root (no parent) records the totals. Want sum = n(n-1)/2 and
 // actors = 1 + 10 + ... + n.
-
-struct skynet_result {
-  std::atomic<uint64_t> sum{0};
-  std::atomic<uint64_t> actors{0};
-  std::atomic<int64_t> end_ns{0};
-};
 
 struct skynet_start {
   int64_t num;
@@ -334,37 +298,20 @@ struct skynet_node : coact::Actor<skynet_node> {
 
 void run_skynet(coact::Runtime& rt, const peer_args& a) {
   skynet_result r;
-  uint64_t want_actors = skynet_actor_count(a.n);
   auto root = rt.spawn<skynet_node>(coact::ActorRef<skynet_node>{}, &r);
   int64_t start = now_ns();
   root.send(skynet_start{0, int64_t(a.n)});
   rt.run();
-  if (r.sum.load() != triangle(a.n) || r.actors.load() != want_actors)
-    fail_check(kRuntime, a,
-               "sum=" + std::to_string(r.sum.load()) + " (want " + std::to_string(triangle(a.n)) +
-                   ") actors=" + std::to_string(r.actors.load()) + " (want " +
-                   std::to_string(want_actors) + ")");
-  print_result(kRuntime, a, start, r.end_ns.load(), want_actors, "actors");
+  r.check_and_print(kRuntime, a, start);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   peer_args a = parse_args(argc, argv);
-  coact::SchedulerTuning tuning;
-  try {
-    tuning = coact::resolve_tuning();  // environment / COACT_CONFIG only, not our argv
-  } catch (const coact::tuning_error& e) {
-    std::fprintf(stderr, "coact-peers: %s\n", e.what());
-    return 2;
-  }
-  tuning.workers = a.workers;
-  coact::Runtime rt(tuning);
-  if (rt.workers() != a.workers) {
-    std::fprintf(stderr, "coact-peers: asked for %u workers, the runtime has %u\n", a.workers,
-                 rt.workers());
-    return 1;
-  }
+  coact_setup setup("coact-peers", a.workers);
+  if (!setup.has_workers("coact-peers", a.workers)) return 1;
+  coact::Runtime& rt = setup.rt;
   auto dog = arm_watchdog(kRuntime, a, [&rt] {
     coact::RuntimeStats st = rt.stats();
     return "spawned=" + std::to_string(st.spawned) + " stopped=" + std::to_string(st.stopped) +

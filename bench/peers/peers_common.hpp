@@ -2,12 +2,14 @@
 //
 // Provides: the four workload names and their constants (the same numbers in
 // both programs), the command line (CLI11: --workload NAME --n N [--workers W]
-// [--watchdog-s S]), the definition of "msgs" per workload, the one JSON line
-// each run prints and the run's watchdog (bench/common/bench_support.hpp has
-// the mechanisms). Threads: main thread only (parsing and printing happen
-// before and after the runtime runs). Nothing here blocks. Errors: bad usage
-// prints to stderr and exits 2 (--help: exit 0); a wrong benchmark result
-// prints to stderr and exits 1; a hang (--watchdog-s) exits 3.
+// [--watchdog-s S]), the definition of "msgs" per workload, the result each
+// workload's actors record and its check, the one JSON line each run prints
+// and the run's watchdog (bench/common/bench_support.hpp has the mechanisms).
+// Threads: main thread only (parsing and printing happen before and after the
+// runtime runs), except the result structs' atomics, which actors write.
+// Nothing here blocks. Errors: bad usage prints to stderr and exits 2
+// (--help: exit 0); a wrong benchmark result prints to stderr and exits 1; a
+// hang (--watchdog-s) exits 3.
 //
 // The workloads (each program runs exactly one per process, once):
 //   ping_pong    2 actors, n round trips. msgs = 2n (ping + pong per round trip).
@@ -29,6 +31,7 @@
 // after completion is not timed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -66,17 +69,13 @@ inline uint64_t skynet_actor_count(uint64_t leaves) {
 inline peer_args parse_args(int argc, char** argv) {
   peer_args a;
   CLI::App app{"Runs one peer workload once and prints one JSON line (bench/peers/peers_common.hpp)."};
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_run_options(app, a.workers, a.watchdog_s);
   app.add_option("--workload", a.workload, "the workload")
       ->required()
       ->check(CLI::IsMember({"ping_pong", "fan_out", "thread_ring", "skynet"}));
-  app.add_option("--n", a.n, "round trips, requests, hops, or skynet leaves (a power of 10)")
+  add_uint_option(app, "--n", a.n, 1, UINT64_MAX, "round trips, requests, hops, or skynet leaves (a power of 10)")
       ->required()
-      ->transform(decimal_in(1, UINT64_MAX));
-  app.add_option("--workers", a.workers, "worker threads")->capture_default_str()->transform(decimal_in(1, 1024));
-  app.add_option("--watchdog-s", a.watchdog_s, "declare a hang (exit 3) after this many seconds; 0 = never")
-      ->capture_default_str()
-      ->transform(decimal_in(0, 86400));
+      ->default_str("");
   app.callback([&a] {
     if (a.workload == "skynet" && skynet_actor_count(a.n) == 0)
       throw CLI::ValidationError("--n", "skynet needs --n a power of 10 (the number of leaves)");
@@ -119,5 +118,71 @@ inline watchdog arm_watchdog(const char* runtime, const peer_args& a, std::funct
 
 /// n(n-1)/2: the sum of 0..n-1 (fan_out replies, skynet leaves).
 inline uint64_t triangle(uint64_t n) { return n % 2 == 0 ? (n / 2) * (n - 1) : n * ((n - 1) / 2); }
+
+// ---- each workload's result -------------------------------------------------------
+// Written by the workload's actors (end_ns and the totals by the actor that
+// observes completion, release stores; per-actor counts summed at stop), read
+// by the main thread once the runtime has finished. check_and_print(): exits
+// 1 (fail_check) on a wrong total, else prints the run's line.
+
+struct ping_pong_result {
+  std::atomic<uint64_t> pings{0};
+  std::atomic<uint64_t> pongs{0};
+  std::atomic<int64_t> end_ns{0};
+
+  /// Want n pings and n pongs; msgs = 2n.
+  void check_and_print(const char* runtime, const peer_args& a, int64_t start_ns) const {
+    if (pongs.load() != a.n || pings.load() != a.n)
+      fail_check(runtime, a, fmt::format("pings={} pongs={}", pings.load(), pongs.load()));
+    print_result(runtime, a, start_ns, end_ns.load(), 2 * a.n, "msgs");
+  }
+};
+
+struct fan_out_result {
+  std::atomic<uint64_t> replies{0};
+  std::atomic<uint64_t> reply_sum{0};
+  std::atomic<uint64_t> handled{0};  // summed over workers at stop
+  std::atomic<int64_t> end_ns{0};
+
+  /// Want n replies summing to n(n-1)/2, n requests handled; msgs = 2n.
+  void check_and_print(const char* runtime, const peer_args& a, int64_t start_ns) const {
+    if (replies.load() != a.n || reply_sum.load() != triangle(a.n) || handled.load() != a.n)
+      fail_check(runtime, a,
+                 fmt::format("replies={} sum={} (want {}) handled={}", replies.load(), reply_sum.load(),
+                             triangle(a.n), handled.load()));
+    print_result(runtime, a, start_ns, end_ns.load(), 2 * a.n, "msgs");
+  }
+};
+
+struct ring_result {
+  std::atomic<uint64_t> hops{0};
+  std::atomic<int64_t> final_node{-1};
+  std::atomic<int64_t> end_ns{0};
+
+  /// Want n hops, ending at node n % 503; msgs = n.
+  void check_and_print(const char* runtime, const peer_args& a, int64_t start_ns) const {
+    if (hops.load() != a.n || final_node.load() != int64_t(a.n % kRingSize))
+      fail_check(runtime, a,
+                 fmt::format("hops={} final_node={} (want {})", hops.load(), final_node.load(), a.n % kRingSize));
+    print_result(runtime, a, start_ns, end_ns.load(), a.n, "msgs");
+  }
+};
+
+struct skynet_result {
+  std::atomic<uint64_t> sum{0};
+  std::atomic<uint64_t> actors{0};
+  std::atomic<int64_t> end_ns{0};
+
+  /// Want the leaves' numbers to sum to n(n-1)/2 and 1 + 10 + ... + n
+  /// actors; msgs = that actor count (unit "actors").
+  void check_and_print(const char* runtime, const peer_args& a, int64_t start_ns) const {
+    const uint64_t want_actors = skynet_actor_count(a.n);
+    if (sum.load() != triangle(a.n) || actors.load() != want_actors)
+      fail_check(runtime, a,
+                 fmt::format("sum={} (want {}) actors={} (want {})", sum.load(), triangle(a.n), actors.load(),
+                             want_actors));
+    print_result(runtime, a, start_ns, end_ns.load(), want_actors, "actors");
+  }
+};
 
 }  // namespace coact::bench

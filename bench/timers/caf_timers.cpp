@@ -33,8 +33,6 @@ namespace {
 
 using namespace coact::bench;
 
-using start_atom = caf::atom_constant<caf::atom("start")>;
-using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using busy_atom = caf::atom_constant<caf::atom("busy")>;
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
@@ -230,10 +228,10 @@ void run_cancel_rate(caf::actor_system& sys, const timer_args& a) {
 int main(int argc, char** argv) {
   timer_args a = parse_args(argc, argv);
   apply_timer_slack(a);
-  caf_setup caf(a.workers);
-  if (!caf.has_workers("caf-timers", a.workers)) return 1;
-  caf::actor_system& sys = caf.sys;
-  auto dog = arm_watchdog(kRuntime, a, [&caf] { return caf.running_actors(); });
+  caf_setup setup(a.workers);
+  if (!setup.has_workers("caf-timers", a.workers)) return 1;
+  caf::actor_system& sys = setup.sys;
+  auto dog = arm_watchdog(kRuntime, a, [&setup] { return setup.running_actors(); });
   if (a.scenario == "lateness")
     run_lateness(sys, a);
   else if (a.scenario == "idle_cpu")

@@ -6,7 +6,8 @@
 // Runs the scenario once and prints one JSON line (timers_common.hpp defines
 // the scenarios and their figures); exits 1 on an inconsistent result.
 // The scheduler tuning is resolve_tuning() (so COACT_* environment knobs and
-// COACT_CONFIG apply, for experiments) with `workers` forced to --workers.
+// COACT_CONFIG apply, for experiments) with `workers` forced to --workers
+// (bench/common/coact_support.hpp).
 // Timers are armed from handlers with runtime().send_after(self-ref, d, msg)
 // (virtual anchor; without a causal sweep identical to send_after_wall).
 #include <coact/runtime/runtime.hpp>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "coact_support.hpp"
 #include "timers_common.hpp"
 
 namespace {
@@ -221,19 +223,9 @@ void run_cancel_rate(coact::Runtime& rt, const timer_args& a) {
 int main(int argc, char** argv) {
   timer_args a = parse_args(argc, argv);
   apply_timer_slack(a);
-  coact::SchedulerTuning tuning;
-  try {
-    tuning = coact::resolve_tuning();  // environment / COACT_CONFIG only, not our argv
-  } catch (const coact::tuning_error& e) {
-    std::fprintf(stderr, "coact-timers: %s\n", e.what());
-    return 2;
-  }
-  tuning.workers = a.workers;
-  coact::Runtime rt(tuning);
-  if (rt.workers() != a.workers) {
-    std::fprintf(stderr, "coact-timers: asked for %u workers, the runtime has %u\n", a.workers, rt.workers());
-    return 1;
-  }
+  coact_setup setup("coact-timers", a.workers);
+  if (!setup.has_workers("coact-timers", a.workers)) return 1;
+  coact::Runtime& rt = setup.rt;
   auto dog = arm_watchdog(kRuntime, a, [&rt] {
     coact::RuntimeStats st = rt.stats();
     return "live=" + std::to_string(st.live) + " delivered=" + std::to_string(st.delivered) +

@@ -122,46 +122,26 @@ inline constexpr uint32_t kCancelBatch = 256;  // send_after + cancel pairs per 
 inline timer_args parse_args(int argc, char** argv) {
   timer_args a;
   CLI::App app{"Runs one timer scenario once and prints one JSON line (bench/timers/timers_common.hpp)."};
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_run_options(app, a.workers, a.watchdog_s);
   app.add_option("--scenario", a.scenario, "the scenario")
       ->required()
       ->check(CLI::IsMember({"lateness", "idle_cpu", "cancel_rate"}));
-  app.add_option("--workers", a.workers, "worker threads")->capture_default_str()->transform(decimal_in(1, 1024));
-  app.add_option("--watchdog-s", a.watchdog_s, "declare a hang (exit 3) after this many seconds; 0 = never")
-      ->capture_default_str()
-      ->transform(decimal_in(0, 86400));
   app.add_option("--load", a.load, "lateness: what else runs")
       ->capture_default_str()
       ->check(CLI::IsMember({"idle", "self", "pairs"}));
-  app.add_option("--timers", a.timers, "lateness: timers in all")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 100'000'000));
-  app.add_option("--chains", a.chains, "lateness: concurrent chains")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 10000));
-  app.add_option("--period-us", a.period_us, "lateness: each timer's delay")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 10'000'000));
-  app.add_option("--grace-ms", a.grace_ms, "lateness: a timer this late stalls its chain")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 3'600'000));
-  app.add_option("--busy-actors", a.busy_actors, "lateness (self, pairs): busy actors")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 1024));
-  app.add_option("--busy-us", a.busy_us, "lateness (self, pairs): spin per busy handler")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 1'000'000));
-  app.add_option("--period-ms", a.period_ms, "idle_cpu: the periodic timer's period")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 100'000));
-  app.add_option("--duration-ms", a.duration_ms, "idle_cpu: measured window (3000); cancel_rate: run time (1000)")
-      ->transform(decimal_in(1, 3'600'000));
-  app.add_option("--delay-ms", a.delay_ms, "cancel_rate: each timer's delay")
-      ->capture_default_str()
-      ->transform(decimal_in(1, 3'600'000));
-  app.add_option("--timer-slack-ns", a.timer_slack_ns, "diagnostic: the threads' timer slack; 0 = inherited")
-      ->capture_default_str()
-      ->transform(decimal_in(0, 1'000'000'000));
+  add_uint_option(app, "--timers", a.timers, 1, 100'000'000, "lateness: timers in all");
+  add_uint_option(app, "--chains", a.chains, 1, 10000, "lateness: concurrent chains");
+  add_uint_option(app, "--period-us", a.period_us, 1, 10'000'000, "lateness: each timer's delay");
+  add_uint_option(app, "--grace-ms", a.grace_ms, 1, 3'600'000, "lateness: a timer this late stalls its chain");
+  add_uint_option(app, "--busy-actors", a.busy_actors, 1, 1024, "lateness (self, pairs): busy actors");
+  add_uint_option(app, "--busy-us", a.busy_us, 1, 1'000'000, "lateness (self, pairs): spin per busy handler");
+  add_uint_option(app, "--period-ms", a.period_ms, 1, 100'000, "idle_cpu: the periodic timer's period");
+  add_uint_option(app, "--duration-ms", a.duration_ms, 1, 3'600'000,
+                  "idle_cpu: measured window (default 3000); cancel_rate: run time (default 1000)")
+      ->default_str("");
+  add_uint_option(app, "--delay-ms", a.delay_ms, 1, 3'600'000, "cancel_rate: each timer's delay");
+  add_uint_option(app, "--timer-slack-ns", a.timer_slack_ns, 0, 1'000'000'000,
+                  "diagnostic: the threads' timer slack; 0 = inherited");
   app.callback([&a] {
     if (a.scenario == "lateness" && a.timers % a.chains != 0)
       throw CLI::ValidationError("--timers", "must be a multiple of --chains");

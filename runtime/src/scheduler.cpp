@@ -411,8 +411,18 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
     }
     causal::on_pay_point();  // between dispatches
   }
-  // 5. A concurrent stop on another worker could free c right after
-  // mark_idle; the temporary reference keeps it alive through the recheck.
+  // 5. pop() returned nullptr, but a producer may be mid-push (or linked
+  // behind a re-pushed stub): the queue is not canonically empty, so the
+  // token must not be released (the producer's try_wake may already have
+  // failed against Running). Keep the actor scheduled; it is retried after
+  // other work. Found by a fan-out hang (2 in 150 runs) before this check.
+  if (!c->inbox.empty_for_consumer()) {
+    c->token.mark_ready();
+    publish_shared(c);
+    return;
+  }
+  // A concurrent stop on another worker could free c right after mark_idle;
+  // the temporary reference keeps it alive through the recheck.
   c->add_ref();
   c->token.mark_idle();
   if (c->inbox.has_mail_after_release() && c->token.try_self_requeue()) schedule_local(w, c);

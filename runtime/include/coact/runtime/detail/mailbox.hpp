@@ -74,11 +74,23 @@ class Mailbox {
     return nullptr;
   }
 
+  /// Consumer only: true iff the queue is in its canonical empty state
+  /// (tail_ and head_ both at the stub). pop() can return nullptr while mail
+  /// is queued: a producer preempted between its exchange and its link, or
+  /// one that slipped in while pop() re-pushed the stub (Vyukov's "retry
+  /// later" case), which leaves head_ == &stub_ with an unpopped node at
+  /// tail_. The holder may release the run-token only when this is true;
+  /// otherwise it must keep the actor scheduled. seq_cst load: the W1 step of
+  /// run_token.hpp's argument.
+  bool empty_for_consumer() const noexcept {
+    return tail_ == &stub_ && head_.load(std::memory_order_seq_cst) == &stub_;
+  }
+
   /// Post-empty recheck, called after the holder released the run-token, so
   /// it must not touch consumer state (another worker may now own it). The
-  /// consumer only goes idle after pop() returned nullptr, which leaves head_
-  /// at &stub_ unless some producer has pushed since: head_ != &stub_ means
-  /// "mail may be waiting". seq_cst load: the W3 step of run_token.hpp.
+  /// holder releases only from the canonical empty state (empty_for_consumer),
+  /// so head_ != &stub_ now means some producer has pushed since: "mail may be
+  /// waiting". seq_cst load: the W3 step of run_token.hpp.
   bool has_mail_after_release() const noexcept {
     return head_.load(std::memory_order_seq_cst) != &stub_;
   }

@@ -20,7 +20,9 @@
 //   (S1) push mail into the inbox (seq_cst exchange on the inbox head)
 //   (S2) try_wake: CAS Idle -> Ready (seq_cst)
 // The draining worker does
-//   (W1) observe the inbox empty
+//   (W1) observe the inbox in its canonical empty state (Mailbox::
+//        empty_for_consumer: tail and head both at the stub; a pop() that
+//        returned nullptr is not enough, see mailbox.hpp)
 //   (W2) mark_idle: store Idle (seq_cst)
 //   (W3) recheck the inbox head (seq_cst load); if non-empty, try_self_requeue.
 // All of S1, S2, W2, W3 are seq_cst, so they are in one total order S. If S2
