@@ -163,6 +163,7 @@ struct cancel_actor_state {
   uint64_t seq = 0;
   uint64_t pairs = 0;
   int64_t start = 0;
+  bool started = false;  // not `!me`: under C++20 CAF may construct the state with me = self
   bool finished = false;
 };
 
@@ -171,7 +172,8 @@ caf::behavior cancel_actor(caf::stateful_actor<cancel_actor_state>* self, cancel
   return {
       [=](batch_atom) {
         auto& st = self->state;
-        if (!st.me) {
+        if (!st.started) {
+          st.started = true;
           st.me = caf::actor_cast<caf::actor>(self);
           st.cancelled.reserve(1 << 16);
           st.start = now_ns();
