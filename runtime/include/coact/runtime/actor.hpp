@@ -28,6 +28,7 @@
 #include <utility>
 
 #include <coact/runtime/detail/actor_cell.hpp>
+#include <coact/runtime/detail/small_alloc.hpp>
 #include <coact/runtime/message_kind.hpp>
 #include <coact/runtime/pid.hpp>
 #include <coact/runtime/task.hpp>
@@ -85,7 +86,7 @@ void keep_until_resumed(Envelope* e);
 
 /// Envelope carrying message M for actor type A.
 template <class A, class M>
-struct TypedEnvelope final : Envelope {
+struct TypedEnvelope final : Envelope, SmallAllocated {
   M msg;
   template <class U>
   explicit TypedEnvelope(U&& m) : msg(std::forward<U>(m)) {

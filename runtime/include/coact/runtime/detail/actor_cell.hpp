@@ -12,12 +12,14 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <new>
 #include <typeinfo>
 
 #include <coact/runtime/detail/mailbox.hpp>
 #include <coact/runtime/detail/run_token.hpp>
+#include <coact/runtime/detail/small_alloc.hpp>
 #include <coact/runtime/pid.hpp>
 
 namespace coact {
@@ -64,7 +66,8 @@ struct ActorCell {
 
 /// Storage for a cell and its actor A in one allocation.
 template <class A>
-struct CellImpl {
+struct CellImpl : SmallAllocated {
+  static_assert(alignof(A) <= alignof(std::max_align_t), "over-aligned actor types are not supported");
   ActorCell cell;
   alignas(A) unsigned char storage[sizeof(A)];
 };
