@@ -396,9 +396,10 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
     }
     ++mails;
     // Busy-path due check inside a long batch: one relaxed load per dispatch,
-    // a clock read only while a timer is armed.
-    if (uint64_t now = 0; timers_due(now)) fire_due(&w, now);
+    // a clock read only while a timer is armed. A timer that fired ends the
+    // batch, so the actor it woke runs next instead of after the budget.
     bool over_time = false;
+    if (uint64_t now = 0; timers_due(now) && fire_due(&w, now)) over_time = true;
     if (++w.stride_count >= tuning_.clock_check_stride) {
       w.stride_count = 0;
       w.clock_ns = sync::now_ns();
