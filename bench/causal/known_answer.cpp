@@ -45,7 +45,8 @@ std::string list_json() {
   std::string out = "{\"progress\":\"" + std::string(ka::kProgressPoint) + "\",\"workloads\":[";
   bool first_w = true;
   for (ka::Workload w : ka::kAllWorkloads) {
-    out += fmt::format("{}{{\"name\":\"{}\",\"stages\":[", first_w ? "" : ",", ka::to_string(w));
+    out += fmt::format("{}{{\"name\":\"{}\",\"ideal_period_units\":{},\"stages\":[", first_w ? "" : ",",
+                       ka::to_string(w), ka::ideal_period_units(w));
     first_w = false;
     bool first_s = true;
     for (const auto& st : ka::stages(w)) {
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     n1 = sh.iterations.load(std::memory_order_relaxed);
     t1 = clock::now();
+    sh.stopping.store(true, std::memory_order_relaxed);  // the actors quiesce; then the workers can be joined
     rt.request_stop();
   }
   const double secs = std::chrono::duration<double>(t1 - t0).count();

@@ -118,6 +118,11 @@ inline double ideal_speedup(Workload w, std::string_view key, double s) {
   return 0.0;
 }
 
+/// Units of stage cost per iteration on the critical path with 2 free cores
+/// (hand-offs neglected): what a baseline period close to it says is that the
+/// machine gave the workload its two cores (no other process took one).
+inline double ideal_period_units(Workload w) noexcept { return w == Workload::ping_pong ? 3.0 : 2.0; }
+
 struct Config {
   Workload workload = Workload::fork_join;
   std::chrono::microseconds unit{500};  ///< One unit of stage cost.
@@ -128,11 +133,18 @@ struct Config {
 
 /// Shared by a workload's actors; outlives the runtime's handlers.
 struct Shared {
-  uint64_t a_cycles = 0;  ///< Stage A's busy loop, TSC cycles.
-  uint64_t b_cycles = 0;  ///< Stage B's busy loop, TSC cycles.
+  /// Stage A's and B's busy loops, TSC cycles. Atomics (relaxed) so that a
+  /// harness may really speed a stage up while the workload runs.
+  std::atomic<uint64_t> a_cycles{0};
+  std::atomic<uint64_t> b_cycles{0};
+  uint64_t unit_cycles = 0;  ///< One unit, TSC cycles (set by start()).
   std::chrono::nanoseconds sleep{0};  ///< timer_stage: T's virtual sleep.
   uint32_t queue = 4;
   std::atomic<uint64_t> iterations{0};  ///< Completed iterations (relaxed counter).
+  /// Set by stop(): handlers stop passing work on, so the actors quiesce (a
+  /// runtime joins its workers only once they go idle).
+  std::atomic<bool> stopping{false};
+  bool running() const noexcept { return !stopping.load(std::memory_order_relaxed); }
 };
 
 /// Busy loop on the TSC: returns once `cycles` have passed since entry. A
@@ -192,15 +204,15 @@ struct Join : coact::Actor<Join> {
   void on(Done&) {
     if (--pending > 0) return;
     ka::iteration_done(*sh);
-    fork();
+    if (sh->running()) fork();
   }
 };
 inline void A::on(Go& g) {
-  ka::spin_cycles(sh->a_cycles);
+  ka::spin_cycles(sh->a_cycles.load(std::memory_order_relaxed));
   g.join.send(Done{0});
 }
 inline void B::on(Go& g) {
-  ka::spin_cycles(sh->b_cycles);
+  ka::spin_cycles(sh->b_cycles.load(std::memory_order_relaxed));
   g.join.send(Done{1});
 }
 }  // namespace fork_join
@@ -223,7 +235,7 @@ struct A : coact::Actor<A> {
   void on(Produce&);
   void on(Ack&) {
     ++credits;
-    if (stalled) {
+    if (stalled && sh->running()) {
       stalled = false;
       self().send(Produce{});
     }
@@ -237,16 +249,16 @@ struct B : coact::Actor<B> {
   void on(coact::ActorRef<A>& ra) { a = ra; }
 };
 inline void A::on(Produce&) {
-  ka::spin_cycles(sh->a_cycles);
+  ka::spin_cycles(sh->a_cycles.load(std::memory_order_relaxed));
   b.send(Item{seq++});
-  if (--credits > 0) {
+  if (--credits > 0 && sh->running()) {
     self().send(Produce{});
   } else {
     stalled = true;
   }
 }
 inline void B::on(Item&) {
-  ka::spin_cycles(sh->b_cycles);
+  ka::spin_cycles(sh->b_cycles.load(std::memory_order_relaxed));
   ka::iteration_done(*sh);
   a.send(Ack{});
 }
@@ -270,12 +282,12 @@ struct B : coact::Actor<B> {
   void on(coact::ActorRef<A>& ra) { a = ra; }
 };
 inline void A::on(Ball&) {
-  ka::spin_cycles(sh->a_cycles);
+  ka::spin_cycles(sh->a_cycles.load(std::memory_order_relaxed));
   ka::iteration_done(*sh);
-  b.send(Ball{});
+  if (sh->running()) b.send(Ball{});
 }
 inline void B::on(Ball&) {
-  ka::spin_cycles(sh->b_cycles);
+  ka::spin_cycles(sh->b_cycles.load(std::memory_order_relaxed));
   a.send(Ball{});
 }
 }  // namespace ping_pong
@@ -315,11 +327,11 @@ struct Join : coact::Actor<Join> {
   void on(Done&) {
     if (--pending > 0) return;
     ka::iteration_done(*sh);
-    fork();
+    if (sh->running()) fork();
   }
 };
 inline void A::on(Go& g) {
-  ka::spin_cycles(sh->a_cycles);
+  ka::spin_cycles(sh->a_cycles.load(std::memory_order_relaxed));
   g.join.send(Done{0});
 }
 inline coact::Task T::on(Go& g) {
@@ -342,16 +354,23 @@ inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::micros
 
 /// Spawns the actors of `c.workload` in `rt` and starts them; they run until
 /// the runtime stops. `sh` must outlive the runtime's handlers.
-inline void start(Runtime& rt, const Config& c, Shared& sh) {
-  const uint64_t unit_cycles = calibrate::duration_to_cycles(c.unit);
+/// Sets the real speed of stages A and B (fractions of their cost removed,
+/// 0..1) while the workload runs. Any thread; takes effect at each stage's
+/// next run.
+inline void set_speed(Shared& sh, Workload w, double speed_a, double speed_b) {
   auto cost = [&](double units, double speed) {
-    return static_cast<uint64_t>(static_cast<double>(unit_cycles) * units * (1.0 - speed));
+    return static_cast<uint64_t>(static_cast<double>(sh.unit_cycles) * units * (1.0 - speed));
   };
+  sh.a_cycles.store(cost(2, speed_a), std::memory_order_relaxed);
+  sh.b_cycles.store(w == Workload::timer_stage ? 0 : cost(1, speed_b), std::memory_order_relaxed);
+}
+
+inline void start(Runtime& rt, const Config& c, Shared& sh) {
+  sh.unit_cycles = calibrate::duration_to_cycles(c.unit);
+  set_speed(sh, c.workload, c.speed_a, c.speed_b);
   sh.queue = c.queue == 0 ? 1 : c.queue;
   switch (c.workload) {
     case Workload::fork_join: {
-      sh.a_cycles = cost(2, c.speed_a);
-      sh.b_cycles = cost(1, c.speed_b);
       auto a = rt.spawn<fork_join::A>(&sh);
       auto b = rt.spawn<fork_join::B>(&sh);
       auto j = rt.spawn<fork_join::Join>(&sh, a, b);
@@ -359,8 +378,6 @@ inline void start(Runtime& rt, const Config& c, Shared& sh) {
       break;
     }
     case Workload::pipeline: {
-      sh.a_cycles = cost(2, c.speed_a);
-      sh.b_cycles = cost(1, c.speed_b);
       auto b = rt.spawn<pipeline::B>(&sh);
       auto a = rt.spawn<pipeline::A>(&sh, b);
       b.send(a);  // the consumer learns where to send acks before the first item
@@ -368,8 +385,6 @@ inline void start(Runtime& rt, const Config& c, Shared& sh) {
       break;
     }
     case Workload::ping_pong: {
-      sh.a_cycles = cost(2, c.speed_a);
-      sh.b_cycles = cost(1, c.speed_b);
       auto b = rt.spawn<ping_pong::B>(&sh);
       auto a = rt.spawn<ping_pong::A>(&sh, b);
       b.send(a);
@@ -377,7 +392,6 @@ inline void start(Runtime& rt, const Config& c, Shared& sh) {
       break;
     }
     case Workload::timer_stage: {
-      sh.a_cycles = cost(2, c.speed_a);
       sh.sleep = std::chrono::duration_cast<std::chrono::nanoseconds>(c.unit);
       auto a = rt.spawn<timer_stage::A>(&sh);
       auto t = rt.spawn<timer_stage::T>(&sh);

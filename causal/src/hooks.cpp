@@ -8,6 +8,11 @@
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/region.hpp>
 
+#include <algorithm>
+
+#include <coact/calibrate/tsc.hpp>
+
+
 namespace coact::causal {
 
 namespace {
@@ -24,28 +29,81 @@ namespace detail {
 std::string (*kind_namer() noexcept)(uint32_t) { return g_kind_namer.load(std::memory_order_acquire); }
 
 #if COACT_CAUSAL_ENABLED
-// Below this, a payment counts as "caught up" (about 0.1-0.3 µs of cycles).
+// Defined in region.cpp (live accrual, steps 4-6 of its file comment):
+// publishes into G the part of the selected region that other threads have
+// run so far, and returns the delay added.
+uint64_t materialize_live() noexcept;
+// Defined in region.cpp: waits until now_cycles() >= deadline (nanosleep for
+// the bulk of long waits, a TSC spin for the rest).
+void wait_until_cycles(uint64_t deadline) noexcept;
+
+namespace {
+// Below this, a thread counts as caught up (about 0.2 µs of cycles).
 constexpr uint64_t kPayCatchUpCycles = 512;
+// Safety cap on payment rounds in one pay point. The loop ends by itself
+// when the experiment ends (end_experiment publishes the rest and clears the
+// selection), so this only bounds a pathological case.
+constexpr int kMaxPayRounds = 10'000'000;
+// A payment that overshot by more than this (~2 µs) turns the overshoot into
+// injected delay (below); smaller ones are the loop's own granularity.
+constexpr uint64_t kOvershootCycles = 5'000;
+
+}  // namespace
 
 void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler(actor_type, kind); }
 void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler(actor_type, kind); }
+
 void hook_pay_point() noexcept {
-  // Pay until caught up: delay injected while this thread was paying is owed
-  // too. A thread must not make another runnable before the wall time at
-  // which its own virtual time has caught up with the global delay, or a
-  // consumer of its mail would see it virtually early (fork-join's short
-  // branch would beat the sped-up long one past the plateau). Converges
-  // geometrically while a region with speedup s < 1 runs, and stops once it
-  // ends; capped so a 100% speedup of an endless region cannot trap a thread.
+  // Pay until caught up: first publish what the selected region has run so
+  // far on other threads (it is owed now, not when the region ends), then
+  // wait; delay that accrues while waiting is owed too. A thread must not
+  // make another runnable before the wall time at which its own virtual time
+  // has caught up with the global delay, or a consumer of its mail would see
+  // it virtually early (fork-join's short branch would beat the sped-up long
+  // one past the plateau). While a region with speedup s < 1 runs, each
+  // round waits about s times the previous one; with s = 1 the thread waits
+  // until the region's segment ends, as it would in virtual time.
+  //
+  // Accounting (the ledger's pay_debt would credit only what was owed at
+  // its entry): L0 = this thread's L at entry; every cycle spent in this
+  // loop once it has started waiting counts as paid; at the end L = G
+  // (credit_resume). Waiting longer than owed — a nanosleep that woke late,
+  // a time slice lost while spinning — delayed this thread beyond the
+  // virtual schedule; the overshoot becomes injected delay (add_delay: G and
+  // this thread's L grow by it), so every other thread owes it too and the
+  // program's virtual time stays consistent: an overshoot by a thread on the
+  // critical path does not shorten the measured speedup (effective time =
+  // wall − G). Measured on fork-join, A at s = 0.75: without this, one pay
+  // in ten woke 0.1-2 ms late on a loaded 2-core VM and the prediction fell
+  // from 0.47 to 0.36-0.44 (truth 0.49). Coz keeps such overshoot as the
+  // overshooting thread's "excess delay" instead; here it would be lost at
+  // once, since a worker that paid is usually credited on its next resume.
+  if (global_delay_cycles() == 0) return;
   try {
-    for (int i = 0; i < 1000; ++i) {
-      if (pay_debt() < kPayCatchUpCycles) break;
+    (void)materialize_live();
+    uint64_t g = global_delay_cycles();
+    const uint64_t l0 = local_delay_cycles();
+    if (g <= l0 + kPayCatchUpCycles) return;
+    const uint64_t start = calibrate::now_cycles();
+    uint64_t now = start;
+    for (int i = 0; i < kMaxPayRounds; ++i) {
+      const uint64_t covered = l0 + (now - start);
+      if (g <= covered + kPayCatchUpCycles) break;
+      wait_until_cycles(now + (g - covered));
+      (void)materialize_live();
+      g = global_delay_cycles();
+      now = calibrate::now_cycles();
     }
+    const uint64_t covered = l0 + (now - start);
+    credit_resume();  // L = G (>= g)
+    const uint64_t l1 = local_delay_cycles();
+    if (covered > l1 + kOvershootCycles) add_delay(covered - l1);
   } catch (...) {
     // Only a first-use tsc_hz() with a bad COACT_TSC_HZ throws; the controller
     // calls tsc_hz() before activating a sweep, so this is unreachable there.
   }
 }
+
 void hook_resume() noexcept { credit_resume(); }
 #endif
 

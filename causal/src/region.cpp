@@ -9,14 +9,52 @@
 //     missing exit) are dropped unaccounted, the frame adds its last segment,
 //     the frame below starts a new segment now, and the frame is accounted:
 //     visits += 1, cycles += exclusive time, its completion point (if any)
-//     gets a visit, and if the region is the selected one with speedup s > 0,
-//     add_delay(s·Δ) where Δ is the exclusive time, clamped to the time since
-//     the current experiment began when the frame began in an earlier epoch.
+//     gets a visit. Virtual speedup is applied per running segment (steps
+//     4-6 below), not here: over a frame's life G grows by s·(its exclusive
+//     time since the current experiment began), part of it while it runs.
 //  3. Handler frames: the runtime's enter/exit hooks are gated by
 //     g_sweep_active, so a sweep can start or stop between a handler's enter
 //     and its exit. An exit without a frame is ignored; a handler frame left
 //     on the stack by a skipped exit is dropped at the thread's next handler
 //     enter (handlers never nest on a worker).
+//
+// Live accrual (why: see "Delay is injected while a region runs" below).
+//  4. Every thread that runs a region during a sweep owns one LiveSlot (up to
+//     kMaxLiveSlots threads; later ones fall back to delay at segment end).
+//     The slot names the region of the thread's innermost running frame and
+//     `from`, the TSC from which that segment's virtual speedup is not yet in
+//     G. Opening a segment (push, or the frame below resuming at a pop) sets
+//     region and from = now; closing it (a push above it, or its pop) clears
+//     the region.
+//  5. materialize_live(), called by every pay point (hooks.cpp) before it
+//     reads its debt and by end_experiment: for each other thread's slot
+//     running the selected region with s > 0, G += s·(now − max(from,
+//     experiment start)), `published` += that, from = now. So a thread that
+//     pays while the selected region is still running pays for the part that
+//     has run so far (and keeps paying until it catches up), and a timer
+//     popped after a pay point shifts by it: G is the continuous Coz ledger,
+//     not a step at the region's end.
+//  6. Closing a segment (the owner): G and the owner's L += s·(now −
+//     max(from, experiment start)) (add_delay: the unpublished tail), and the
+//     owner's L also grows by `published` — delay others put into G on its
+//     behalf, which it must not owe. The ledger has no "L += x" call, so the
+//     owner waits out whatever else it owes (debt − published; normally 0)
+//     and then credit_resume()s (L = G); see absorb_published().
+//  A slot is handed between its owner and payers by one atomic state word
+//  (the protocol is at LiveSlot), so a slice of running time is published
+//  exactly once and the owner never waits except for a payer mid-update.
+//
+// Delay is injected while a region runs: with delay added only when the
+// selected region's frame ends (the earlier semantics), a thread that reaches
+// a pay point while the region is still running owes nothing for it yet. In
+// fork-join (A = 2 units ∥ B = 1 unit, then join) with A sped up by s > 1/2,
+// B finished, paid nothing and joined before A's delay existed, so the join
+// waited only for A's real end: predicted speedup s instead of min(s, 1/2)
+// (measured: 0.27 at s = 0.75 but also only 0.09 at s = 0.25, the baseline
+// itself being perturbed). Coz adds delay continuously (every sample of the
+// selected line); publishing the running part at each pay point does the
+// same at the only instants it can matter: when a thread is about to make
+// another runnable, and when a timer is popped (fire_due pays first).
 //
 // Selection word (g_selection): epoch (32 bits) | region (24) | speedup % (8).
 // Written by begin_experiment / end_experiment (release), read by push/pop
@@ -27,6 +65,7 @@
 #include <coact/causal/region.hpp>
 
 #include <cxxabi.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -37,12 +76,22 @@
 #include <new>
 #include <typeinfo>
 #include <unordered_map>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/progress.hpp>
 
 namespace coact::causal {
+
+namespace detail {
+// Publishes the selected region's running segments on other threads into G
+// (file comment, step 5); returns the delay added. Called by the pay-point
+// hook (hooks.cpp declares it too) and by end_experiment. Any thread.
+uint64_t materialize_live() noexcept;
+}  // namespace detail
 
 namespace {
 
@@ -147,6 +196,106 @@ std::string handler_region_name(const void* actor_type, uint32_t kind) {
   return demangle(actor_type) + "::on(" + msg + ")";
 }
 
+// ---- live accrual (file comment, steps 4-6) ----------------------------------
+
+constexpr uint32_t kMaxLiveSlots = 256;
+constexpr uint32_t kNoSlot = UINT32_MAX;
+
+// Slot protocol (lock-free for the owner: one release store to open, one
+// CAS to close). `state` is kNoRegion (no open segment) or the open
+// segment's region, with kBusy set while a payer publishes for it.
+//   owner, open:  from, published (relaxed); state = region (release).
+//   payer:        CAS state region -> region|kBusy (acquire); read from, add
+//                 s·(now − from) to G and to published, from = now
+//                 (relaxed); CAS state region|kBusy -> region (release). A
+//                 failed first CAS (the owner closed or moved on) skips the
+//                 slot: the owner adds that part itself.
+//   owner, close: if its region is not the selected one or s = 0 (no payer
+//                 claims it any more), a plain store (close_segment says why that is
+//                 safe); else wait while kBusy, then CAS state -> kNoRegion
+//                 (acq_rel); from and published are then the last payer's
+//                 (synchronised by its release).
+// A payer that read `state` of an earlier segment and wins the CAS on a new
+// one of the same region reads that segment's `from`: still consistent.
+constexpr uint32_t kBusy = 0x80000000u;
+struct alignas(64) LiveSlot {
+  std::atomic<uint32_t> state{kNoRegion};
+  std::atomic<uint64_t> from{0};       // the open segment's unpublished part starts here (TSC)
+  std::atomic<uint64_t> published{0};  // delay put into G for the owner since its segment opened
+};
+constinit LiveSlot g_slots[kMaxLiveSlots] = {};
+// Slots handed out so far (a thread takes one on its first segment; never returned).
+constinit std::atomic<uint32_t> g_slots_used{0};
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// s·(now − max(from, experiment start)) for the current selection, if it is
+// `region` with s > 0; else 0. Δ < 2^57 cycles (years): Δ·100 does not overflow.
+uint64_t accrued(uint64_t sel, uint32_t region, uint64_t from, uint64_t now) noexcept {
+  const uint32_t pct = sel_pct(sel);
+  if (region == kNoRegion || sel_region(sel) != region || pct == 0) return 0;
+  const uint64_t start = std::max(from, g_experiment_start_cycles.load(std::memory_order_relaxed));
+  return now > start ? (now - start) * pct / 100 : 0;
+}
+
+// Waits until now_cycles() >= deadline: nanosleep for all but a margin of a
+// wait longer than kSleepAboveNs, then a TSC spin. The margin follows this
+// thread's observed nanosleep lateness (mean + 4 deviations, as TCP's RTO
+// estimator, RFC 6298; clamped 20..250 µs), like the ledger's pay_debt.
+constexpr int64_t kSleepAboveNs = 60'000;
+struct SleepModel {
+  int64_t late_mean_ns = 60'000;
+  int64_t late_dev_ns = 15'000;
+};
+constinit thread_local SleepModel t_sleep{};
+
+void wait_until(uint64_t deadline) noexcept {
+  uint64_t now = calibrate::now_cycles();
+  if (now >= deadline) return;
+  const uint64_t hz = calibrate::tsc_hz();  // calibrated before any delay exists (add_delay's precondition)
+  SleepModel& m = t_sleep;
+  const int64_t remaining_ns = calibrate::cycles_to_duration(deadline - now, hz).count();
+  if (remaining_ns > kSleepAboveNs) {
+    const int64_t margin = std::clamp<int64_t>(m.late_mean_ns + 4 * m.late_dev_ns, 20'000, 250'000);
+    const int64_t sleep_ns = remaining_ns - margin;
+    if (sleep_ns > 10'000) {
+      timespec req{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
+      ::nanosleep(&req, nullptr);  // EINTR: the spin below finishes the wait
+      const uint64_t after = calibrate::now_cycles();
+      const int64_t late = std::clamp<int64_t>(calibrate::cycles_to_duration(after - now, hz).count() - sleep_ns, 0,
+                                               1'000'000);
+      const int64_t err = late - m.late_mean_ns;
+      m.late_mean_ns += err / 8;
+      m.late_dev_ns += ((err < 0 ? -err : err) - m.late_dev_ns) / 4;
+      now = after;
+    }
+  }
+  while (now < deadline) {
+    cpu_relax();
+    now = calibrate::now_cycles();
+  }
+}
+
+// The owner's L += published without touching G (file comment, step 6): pay
+// by waiting whatever else is owed, then L = G. Below this many cycles
+// (~0.2 µs) "whatever else" counts as nothing.
+constexpr uint64_t kAbsorbSlackCycles = 512;
+void absorb_published(uint64_t published) noexcept {
+  uint64_t waited = 0;
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t debt = debt_cycles();
+    const uint64_t other = debt > published + waited ? debt - published - waited : 0;
+    if (other < kAbsorbSlackCycles) break;
+    wait_until(calibrate::now_cycles() + other);
+    waited += other;
+  }
+  credit_resume();
+}
+
 // ---- per-thread state ------------------------------------------------------
 
 struct Frame {
@@ -169,35 +318,99 @@ struct CacheEntry {
 
 struct ThreadRegions {
   uint32_t depth;
+  uint32_t slot_plus1;  // 0: no live slot taken yet; kNoSlot: none was free; else slot index + 1
   Frame frames[kMaxRegionDepth];
   CacheEntry cache[kCacheSlots];
 };
 // Touched only by its own thread. constinit: no TLS init guard on access.
 constinit thread_local ThreadRegions t_regions{};
 
+LiveSlot* live_slot(ThreadRegions& t) noexcept {
+  if (t.slot_plus1 == 0) {
+    const uint32_t i = g_slots_used.fetch_add(1, std::memory_order_relaxed);
+    if (i < kMaxLiveSlots) {
+      t.slot_plus1 = i + 1;
+    } else {
+      g_slots_used.fetch_sub(1, std::memory_order_relaxed);
+      t.slot_plus1 = kNoSlot;
+    }
+  }
+  return t.slot_plus1 == kNoSlot ? nullptr : &g_slots[t.slot_plus1 - 1];
+}
+
+// Opens the running segment of `region` on this thread at `now` (step 4).
+void open_segment(ThreadRegions& t, uint32_t region, uint64_t now) noexcept {
+  if (region == kNoRegion) return;
+  if (LiveSlot* s = live_slot(t)) {
+    s->from.store(now, std::memory_order_relaxed);
+    s->published.store(0, std::memory_order_relaxed);
+    s->state.store(region, std::memory_order_release);
+  }
+}
+
+// Closes this thread's running segment (of `region`, begun at `seg_start`)
+// at `now` (step 6): adds the unpublished tail with add_delay and absorbs
+// what others published for it.
+void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_start, uint64_t now) noexcept {
+  uint64_t from = seg_start;
+  uint64_t published = 0;
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  if (t.slot_plus1 != 0 && t.slot_plus1 != kNoSlot) {
+    LiveSlot& s = g_slots[t.slot_plus1 - 1];
+    // acquire: if a payer's release put `region` back, its from/published are visible.
+    uint32_t st = s.state.load(std::memory_order_acquire);
+    if ((sel_region(sel) != region || sel_pct(sel) == 0) && (st & kBusy) == 0) {
+      // Not the selected region, or s = 0 (the common case): payers no longer claim
+      // this slot, so a plain store closes it (no RMW on the hot path). What
+      // end_experiment published for it is visible through the selection
+      // word (release after its publications, acquired above). A payer
+      // that read an older selection and claims the slot between our load
+      // and store loses its release CAS, so it cannot reopen the slot; its
+      // publication is then not absorbed and this thread pays it once
+      // (overpays by one payer's increment: a race of nanoseconds at an
+      // experiment's end).
+      if (st == region) {
+        from = std::max(from, s.from.load(std::memory_order_relaxed));
+        published = s.published.load(std::memory_order_relaxed);
+      }
+      s.state.store(kNoRegion, std::memory_order_relaxed);
+      st = kNoRegion;
+    }
+    for (;;) {
+      if ((st & kBusy) != 0) {
+        cpu_relax();
+        st = s.state.load(std::memory_order_acquire);
+        continue;
+      }
+      if (st == kNoRegion) break;
+      if (s.state.compare_exchange_weak(st, kNoRegion, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        if (st == region) {
+          from = std::max(from, s.from.load(std::memory_order_relaxed));
+          published = s.published.load(std::memory_order_relaxed);
+        }
+        break;
+      }
+    }
+  }
+  const uint64_t tail = accrued(sel, region, from, now);
+  if (tail != 0) add_delay(tail);
+  if (published != 0) absorb_published(published);
+}
+
 uint32_t cache_slot(const void* type, uint32_t kind) {
   const auto h = (reinterpret_cast<uintptr_t>(type) >> 4) ^ (uintptr_t{kind} * 0x9E3779B1u);
   return static_cast<uint32_t>(h ^ (h >> 17)) & (kCacheSlots - 1);
 }
 
-void account(const Frame& f, uint64_t now) noexcept {
+void account(const Frame& f) noexcept {
   if (f.region == kNoRegion) return;
   Region* r = g_table[f.region].load(std::memory_order_acquire);
   if (r == nullptr) return;
   r->visits.fetch_add(1, std::memory_order_relaxed);
   r->cycles.fetch_add(f.acc, std::memory_order_relaxed);
   if (ProgressPoint* p = r->completion.load(std::memory_order_acquire)) p->visit();
-  const uint64_t sel = g_selection.load(std::memory_order_acquire);
-  const uint32_t pct = sel_pct(sel);
-  if (sel_region(sel) != f.region || pct == 0) return;
-  uint64_t delta = f.acc;
-  if (sel_epoch(sel) != f.epoch) {  // began before this experiment: count only its part in it
-    const uint64_t start = g_experiment_start_cycles.load(std::memory_order_relaxed);
-    delta = std::min(delta, now > start ? now - start : 0);
-  }
-  // Δ < 2^57 cycles (years), so Δ·100 does not overflow.
-  add_delay(delta * pct / 100);
 }
+
 
 }  // namespace
 
@@ -304,6 +517,9 @@ void begin_experiment(uint32_t region, uint32_t speedup_pct) noexcept {
 }
 
 void end_experiment() noexcept {
+  // Publish what the selected region ran up to now (step 5): its owners'
+  // segments may end after the selection is cleared, and would add nothing.
+  (void)detail::materialize_live();
   const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_relaxed));
   g_selection.store(pack(epoch, kNoRegion, 0), std::memory_order_release);
 }
@@ -315,6 +531,37 @@ Selection current_selection() noexcept {
 
 namespace detail {
 
+void wait_until_cycles(uint64_t deadline) noexcept { wait_until(deadline); }
+
+uint64_t materialize_live() noexcept {
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  const uint32_t region = sel_region(sel);
+  if (region == kNoRegion || sel_pct(sel) == 0) return 0;
+  const uint32_t n = std::min(g_slots_used.load(std::memory_order_relaxed), kMaxLiveSlots);
+  const uint32_t own = t_regions.slot_plus1;  // a thread never publishes for itself
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    LiveSlot& s = g_slots[i];
+    uint32_t st = region;
+    if (i + 1 == own || s.state.load(std::memory_order_relaxed) != region) continue;
+    if (!s.state.compare_exchange_strong(st, region | kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
+      continue;  // the owner closed or moved on: it adds that part itself
+    }
+    const uint64_t now = calibrate::now_cycles();
+    const uint64_t from = s.from.load(std::memory_order_relaxed);
+    const uint64_t x = accrued(sel, region, from, now);
+    if (x != 0) {
+      g_global_delay.fetch_add(x, std::memory_order_relaxed);
+      s.published.store(s.published.load(std::memory_order_relaxed) + x, std::memory_order_relaxed);
+      total += x;
+    }
+    s.from.store(std::max(from, now), std::memory_order_relaxed);
+    uint32_t busy = region | kBusy;  // a CAS, not a store: the owner may have closed the slot meanwhile (close_segment)
+    (void)s.state.compare_exchange_strong(busy, region, std::memory_order_release, std::memory_order_relaxed);
+  }
+  return total;
+}
+
 namespace {
 int push_frame(uint32_t id, const void* type, uint32_t kind, bool handler) noexcept {
   ThreadRegions& t = t_regions;
@@ -323,9 +570,11 @@ int push_frame(uint32_t id, const void* type, uint32_t kind, bool handler) noexc
   if (t.depth > 0) {
     Frame& below = t.frames[t.depth - 1];
     below.acc += now - below.seg_start;
+    close_segment(t, below.region, below.seg_start, now);
   }
   const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_acquire));
   t.frames[t.depth] = Frame{id, epoch, now, 0, type, kind, handler};
+  open_segment(t, id, now);
   return static_cast<int>(t.depth++);
 }
 }  // namespace
@@ -338,10 +587,16 @@ void pop_region(uint32_t id, int index) noexcept {
   Frame f = t.frames[index];
   if (f.region != id) return;
   const uint64_t now = calibrate::now_cycles();
+  // The running segment is the top frame's (f's own unless frames leaked above it).
+  const Frame& top = t.frames[t.depth - 1];
+  close_segment(t, top.region, top.seg_start, now);
   f.acc += now - f.seg_start;
   t.depth = static_cast<uint32_t>(index);  // drops leaked frames above, unaccounted
-  if (t.depth > 0) t.frames[t.depth - 1].seg_start = now;
-  account(f, now);
+  if (t.depth > 0) {
+    t.frames[t.depth - 1].seg_start = now;
+    open_segment(t, t.frames[t.depth - 1].region, now);
+  }
+  account(f);
 }
 
 void enter_handler(const void* actor_type, uint32_t kind) noexcept {
@@ -349,7 +604,14 @@ void enter_handler(const void* actor_type, uint32_t kind) noexcept {
   // Drop a handler frame left by an exit the gate skipped (step 3).
   for (uint32_t i = 0; i < t.depth; ++i) {
     if (t.frames[i].handler) {
+      const uint64_t now = calibrate::now_cycles();
+      const Frame& top = t.frames[t.depth - 1];
+      close_segment(t, top.region, top.seg_start, now);
       t.depth = i;
+      if (t.depth > 0) {  // the frame below runs again (push_frame pauses it at once)
+        t.frames[t.depth - 1].seg_start = now;
+        open_segment(t, t.frames[t.depth - 1].region, now);
+      }
       break;
     }
   }

@@ -1,0 +1,281 @@
+// Accuracy of virtual speedup on the known-answer workloads
+// (bench/causal/known_answer.hpp), in process, through the Controller API:
+// for each workload and stage, sweeps with a fixed region and a fixed
+// speedup (0, then each s) measure the predicted program speedup
+// y(s) = 1 − rate(0) / rate(s) (rates over effective time, as in the
+// profile), and the test asserts the slope of the curve against the known
+// answer:
+//   fork_join A, pipeline A, timer_stage A: slope 1 on [0, 1/2] (the fit
+//     through the origin of y(0.25), y(0.5)), then flat: y(0.75) − y(0.5) ≈ 0
+//     (Coz overshoots this plateau by 13 points);
+//   ping_pong A: slope 2/3; ping_pong B: slope 1/3 (fits through the origin
+//     of y(0.25), y(0.5), y(0.75)) — the handoff Coz misses through futexes;
+//   fork_join B, pipeline B (off the critical path) and timer_stage T (a
+//     timer wait, not computation): y(0.5) ≈ 0.
+//
+// Tolerances, from measured noise (2-core KVM guest, other engineers'
+// builds sharing it; five runs of this file, tools/coact-profile/README.md):
+// each y is the median of 3 rounds (5 for a single-s case) of
+// 1 − rate(0)/rate(s) over 300 ms windows. Across the five runs the
+// standard deviation of a y was 0.1-1.4 points (largest: fork_join A at
+// 0.25), its mean within 0.7 points of the known answer, and no single y
+// more than 2.7 points from it. A slope through the origin from s = 0.25
+// and 0.5 then has sd ≈ 0.014·0.25/(0.25² + 0.5²) ≈ 0.011 at worst; with
+// three points ≈ 0.005. The bounds are ±0.08 on slopes (≥ 7 sd) and ±5
+// points on plateaus and zeros (≥ 3.5 sd of the noisiest y, about twice
+// the largest deviation seen), so a correct profiler fails them about
+// never, while the semantics they guard against are far outside: delay
+// added only at a region's end gives y(0.75) ≈ 0.75 instead of 0.5 on
+// fork_join (25 points), no credit for a woken worker gives slope 0 on
+// ping_pong B.
+//
+// Contention: when another process takes one of the two cores, the
+// workloads' true curves change (fork_join becomes serial) and the known
+// answers no longer hold. A round whose baseline period is more than 15 %
+// above the ideal (known_answer::ideal_period_units) is redone, up to
+// kMaxRetries times per round; a case whose rounds stay contended is
+// skipped with a WARN (it would measure the machine, not the profiler).
+//
+// Time: 4 workloads, 9 (workload, stage) cases, 65 rounds of about 1 s:
+// ~70 s on a quiet machine, ~3.5 min at worst (every round redone twice).
+// The cases hold test_ledger_mutex() (the ledger and the selection are
+// process-global). Sanitizer builds skip them (see kSanitized).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <coact/calibrate/tsc.hpp>
+#include <coact/causal/controller.hpp>
+#include <coact/causal/delay_ledger.hpp>
+#include <coact/runtime/runtime.hpp>
+
+#include "../../bench/causal/known_answer.hpp"
+
+namespace ka = coact::known_answer;
+namespace ca = coact::causal;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kRounds = 3;        // rounds per s on a curve
+constexpr int kRoundsSingle = 5;  // rounds for a single-s case (a zero)
+constexpr int kMaxRetries = 2;
+constexpr auto kWindow = 300ms;
+constexpr double kContendedFactor = 1.15;
+constexpr double kSlopeTol = 0.08;
+constexpr double kPointTol = 0.05;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/coact-accuracy-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+struct Window {
+  double rate = 0;       // progress visits per effective second
+  double period_us = 0;  // effective µs per visit
+  bool ok = false;
+};
+
+// One experiment through the Controller API: fixed region, fixed speedup,
+// one window. Returns the experiment's rate over effective time.
+Window controller_window(const fs::path& dir, const std::string& region, uint32_t pct) {
+  ca::Options o;
+  o.progress = {ka::kProgressPoint};
+  o.fixed_region = region;
+  o.fixed_speedup_pct = pct;
+  o.experiment = std::chrono::duration_cast<std::chrono::milliseconds>(kWindow);
+  o.max_experiment = o.experiment;
+  o.cooldown = 20ms;
+  o.max_experiments = 1;
+  o.output = "";
+  o.json_output = (dir / "profile.jsonl").string();
+  fs::remove(o.json_output);
+  ca::Controller::start(o);
+  const bool done = ca::Controller::wait(10s);
+  (void)ca::Controller::stop();
+  Window w;
+  if (!done) return w;
+  std::ifstream in(o.json_output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line.front() != '{') continue;
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "experiment") continue;
+    uint64_t visits = 0;
+    for (const auto& [k, v] : j["progress"].items()) visits += v.get<uint64_t>();
+    const double eff = static_cast<double>(j.value("effective_ns", uint64_t{0})) / 1e9;
+    if (visits > 0 && eff > 0) {
+      w.rate = static_cast<double>(visits) / eff;
+      w.period_us = eff * 1e6 / static_cast<double>(visits);
+      w.ok = true;
+    }
+  }
+  return w;
+}
+
+struct Curve {
+  std::vector<double> s;
+  std::vector<double> y;  // mean predicted speedup at each s
+  bool quiet = true;      // every round had an uncontended baseline
+};
+
+// Runs `w`, and for stage `key` measures y(s) for each s, kRounds rounds of
+// (baseline window, window at s, baseline window).
+Curve measure(ka::Workload w, const std::string& key, const std::vector<double>& speeds) {
+  const ka::Config cfg{.workload = w};
+  std::string region;
+  for (const auto& st : ka::stages(w)) {
+    if (st.key == key) region = st.region;
+  }
+  REQUIRE(!region.empty());
+  (void)coact::calibrate::tsc_hz();
+  TempDir dir;
+  ka::Shared sh;
+  coact::Runtime rt(ka::workload_tuning(coact::SchedulerTuning{}, cfg.unit));
+  ka::start(rt, cfg, sh);
+  const double ideal_us = ka::ideal_period_units(w) * static_cast<double>(cfg.unit.count());
+  (void)controller_window(dir.path, region, 0);  // registers the regions, warms up
+  Curve c;
+  for (double s : speeds) {
+    std::vector<double> ys;
+    const int rounds = speeds.size() == 1 ? kRoundsSingle : kRounds;
+    for (int round = 0; round < rounds; ++round) {
+      for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
+        const Window b0 = controller_window(dir.path, region, 0);
+        const Window v = controller_window(dir.path, region, static_cast<uint32_t>(std::lround(s * 100)));
+        const Window b1 = controller_window(dir.path, region, 0);
+        if (!b0.ok || !v.ok || !b1.ok) continue;
+        const bool quiet = b0.period_us < kContendedFactor * ideal_us && b1.period_us < kContendedFactor * ideal_us;
+        if (!quiet && attempt < kMaxRetries) continue;
+        if (!quiet) c.quiet = false;
+        const double base = (b0.rate + b1.rate) / 2;
+        ys.push_back(1.0 - base / v.rate);
+        break;
+      }
+    }
+    // The median of the rounds: a round whose middle window alone was hit by
+    // another process (its baselines looked quiet) does not move it.
+    std::sort(ys.begin(), ys.end());
+    c.s.push_back(s);
+    c.y.push_back(ys.empty() ? std::nan("") : ys[ys.size() / 2]);
+  }
+  sh.stopping.store(true, std::memory_order_relaxed);
+  rt.request_stop();
+  std::string line = std::string(ka::to_string(w)) + " " + key + ":";
+  for (size_t i = 0; i < c.s.size(); ++i) line += " y(" + std::to_string(c.s[i]).substr(0, 4) + ")=" + std::to_string(c.y[i]).substr(0, 6);
+  std::fprintf(stderr, "accuracy: %s%s\n", line.c_str(), c.quiet ? "" : " (contended)");
+  return c;
+}
+
+// Least-squares slope through the origin of the first `n` points.
+double slope_through_origin(const Curve& c, size_t n) {
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < n && i < c.s.size(); ++i) {
+    sxy += c.s[i] * c.y[i];
+    sxx += c.s[i] * c.s[i];
+  }
+  return sxx > 0 ? sxy / sxx : std::nan("");
+}
+
+bool skip_if_contended(const Curve& c) {
+  if (c.quiet) return false;
+  WARN("another process took a core for " << kMaxRetries + 1
+                                          << " baselines in a row: the known answers do not hold; case skipped");
+  return true;
+}
+
+// Under a sanitizer every handler, hook and atomic costs many times its
+// normal time: the workloads still run, but the curves measure the
+// instrumentation. The accuracy cases only run in plain builds.
+#if defined(COACT_TSAN) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+bool skip_if_sanitized() {
+  if (!kSanitized) return false;
+  WARN("sanitizer build: accuracy cases skipped (timing is the instrumentation's)");
+  return true;
+}
+
+void check_plateau_workload(ka::Workload w) {
+  if (skip_if_sanitized()) return;
+  std::lock_guard lock(ca::test_ledger_mutex());
+  const Curve c = measure(w, "A", {0.25, 0.5, 0.75});
+  if (skip_if_contended(c)) return;
+  INFO(ka::to_string(w) << " A: y(0.25)=" << c.y[0] << " y(0.5)=" << c.y[1] << " y(0.75)=" << c.y[2]);
+  CHECK(slope_through_origin(c, 2) == Approx(1.0).margin(kSlopeTol));  // slope 1 below the plateau
+  CHECK(c.y[2] - c.y[1] == Approx(0.0).margin(kPointTol));              // flat past it
+  CHECK(c.y[2] == Approx(0.5).margin(kPointTol));                       // at min(s, 1/2)
+}
+
+void check_zero_stage(ka::Workload w, const std::string& key) {
+  if (skip_if_sanitized()) return;
+  std::lock_guard lock(ca::test_ledger_mutex());
+  const Curve c = measure(w, key, {0.5});
+  if (skip_if_contended(c)) return;
+  INFO(ka::to_string(w) << " " << key << ": y(0.5)=" << c.y[0]);
+  CHECK(c.y[0] == Approx(0.0).margin(kPointTol));
+}
+
+}  // namespace
+
+TEST_CASE("accuracy: fork-join A follows min(s, 1/2): slope 1, then the plateau", "[causal][accuracy]") {
+  check_plateau_workload(ka::Workload::fork_join);
+}
+
+TEST_CASE("accuracy: fork-join B (the short branch) predicts 0", "[causal][accuracy]") {
+  check_zero_stage(ka::Workload::fork_join, "B");
+}
+
+TEST_CASE("accuracy: pipeline A (the bottleneck) follows min(s, 1/2)", "[causal][accuracy]") {
+  check_plateau_workload(ka::Workload::pipeline);
+}
+
+TEST_CASE("accuracy: pipeline B (the consumer with slack) predicts 0", "[causal][accuracy]") {
+  check_zero_stage(ka::Workload::pipeline, "B");
+}
+
+TEST_CASE("accuracy: ping-pong A has slope 2/3 and B slope 1/3", "[causal][accuracy]") {
+  if (skip_if_sanitized()) return;
+  std::lock_guard lock(ca::test_ledger_mutex());
+  for (const char* key : {"A", "B"}) {
+    const Curve c = measure(ka::Workload::ping_pong, key, {0.25, 0.5, 0.75});
+    if (skip_if_contended(c)) continue;
+    const double expected = std::string(key) == "A" ? 2.0 / 3.0 : 1.0 / 3.0;
+    INFO("ping_pong " << key << ": y(0.25)=" << c.y[0] << " y(0.5)=" << c.y[1] << " y(0.75)=" << c.y[2]);
+    CHECK(slope_through_origin(c, 3) == Approx(expected).margin(kSlopeTol));
+  }
+}
+
+TEST_CASE("accuracy: a sleep in the other branch leaves A's curve at min(s, 1/2)", "[causal][accuracy]") {
+  check_plateau_workload(ka::Workload::timer_stage);
+}
+
+TEST_CASE("accuracy: the stage that waits on a timer predicts 0", "[causal][accuracy]") {
+  check_zero_stage(ka::Workload::timer_stage, "T");
+}
