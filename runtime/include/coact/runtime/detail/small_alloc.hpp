@@ -31,7 +31,12 @@ struct SmallCache {
   };
   Node* heads[kSmallClasses] = {};
   uint32_t counts[kSmallClasses] = {};
+  // Set by the destructor: a free after this thread's thread_locals were
+  // destroyed (an ActorRef released by a static destructor on the main
+  // thread) goes straight to the global allocator.
+  bool dead = false;
   ~SmallCache() {
+    dead = true;
     for (Node*& h : heads) {
       while (h != nullptr) {
         Node* n = h->next;
@@ -54,6 +59,7 @@ inline void* small_alloc(size_t bytes) {
   if (bytes == 0 || bytes > kMaxSmallBytes) return ::operator new(bytes);
   const size_t c = small_class(bytes);
   SmallCache& sc = small_cache();
+  if (sc.dead) return ::operator new((c + 1) * kSmallClassBytes);
   if (SmallCache::Node* n = sc.heads[c]) {
     sc.heads[c] = n->next;
     --sc.counts[c];
@@ -71,7 +77,7 @@ inline void small_free(void* p, size_t bytes) noexcept {
   }
   const size_t c = small_class(bytes);
   SmallCache& sc = small_cache();
-  if (sc.counts[c] >= kMaxCachedPerClass) {
+  if (sc.dead || sc.counts[c] >= kMaxCachedPerClass) {
     ::operator delete(p);
     return;
   }
