@@ -243,9 +243,12 @@ TEST_CASE("controller: fixed region and speedup record experiments with s·Δ de
     CHECK(dur >= 25'000'000u);
     CHECK(e["effective_ns"].get<uint64_t>() == dur - delay);
     // delay = s · (the region's exclusive time during the window), up to a
-    // region straddling the window's ends (two runs of ~200 µs, longer if preempted).
+    // region straddling the window's ends (two runs of ~200 µs, longer if
+    // preempted: with live accrual a straddler's running segment is charged
+    // as it runs, so a preempted one can add to either side; a CI run on a
+    // loaded 2-core box measured 10.03 ms against 0.5 x 19.96 ms).
     const double region_ns = e["region_ns"].get<double>();
-    CHECK(static_cast<double>(delay) <= 0.5 * region_ns + 50'000);
+    CHECK(static_cast<double>(delay) <= 0.5 * region_ns + 2'000'000);
     CHECK(static_cast<double>(delay) >= 0.5 * region_ns - 5'000'000);  // a preempted straddler
     CHECK(delay > 0u);
   }
