@@ -1,7 +1,7 @@
 // coact-known-answer: the causal profiler's known-answer workloads
 // (known_answer.hpp) as one program.
 //
-//   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage
+//   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage|farm
 //                      --seconds S [--speed STAGE=S]... [--unit-us U]
 //                      [--warmup-s W] [--queue N]
 //   coact-known-answer --list
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> speeds;
   bool list = false;
   app.add_flag("--list", list, "Print the workloads, stages, regions and ideal curves as JSON and exit");
-  app.add_option("--workload", workload_name, "fork_join | pipeline | ping_pong | timer_stage");
+  app.add_option("--workload", workload_name, "fork_join | pipeline | ping_pong | timer_stage | farm");
   app.add_option("--seconds", seconds, "Measured run time after the warm-up, s")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 86400.0));
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   }
   const auto w = ka::parse_workload(workload_name);
   if (!w) {
-    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected fork_join, pipeline, ping_pong or timer_stage\n",
+    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected fork_join, pipeline, ping_pong, timer_stage or farm\n",
                  workload_name.c_str());
     return 2;
   }

@@ -24,6 +24,16 @@
 //                computing. T's region runs for microseconds: T: 0 ("never
 //                the answer"). A: min(s, 1/2), the fork_join curve: a sleep in
 //                the other branch must not change the compute prediction.
+//   farm         a dispatcher D keeps kFarmWorkers jobs in flight to as many
+//                worker actors of one type W (A: 1/16 unit per job, ~31 µs at
+//                the default unit), so short instances of the same handler
+//                region run at once on both workers; D (B: 1/64 unit per
+//                reply) hands each worker its next job; one iteration per
+//                job. With a = 1/16, b = 1/64 and two cores the period is
+//                (a + b)/2 while D has slack: A gives s·a/(a+b) = 0.8s (for
+//                s <= 0.75, where D becomes the bottleneck), B gives
+//                s·b/(a+b) = 0.2s. This is the shape of the archiver's
+//                compressor stage (several compressors, short handlers).
 //
 // The runtime tuning that the known answers assume (known_answer.cpp sets it;
 // the accuracy test too): 2 workers (the branches really run in parallel),
@@ -59,10 +69,15 @@ namespace coact::known_answer {
 /// The throughput progress point every workload visits once per iteration.
 inline constexpr const char* kProgressPoint = "known_answer.iteration";
 
-enum class Workload { fork_join, pipeline, ping_pong, timer_stage };
+enum class Workload { fork_join, pipeline, ping_pong, timer_stage, farm };
 
 inline constexpr Workload kAllWorkloads[] = {Workload::fork_join, Workload::pipeline, Workload::ping_pong,
-                                             Workload::timer_stage};
+                                             Workload::timer_stage, Workload::farm};
+
+/// farm: jobs in flight (one per worker actor), and the stages' costs in units.
+inline constexpr int kFarmWorkers = 4;
+inline constexpr double kFarmUnitsA = 1.0 / 16;
+inline constexpr double kFarmUnitsB = 1.0 / 64;
 
 inline std::string_view to_string(Workload w) noexcept {
   switch (w) {
@@ -70,6 +85,7 @@ inline std::string_view to_string(Workload w) noexcept {
     case Workload::pipeline: return "pipeline";
     case Workload::ping_pong: return "ping_pong";
     case Workload::timer_stage: return "timer_stage";
+    case Workload::farm: return "farm";
   }
   return "?";
 }
@@ -100,6 +116,8 @@ inline std::vector<Stage> stages(Workload w) {
       return {{"A", "ping_pong::A::on(ping_pong::Ball)", 2}, {"B", "ping_pong::B::on(ping_pong::Ball)", 1}};
     case Workload::timer_stage:
       return {{"A", "timer_stage::A::on(timer_stage::Go)", 2}, {"T", "timer_stage::T::on(timer_stage::Go)", 0}};
+    case Workload::farm:
+      return {{"A", "farm::W::on(farm::Job)", kFarmUnitsA}, {"B", "farm::D::on(farm::Done)", kFarmUnitsB}};
   }
   return {};
 }
@@ -114,6 +132,13 @@ inline double ideal_speedup(Workload w, std::string_view key, double s) {
       return key == "A" ? std::min(s, 0.5) : 0.0;
     case Workload::ping_pong:
       return key == "A" ? 2.0 * s / 3.0 : key == "B" ? s / 3.0 : 0.0;
+    case Workload::farm: {
+      // period = max((a' + b')/2, b') with the sped-up stage's cost scaled by (1 - s).
+      const double a = kFarmUnitsA * (key == "A" ? 1.0 - s : 1.0);
+      const double b = kFarmUnitsB * (key == "B" ? 1.0 - s : 1.0);
+      const double p0 = (kFarmUnitsA + kFarmUnitsB) / 2;
+      return 1.0 - std::max((a + b) / 2, b) / p0;
+    }
   }
   return 0.0;
 }
@@ -121,7 +146,13 @@ inline double ideal_speedup(Workload w, std::string_view key, double s) {
 /// Units of stage cost per iteration on the critical path with 2 free cores
 /// (hand-offs neglected): what a baseline period close to it says is that the
 /// machine gave the workload its two cores (no other process took one).
-inline double ideal_period_units(Workload w) noexcept { return w == Workload::ping_pong ? 3.0 : 2.0; }
+inline double ideal_period_units(Workload w) noexcept {
+  switch (w) {
+    case Workload::ping_pong: return 3.0;
+    case Workload::farm: return (kFarmUnitsA + kFarmUnitsB) / 2;
+    default: return 2.0;
+  }
+}
 
 struct Config {
   Workload workload = Workload::fork_join;
@@ -340,6 +371,41 @@ inline coact::Task T::on(Go& g) {
 }
 }  // namespace timer_stage
 
+namespace farm {
+namespace ka = coact::known_answer;
+struct D;
+struct Job {
+  coact::ActorRef<D> d;
+  int worker;
+};
+struct Done {
+  int worker;
+};
+struct Start {};
+struct W : coact::Actor<W> {
+  ka::Shared* sh;
+  explicit W(ka::Shared* s) : sh(s) {}
+  void on(Job& j);
+};
+struct D : coact::Actor<D> {
+  ka::Shared* sh;
+  std::vector<coact::ActorRef<W>> workers;
+  D(ka::Shared* s, std::vector<coact::ActorRef<W>> ws) : sh(s), workers(std::move(ws)) {}
+  void on(Start&) {
+    for (int i = 0; i < static_cast<int>(workers.size()); ++i) workers[static_cast<size_t>(i)].send(Job{self(), i});
+  }
+  void on(Done& d) {
+    ka::spin_cycles(sh->b_cycles.load(std::memory_order_relaxed));
+    ka::iteration_done(*sh);
+    if (sh->running()) workers[static_cast<size_t>(d.worker)].send(Job{self(), d.worker});
+  }
+};
+inline void W::on(Job& j) {
+  ka::spin_cycles(sh->a_cycles.load(std::memory_order_relaxed));
+  j.d.send(Done{j.worker});
+}
+}  // namespace farm
+
 namespace coact::known_answer {
 
 /// The runtime tuning the known answers assume (header comment), starting
@@ -352,8 +418,6 @@ inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::micros
   return base;
 }
 
-/// Spawns the actors of `c.workload` in `rt` and starts them; they run until
-/// the runtime stops. `sh` must outlive the runtime's handlers.
 /// Sets the real speed of stages A and B (fractions of their cost removed,
 /// 0..1) while the workload runs. Any thread; takes effect at each stage's
 /// next run.
@@ -361,10 +425,13 @@ inline void set_speed(Shared& sh, Workload w, double speed_a, double speed_b) {
   auto cost = [&](double units, double speed) {
     return static_cast<uint64_t>(static_cast<double>(sh.unit_cycles) * units * (1.0 - speed));
   };
-  sh.a_cycles.store(cost(2, speed_a), std::memory_order_relaxed);
-  sh.b_cycles.store(w == Workload::timer_stage ? 0 : cost(1, speed_b), std::memory_order_relaxed);
+  const auto st = stages(w);
+  sh.a_cycles.store(cost(st[0].units, speed_a), std::memory_order_relaxed);
+  sh.b_cycles.store(cost(st[1].units, speed_b), std::memory_order_relaxed);
 }
 
+/// Spawns the actors of `c.workload` in `rt` and starts them; they run until
+/// the runtime stops. `sh` must outlive the runtime's handlers.
 inline void start(Runtime& rt, const Config& c, Shared& sh) {
   sh.unit_cycles = calibrate::duration_to_cycles(c.unit);
   set_speed(sh, c.workload, c.speed_a, c.speed_b);
@@ -397,6 +464,13 @@ inline void start(Runtime& rt, const Config& c, Shared& sh) {
       auto t = rt.spawn<timer_stage::T>(&sh);
       auto j = rt.spawn<timer_stage::Join>(&sh, a, t);
       j.send(timer_stage::Start{});
+      break;
+    }
+    case Workload::farm: {
+      std::vector<ActorRef<farm::W>> ws;
+      for (int i = 0; i < kFarmWorkers; ++i) ws.push_back(rt.spawn<farm::W>(&sh));
+      auto d = rt.spawn<farm::D>(&sh, std::move(ws));
+      d.send(farm::Start{});
       break;
     }
   }

@@ -86,6 +86,15 @@ Runtime::~Runtime() { sched_->shutdown(); }
 void Runtime::run() {
   COACT_INVARIANT(detail::Scheduler::current_worker() == nullptr, "Runtime::run() called from a pool worker");
   sched_->wait_until_done();
+  // The caller was blocked on the runtime, woken by a worker that paid (its
+  // last handler flushed through a pay point): credit it like a woken parker
+  // (causal resume). Without this its L stays where it last touched the
+  // ledger, and a driver that runs passes in a loop (coact-dedup) paid the
+  // whole delay injected during the previous run() at its next send: a
+  // pipeline stall of ~100 ms per pass that is not injected delay, which
+  // made the archiver's profile predict -17 % for a faster compressor
+  // (measured +15 %).
+  causal::on_resume();
 }
 void Runtime::request_stop() noexcept { sched_->request_stop(); }
 bool Runtime::stop_requested() const noexcept { return sched_->stop_requested(); }
