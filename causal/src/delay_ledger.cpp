@@ -136,6 +136,23 @@ uint64_t local_delay_cycles() noexcept {
   return detail::ledger(g).local_cycles;
 }
 
+void add_global_delay(uint64_t cycles) noexcept {
+  if (cycles != 0) detail::g_global_delay.fetch_add(cycles, std::memory_order_relaxed);
+}
+
+void credit_local(uint64_t cycles) noexcept {
+  const uint64_t g = detail::g_global_delay.load(std::memory_order_relaxed);
+  detail::ThreadLedger& t = detail::ledger(g);
+  t.local_cycles = std::max(t.local_cycles, std::min(g, t.local_cycles + cycles));
+}
+
+void wait_until_cycles(uint64_t deadline_cycles) noexcept {
+  const uint64_t now = calibrate::now_cycles();
+  if (now >= deadline_cycles) return;
+  detail::wait_until(detail::ledger(detail::g_global_delay.load(std::memory_order_relaxed)), calibrate::tsc_hz(), now,
+                     deadline_cycles);
+}
+
 void register_thread() noexcept { detail::ledger(detail::g_global_delay.load(std::memory_order_relaxed)); }
 
 void add_delay(uint64_t cycles) noexcept {

@@ -29,14 +29,6 @@ namespace detail {
 std::string (*kind_namer() noexcept)(uint32_t) { return g_kind_namer.load(std::memory_order_acquire); }
 
 #if COACT_CAUSAL_ENABLED
-// Defined in region.cpp (live accrual, steps 4-6 of its file comment):
-// publishes into G the part of the selected region that other threads have
-// run so far, and returns the delay added.
-uint64_t materialize_live() noexcept;
-// Defined in region.cpp: waits until now_cycles() >= deadline (nanosleep for
-// the bulk of long waits, a TSC spin for the rest).
-void wait_until_cycles(uint64_t deadline) noexcept;
-
 namespace {
 // Below this, a thread counts as caught up (about 0.2 µs of cycles).
 constexpr uint64_t kPayCatchUpCycles = 512;
@@ -89,7 +81,7 @@ void hook_pay_point() noexcept {
     for (int i = 0; i < kMaxPayRounds; ++i) {
       const uint64_t covered = l0 + (now - start);
       if (g <= covered + kPayCatchUpCycles) break;
-      wait_until_cycles(now + (g - covered));
+      wait_until_cycles(now + (g - covered));  // the ledger's spin / sleep wait
       (void)materialize_live();
       g = global_delay_cycles();
       now = calibrate::now_cycles();

@@ -36,10 +36,10 @@
 //     not a step at the region's end.
 //  6. Closing a segment (the owner): G and the owner's L += s·(now −
 //     max(from, experiment start)) (add_delay: the unpublished tail), and the
-//     owner's L also grows by `published` — delay others put into G on its
-//     behalf, which it must not owe. The ledger has no "L += x" call, so the
-//     owner waits out whatever else it owes (debt − published; normally 0)
-//     and then credit_resume()s (L = G); see absorb_published().
+//     owner's L also grows by `published` (credit_local) — delay others put
+//     into G on its behalf (add_global_delay), which it must not owe.
+//     Whatever else it owes it pays at its next pay point, never inside a
+//     region (a wait there would count as the region's running time).
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
@@ -65,7 +65,6 @@
 #include <coact/causal/region.hpp>
 
 #include <cxxabi.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -85,13 +84,6 @@
 #include <coact/causal/progress.hpp>
 
 namespace coact::causal {
-
-namespace detail {
-// Publishes the selected region's running segments on other threads into G
-// (file comment, step 5); returns the delay added. Called by the pay-point
-// hook (hooks.cpp declares it too) and by end_experiment. Any thread.
-uint64_t materialize_live() noexcept;
-}  // namespace detail
 
 namespace {
 
@@ -242,60 +234,6 @@ uint64_t accrued(uint64_t sel, uint32_t region, uint64_t from, uint64_t now) noe
   return now > start ? (now - start) * pct / 100 : 0;
 }
 
-// Waits until now_cycles() >= deadline: nanosleep for all but a margin of a
-// wait longer than kSleepAboveNs, then a TSC spin. The margin follows this
-// thread's observed nanosleep lateness (mean + 4 deviations, as TCP's RTO
-// estimator, RFC 6298; clamped 20..250 µs), like the ledger's pay_debt.
-constexpr int64_t kSleepAboveNs = 60'000;
-struct SleepModel {
-  int64_t late_mean_ns = 60'000;
-  int64_t late_dev_ns = 15'000;
-};
-constinit thread_local SleepModel t_sleep{};
-
-void wait_until(uint64_t deadline) noexcept {
-  uint64_t now = calibrate::now_cycles();
-  if (now >= deadline) return;
-  const uint64_t hz = calibrate::tsc_hz();  // calibrated before any delay exists (add_delay's precondition)
-  SleepModel& m = t_sleep;
-  const int64_t remaining_ns = calibrate::cycles_to_duration(deadline - now, hz).count();
-  if (remaining_ns > kSleepAboveNs) {
-    const int64_t margin = std::clamp<int64_t>(m.late_mean_ns + 4 * m.late_dev_ns, 20'000, 250'000);
-    const int64_t sleep_ns = remaining_ns - margin;
-    if (sleep_ns > 10'000) {
-      timespec req{static_cast<time_t>(sleep_ns / 1'000'000'000), static_cast<long>(sleep_ns % 1'000'000'000)};
-      ::nanosleep(&req, nullptr);  // EINTR: the spin below finishes the wait
-      const uint64_t after = calibrate::now_cycles();
-      const int64_t late = std::clamp<int64_t>(calibrate::cycles_to_duration(after - now, hz).count() - sleep_ns, 0,
-                                               1'000'000);
-      const int64_t err = late - m.late_mean_ns;
-      m.late_mean_ns += err / 8;
-      m.late_dev_ns += ((err < 0 ? -err : err) - m.late_dev_ns) / 4;
-      now = after;
-    }
-  }
-  while (now < deadline) {
-    cpu_relax();
-    now = calibrate::now_cycles();
-  }
-}
-
-// The owner's L += published without touching G (file comment, step 6): pay
-// by waiting whatever else is owed, then L = G. Below this many cycles
-// (~0.2 µs) "whatever else" counts as nothing.
-constexpr uint64_t kAbsorbSlackCycles = 512;
-void absorb_published(uint64_t published) noexcept {
-  uint64_t waited = 0;
-  for (int i = 0; i < 64; ++i) {
-    const uint64_t debt = debt_cycles();
-    const uint64_t other = debt > published + waited ? debt - published - waited : 0;
-    if (other < kAbsorbSlackCycles) break;
-    wait_until(calibrate::now_cycles() + other);
-    waited += other;
-  }
-  credit_resume();
-}
-
 // ---- per-thread state ------------------------------------------------------
 
 struct Frame {
@@ -349,7 +287,7 @@ void open_segment(ThreadRegions& t, uint32_t region, uint64_t now) noexcept {
 }
 
 // Closes this thread's running segment (of `region`, begun at `seg_start`)
-// at `now` (step 6): adds the unpublished tail with add_delay and absorbs
+// at `now` (step 6): adds the unpublished tail with add_delay and credits (credit_local)
 // what others published for it.
 void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_start, uint64_t now) noexcept {
   uint64_t from = seg_start;
@@ -394,7 +332,7 @@ void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_start, uint64
   }
   const uint64_t tail = accrued(sel, region, from, now);
   if (tail != 0) add_delay(tail);
-  if (published != 0) absorb_published(published);
+  if (published != 0) credit_local(published);
 }
 
 uint32_t cache_slot(const void* type, uint32_t kind) {
@@ -531,8 +469,6 @@ Selection current_selection() noexcept {
 
 namespace detail {
 
-void wait_until_cycles(uint64_t deadline) noexcept { wait_until(deadline); }
-
 uint64_t materialize_live() noexcept {
   const uint64_t sel = g_selection.load(std::memory_order_acquire);
   const uint32_t region = sel_region(sel);
@@ -551,7 +487,7 @@ uint64_t materialize_live() noexcept {
     const uint64_t from = s.from.load(std::memory_order_relaxed);
     const uint64_t x = accrued(sel, region, from, now);
     if (x != 0) {
-      g_global_delay.fetch_add(x, std::memory_order_relaxed);
+      add_global_delay(x);
       s.published.store(s.published.load(std::memory_order_relaxed) + x, std::memory_order_relaxed);
       total += x;
     }

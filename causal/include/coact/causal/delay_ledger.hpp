@@ -81,8 +81,8 @@ namespace coact::causal {
 namespace detail {
 // Process-global injected delay G (cycles). Defined in delay_ledger.cpp;
 // declared here so the G == 0 fast paths inline to one relaxed load.
-// Writers: add_delay, inject_delay_cycles_for_test (relaxed fetch_add, any
-// thread). Readers: every ledger function and timer delay_stamps (relaxed
+// Writers: add_delay, add_global_delay, inject_delay_cycles_for_test
+// (relaxed fetch_add, any thread). Readers: every ledger function and timer delay_stamps (relaxed
 // load, any thread). Relaxed suffices: G is a counter that publishes no other
 // memory; RMWs make the sum exact and per-object coherence keeps each
 // thread's reads monotonic (argument in full at the top of delay_ledger.cpp).
@@ -127,6 +127,26 @@ inline uint64_t debt_cycles() noexcept {
 /// first pay_debt never stalls on calibration); add_delay itself never
 /// calibrates.
 void add_delay(uint64_t cycles) noexcept;
+
+/// Live accrual (region.cpp): `cycles` of virtual speedup of a region that is
+/// still running on *another* thread, published into G by the caller on the
+/// owner's behalf: G += cycles, the caller's L unchanged (the caller owes it
+/// like every other thread; the owner takes it back with credit_local). Any
+/// thread; never blocks; one relaxed RMW on G. Precondition: as add_delay.
+void add_global_delay(uint64_t cycles) noexcept;
+
+/// L += cycles for the calling thread, capped at G: delay that other threads
+/// put into G on this thread's behalf (add_global_delay for its own running
+/// region), which it must not owe. Any thread; never blocks.
+void credit_local(uint64_t cycles) noexcept;
+
+/// Waits until now_cycles() >= deadline_cycles: a TSC spin when less than
+/// kPaySpinThresholdNs remains, else nanosleep for all but the calling
+/// thread's adaptive margin and a spin for the rest (the wait pay_debt uses;
+/// accuracy in the header comment). Returns at once for a past deadline.
+/// Any thread; blocks. Precondition: calibrate::tsc_hz() was called before
+/// (it is read, never calibrated, here).
+void wait_until_cycles(uint64_t deadline_cycles) noexcept;
 
 /// Pays the calling thread's debt as owed at entry (d = G − L read once):
 /// waits until now_cycles() >= entry + d — a TSC spin when d is below

@@ -144,6 +144,12 @@ void enter_handler(const void* actor_type, uint32_t kind) noexcept;
 void exit_handler(const void* actor_type, uint32_t kind) noexcept;
 /// Depth of the calling thread's region stack (tests).
 uint32_t region_depth() noexcept;
+/// Live accrual (region.cpp, file comment step 5): publishes into G
+/// (add_global_delay) the part of the selected region that has run so far on
+/// *other* threads, and returns the delay added (cycles). Called by every pay
+/// point before it reads its debt, and by end_experiment. Any thread; never
+/// blocks except while an owner closes a slot (nanoseconds).
+uint64_t materialize_live() noexcept;
 }  // namespace detail
 
 /// RAII guard behind COACT_SCOPE: enters region `id` if a sweep is active at
