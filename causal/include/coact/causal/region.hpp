@@ -29,7 +29,8 @@
 // mutex once per new region (handler regions are then served from a per-thread
 // cache: a direct-mapped table keyed by (type_info*, kind), no lock, no
 // allocation). Enter/exit touch only the calling thread's stack, one TSC read,
-// and on exit two relaxed fetch_adds on the region's counters.
+// and on exit two single-writer relaxed adds on the calling thread's own
+// counter block (sharded: readers sum the blocks; region.cpp ThreadCounters).
 // Blocking: nothing blocks except the registration mutex (first use of a name).
 // Memory ordering: region pointers are published with release and read with
 // acquire (the name and kind are immutable after publication). The counters
