@@ -49,11 +49,12 @@ constexpr std::string_view kMinDelta = "COACT_CAUSAL_MIN_DELTA";
 constexpr std::string_view kOutput = "COACT_CAUSAL_OUTPUT";
 constexpr std::string_view kJsonOutput = "COACT_CAUSAL_JSON_OUTPUT";
 constexpr std::string_view kSeed = "COACT_CAUSAL_SEED";
+constexpr std::string_view kRegionWeight = "COACT_CAUSAL_REGION_WEIGHT";
 
 constexpr std::string_view kAllKeys[] = {kEnable,      kProgress,        kProgressHandler, kRegionFilter,
                                          kFixedRegion, kFixedSpeedup,    kExperimentMs,    kMaxExperimentMs,
                                          kCooldownMs,  kDurationS,       kExperiments,     kMinDelta,
-                                         kOutput,      kJsonOutput,      kSeed};
+                                         kOutput,      kJsonOutput,      kSeed,            kRegionWeight};
 
 constexpr uint64_t kMaxExperimentMsValue = 3'600'000;  // one hour
 
@@ -160,6 +161,15 @@ std::optional<Options> options_from_env(const char* const* envp) {
   if (auto v = get(kExperiments)) o.max_experiments = parse_uint(kExperiments, *v, 0, 1'000'000'000);
   if (auto v = get(kMinDelta)) o.min_delta = parse_uint(kMinDelta, *v, 1, 1'000'000'000);
   if (auto v = get(kSeed)) o.seed = parse_uint(kSeed, *v, 0, UINT64_MAX / 10);
+  if (auto v = get(kRegionWeight)) {
+    if (*v == "time") {
+      o.time_weighted = true;
+    } else if (*v == "uniform") {
+      o.time_weighted = false;
+    } else {
+      bad_value(kRegionWeight, *v, "time or uniform");
+    }
+  }
   if (auto v = get(kOutput)) o.output = std::string(*v);
   if (auto v = get(kJsonOutput)) {
     o.json_output = std::string(*v);
@@ -190,6 +200,7 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   if (o.max_experiments != d.max_experiments) add(kExperiments, std::to_string(o.max_experiments));
   if (o.min_delta != d.min_delta) add(kMinDelta, std::to_string(o.min_delta));
   if (o.seed != d.seed) add(kSeed, std::to_string(o.seed));
+  if (o.time_weighted != d.time_weighted) add(kRegionWeight, o.time_weighted ? "time" : "uniform");
   add(kOutput, o.output);  // always: the tool must know where to look
   add(kJsonOutput, o.json_output);
   return env;
@@ -199,11 +210,11 @@ std::string options_json(const Options& o) {
   return fmt::format(
       "{{\"progress\":{},\"progress_handlers\":{},\"region_filter\":{},\"fixed_region\":{},\"fixed_speedup\":{},"
       "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
-      "\"min_delta\":{},\"output\":{},\"json_output\":{}}}",
+      "\"min_delta\":{},\"region_weight\":\"{}\",\"output\":{},\"json_output\":{}}}",
       json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
       json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
       o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
-      o.min_delta, json_quote(o.output), json_quote(o.json_output));
+      o.min_delta, o.time_weighted ? "time" : "uniform", json_quote(o.output), json_quote(o.json_output));
 }
 
 // ---- the sweep ----------------------------------------------------------------
@@ -266,7 +277,7 @@ class Sweep {
     // Step 1.
     set_completion_handlers(o_.progress_handlers);
     g_sweep_active.store(true, std::memory_order_relaxed);
-    for (const auto& r : region_snapshot()) last_visits_[r.id] = r.visits;
+    for (const auto& r : region_snapshot()) last_[r.id] = {r.visits, r.cycles};
     for (ProgressPoint* p : progress_points()) start_counts_[p] = p->visits() + p->departures();
     std::string reason = "stopped";
     if (sleep_until(s_, steady::now() + o_.cooldown)) reason = loop();
@@ -377,13 +388,19 @@ class Sweep {
   uint32_t pick_region() {
     const std::vector<RegionStats> regions = region_snapshot();
     std::vector<uint32_t> ran;
+    std::vector<double> weight;  // exclusive cycles since the previous pick (at least 1)
     for (const auto& r : regions) {
-      uint64_t& last = last_visits_[r.id];
-      if (r.visits > last && (o_.region_filter.empty() || matches_any(r.name, o_.region_filter))) ran.push_back(r.id);
-      last = r.visits;
+      auto& [visits, cycles] = last_[r.id];
+      if (r.visits > visits && (o_.region_filter.empty() || matches_any(r.name, o_.region_filter))) {
+        ran.push_back(r.id);
+        weight.push_back(static_cast<double>(std::max<uint64_t>(r.cycles - std::min(cycles, r.cycles), 1)));
+      }
+      visits = r.visits;
+      cycles = r.cycles;
     }
     if (!o_.fixed_region.empty()) return resolve_fixed(regions);
     if (ran.empty()) return kNoRegion;
+    if (o_.time_weighted) return ran[std::discrete_distribution<size_t>(weight.begin(), weight.end())(rng_)];
     return ran[std::uniform_int_distribution<size_t>(0, ran.size() - 1)(rng_)];
   }
 
@@ -550,7 +567,8 @@ class Sweep {
   steady::time_point t_start_{};
   std::chrono::milliseconds window_{};
   std::chrono::milliseconds max_window_{};
-  std::unordered_map<uint32_t, uint64_t> last_visits_;  // region id -> visits at the previous pick
+  // region id -> (visits, exclusive cycles) at the previous pick
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> last_;
   std::unordered_map<ProgressPoint*, uint64_t> start_counts_;  // point -> visits + departures at sweep start
   uint32_t fixed_id_ = kNoRegion;
   std::vector<std::string> fixed_ambiguous_;

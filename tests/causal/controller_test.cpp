@@ -146,7 +146,8 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
                                             "COACT_CAUSAL_EXPERIMENT_MS=100", "COACT_CAUSAL_MAX_EXPERIMENT_MS=900",
                                             "COACT_CAUSAL_COOLDOWN_MS=0", "COACT_CAUSAL_DURATION_S=60",
                                             "COACT_CAUSAL_EXPERIMENTS=40", "COACT_CAUSAL_MIN_DELTA=9",
-                                            "COACT_CAUSAL_OUTPUT=out/x.coz", "COACT_CAUSAL_SEED=7"})
+                                            "COACT_CAUSAL_OUTPUT=out/x.coz", "COACT_CAUSAL_SEED=7",
+                                            "COACT_CAUSAL_REGION_WEIGHT=uniform"})
                                           .data());
   REQUIRE(o);
   CHECK(o->progress == std::vector<std::string>{"a", "b"});
@@ -163,6 +164,7 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
   CHECK(o->output == "out/x.coz");
   CHECK(o->json_output == "out/x.jsonl");  // derived
   CHECK(o->seed == 7u);
+  CHECK_FALSE(o->time_weighted);
 
   // to_env round-trips.
   std::vector<std::string> kv;
@@ -173,6 +175,9 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
   CHECK(back->fixed_speedup_pct == o->fixed_speedup_pct);
   CHECK(back->experiment == o->experiment);
   CHECK(back->json_output == o->json_output);
+  CHECK(back->time_weighted == o->time_weighted);
+  CHECK(json::parse(ca::options_json(*o))["region_weight"] == "uniform");
+  CHECK(ca::options_from_env(envp({"COACT_CAUSAL=1"}).data())->time_weighted);  // the default: as Coz
   CHECK(json::parse(ca::options_json(*o))["fixed_speedup"].get<double>() == Approx(0.35));
 }
 
@@ -188,6 +193,8 @@ TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][co
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_MS=100", "COACT_CAUSAL_MAX_EXPERIMENT_MS=50"})
             .find("COACT_CAUSAL_MAX_EXPERIMENT_MS") != std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_OUTPUT=", "COACT_CAUSAL_JSON_OUTPUT="}).find("COACT_CAUSAL_OUTPUT") !=
+        std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_REGION_WEIGHT=random"}).find("time or uniform") !=
         std::string::npos);
   const std::string typo = error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_LEN=5"});
   CHECK(typo.find("COACT_CAUSAL_EXPERIMENT_LEN") != std::string::npos);
@@ -274,6 +281,57 @@ TEST_CASE("controller: fixed region and speedup record experiments with s·Δ de
   CHECK(std::count_if(coz.begin(), coz.end(), [](const std::string& l) { return l.rfind("runtime\ttime=", 0) == 0; }) ==
         1);
   ca::credit_resume();
+}
+
+namespace {
+// Runs a sweep over two scopes, one running 9x longer than the other, and
+// returns how many experiments picked the heavy one out of `n`.
+int heavy_picks(bool time_weighted, int n) {
+  TempDir dir;
+  Workload w([] {
+    {
+      COACT_SCOPE("controller-test/heavy");
+      spin_for(180us);
+    }
+    {
+      COACT_SCOPE("controller-test/light");
+      spin_for(20us);
+    }
+    COACT_PROGRESS("controller-test/weighted");
+  });
+  auto o = quick_options(dir);
+  o.experiment = 5ms;
+  o.max_experiment = 5ms;
+  o.cooldown = 1ms;
+  o.region_filter = {"controller-test/heavy", "controller-test/light"};
+  o.progress = {"controller-test/weighted"};
+  o.fixed_speedup_pct = 0;  // no delay: only the draw is under test
+  o.max_experiments = static_cast<uint64_t>(n);
+  o.time_weighted = time_weighted;
+  ca::Controller::start(o);
+  REQUIRE(ca::Controller::wait(60s));
+  (void)ca::Controller::stop();
+  int heavy = 0, total = 0;
+  for (const auto& e : records(dir.path / "profile.jsonl", "experiment")) {
+    ++total;
+    heavy += e["region"] == "controller-test/heavy" ? 1 : 0;
+  }
+  REQUIRE(total == n);
+  return heavy;
+}
+}  // namespace
+
+TEST_CASE("controller: regions are drawn in proportion to their running time, or uniformly", "[causal][controller]") {
+  // 90% / 10% of the running time. Time-weighted: heavy ~ Binomial(200, 0.9),
+  // mean 180, sd 4.2; uniform: Binomial(200, 0.5), mean 100, sd 7.1. The
+  // bounds are > 5 sd from the other mode's mean and > 4 sd from their own.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(120, "weighted region draw");
+  const int weighted = heavy_picks(true, 200);
+  CHECK(weighted >= 160);
+  const int uniform = heavy_picks(false, 200);
+  CHECK(uniform >= 70);
+  CHECK(uniform <= 130);
 }
 
 TEST_CASE("controller: a handler named as progress point counts its completions", "[causal][controller]") {

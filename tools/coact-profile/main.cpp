@@ -776,6 +776,7 @@ int validate(ValidateArgs& a) {
     ca::Options o;
     o.progress = {progress};
     o.region_filter = filter;
+    o.time_weighted = false;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
     o.output = out_dir + "/" + name + ".coz";
     o.json_output = out_dir + "/" + name + ".jsonl";
     if (!a.reanalyze) {
@@ -1122,6 +1123,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}));
   run_cmd->add_option("--seed", o.seed, "Seed of the region and speedup draws (0: from the clock)");
+  std::string region_weight = "time";
+  run_cmd
+      ->add_option("--region-weight", region_weight,
+                   "How a region is drawn among those that ran: time (proportional to running time, as Coz) or "
+                   "uniform")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"time", "uniform"}));
   run_cmd->add_option("-o,--output", o.output, "profile.coz path (appended)")->capture_default_str();
   run_cmd->add_option("--json-output", o.json_output, "JSON-lines path (appended; default: OUTPUT with .jsonl)");
   run_cmd->add_flag("-q,--quiet", a.quiet, "No progress line on stderr");
@@ -1192,6 +1200,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (fs->count() > 0) o.fixed_speedup_pct = fixed_speedup;
+  o.time_weighted = region_weight == "time";
   o.experiment = std::chrono::milliseconds(experiment_ms);
   o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
   o.cooldown = std::chrono::milliseconds(cooldown_ms);
