@@ -115,8 +115,10 @@ Source: ``viewer/ts/profile.ts`` (compiled to ``viewer/js/profile.js``),
 Fit and confidence band
 =======================
 The curve is a weighted least-squares polynomial *through the origin*,
-``y = c1*s + c2*s^2 + ... + cd*s^d`` (``--degree``, default 2; lowered to the
-number of distinct non-zero speedups if there are fewer), fitted to the
+``y = c1*s + c2*s^2 + ... + cd*s^d`` (``--degree``, default 2; lowered so
+that there are at least two distinct non-zero speedups per coefficient: a
+quadratic through two levels bends freely between them, e.g. an archiver
+region measured only at 80% and 90% dipped to -65% at 45%), fitted to the
 per-experiment program speedups ``(baseline - value_i) / baseline`` of all
 non-zero-speedup experiments, weighted by each experiment's duration. It goes
 through the origin because program speedup is 0 at speedup 0 by definition of
@@ -581,7 +583,7 @@ def _curve(region: str, point: str, kind: str, exps: List[Experiment],
     ws = ws / ws.mean()
     ys = (baseline - vs) / baseline
     distinct = np.unique(xs)
-    deg = max(1, min(degree, len(distinct)))
+    deg = max(1, min(degree, int(np.count_nonzero(distinct)) // 2))
     coef = _wls(_basis(xs, deg), ys, ws)
     slope = float(np.sum(ws * xs * ys) / np.sum(ws * xs * xs))
     fit = _basis(grid, deg) @ coef

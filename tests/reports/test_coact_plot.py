@@ -241,6 +241,24 @@ class ProgramSpeedupTest(unittest.TestCase):
         self.assertGreater(hi, 0.5)
         self.assertAlmostEqual(curve_of(self.results, A, LAT).slope, 0.4, places=9)
 
+    def test_few_speedup_levels_fit_a_line_not_a_parabola(self):
+        # Two non-zero levels (0.8, 0.9) on a flat truth with noise: a
+        # quadratic through them dipped far below both (the archiver's Index
+        # panel went to -65% at 45%); the fit must be a line (degree 1).
+        lines = ["startup\ttime=1"]
+        for sp, delta in ((0.0, 1000), (0.0, 1000), (0.8, 950), (0.9, 1010)):
+            lines += [f"experiment\tselected=d.c:1\tspeedup={sp:.2f}\tduration=1000000\tselected-samples=1",
+                      f"throughput-point\tname=p\tdelta={delta}"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "few.coz")
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            res = cp.analyze(cp.load_profiles([path]), min_points=3, n_boot=50)
+        c = curve_of(res, "d.c:1", "p")
+        self.assertEqual(c.degree, 1)
+        self.assertGreater(float(c.fit.min()), -0.1)
+        self.assertEqual(curve_of(self.results, A, TP).degree, 2)   # four levels: the quadratic stays
+
     def test_band_brackets_fit(self):
         c = curve_of(self.results, A, TP)
         lo, hi = c.band
