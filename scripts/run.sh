@@ -5,13 +5,13 @@
 # profile.jsonl) and a plot of the speedup curves, and prints the regions
 # ranked by the program speedup they would give.
 #
-# Usage: scripts/run.sh [DIR] [--seconds S (sweep length, default 100)] [--out OUTDIR]
+# Usage: scripts/run.sh [DIR] [--seconds S (sweep length, default 75)] [--out OUTDIR]
 # The peer comparison (coact vs CAF) is `scripts/bench.sh peers`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 DIR=/usr/share/doc
-SECS=100
+SECS=75
 OUT=$ROOT/build/profile
 while [ $# -gt 0 ]; do
   case "$1" in
