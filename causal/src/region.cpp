@@ -23,10 +23,9 @@
 //     kMaxLiveSlots threads; later ones fall back to delay at segment end).
 //     The slot names the region of the thread's innermost running frame and
 //     `from`, the TSC from which that segment's virtual speedup is not yet in
-//     G. Opening a segment of the selected region with s > 0 (push, or the
-//     frame below resuming at a pop) sets region and from = now; closing it
-//     (a push above it, or its pop) clears the region. Segments of other
-//     regions leave the slot closed (open_segment says why that is exact).
+//     G. Opening a segment (push, or the frame below resuming at a pop) sets
+//     region and from = now; closing it (a push above it, or its pop) clears
+//     the region.
 //  5. materialize_live(), called by every pay point (hooks.cpp) before it
 //     reads its debt and by end_experiment: for each other thread's slot
 //     running the selected region with s > 0, G += s·(now − max(from,
@@ -283,14 +282,6 @@ LiveSlot* live_slot(ThreadRegions& t) noexcept {
 // Opens the running segment of `region` on this thread at `now` (step 4).
 void open_segment(ThreadRegions& t, uint32_t region, uint64_t now) noexcept {
   if (region == kNoRegion) return;
-  // Only a segment of the selected region (s > 0) is published: payers claim
-  // no other. For any other region the slot stays closed (no stores to a line
-  // that payers scan; measured below), and if an experiment selects the region
-  // while this segment runs, its owner adds the whole part since the
-  // experiment's start at close (accrued() clamps to it): the same delay,
-  // only not live for that one straddling segment.
-  const uint64_t sel = g_selection.load(std::memory_order_acquire);
-  if (sel_region(sel) != region || sel_pct(sel) == 0) return;
   if (LiveSlot* s = live_slot(t)) {
     s->from.store(now, std::memory_order_relaxed);
     s->published.store(0, std::memory_order_relaxed);
@@ -323,7 +314,7 @@ void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_start, uint64
         from = std::max(from, s.from.load(std::memory_order_relaxed));
         published = s.published.load(std::memory_order_relaxed);
       }
-      if (st != kNoRegion) s.state.store(kNoRegion, std::memory_order_relaxed);
+      s.state.store(kNoRegion, std::memory_order_relaxed);
       st = kNoRegion;
     }
     for (;;) {
