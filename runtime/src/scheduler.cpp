@@ -506,6 +506,10 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   if (c->has_names.load(std::memory_order_acquire)) names_.unbind_all(c);
   stopped_.fetch_add(1, std::memory_order_relaxed);
   if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The last actor: this wakes run()'s caller, which is credited on
+    // waking, so pay first (the stopping handler skipped its batch's
+    // between-dispatch pay point).
+    if (w != nullptr) causal::on_pay_point();
     std::lock_guard lk(done_mu_);
     done_cv_.notify_all();
   }
@@ -678,14 +682,20 @@ void Scheduler::abort_spawn(ActorCell* c) noexcept {
   c->release();
 }
 
-void Scheduler::wait_until_done() {
+bool Scheduler::wait_until_done() {
   std::unique_lock lk(done_mu_);
-  done_cv_.wait(lk, [&] {
+  auto done = [&] {
     return live_.load(std::memory_order_acquire) == 0 || stop_requested_.load(std::memory_order_acquire);
-  });
+  };
+  if (done()) return false;
+  done_cv_.wait(lk, done);
+  return true;
 }
 
 void Scheduler::request_stop() noexcept {
+  // From a handler: this wakes run()'s caller, which is credited on waking
+  // (causal resume), so the waker pays first, as before any other wake.
+  if (Worker* w = t_worker; w != nullptr && w->sched == this) causal::on_pay_point();
   stop_requested_.store(true, std::memory_order_release);
   std::lock_guard lk(done_mu_);
   done_cv_.notify_all();

@@ -466,5 +466,13 @@ TEST_CASE("run() credits its caller: a driver looping over runs does not pay the
   rt.spawn<Injector>(0ms).send(Injector::Go{});
   CHECK(since_us(t0) < 150000);
   rt.run();
+  // A run() that does not block (nothing live) credits nothing: its caller
+  // was running, not waiting, and still owes what it owed.
+  coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(50ms));
+  const uint64_t owed = coact::causal::debt_cycles();
+  CHECK(owed > 0u);
+  rt.run();
+  CHECK(coact::causal::debt_cycles() == owed);
+  coact::causal::credit_resume();
   coact::causal::g_sweep_active.store(false);
 }

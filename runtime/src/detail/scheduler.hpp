@@ -87,7 +87,9 @@ class Scheduler {
   void register_spawn(ActorCell* c);
   void finish_spawn(ActorCell* c);
   void abort_spawn(ActorCell* c) noexcept;
-  void wait_until_done();
+  /// Blocks until no actor is live or a stop was requested. Returns whether
+  /// the caller actually blocked (false: the condition held on entry).
+  bool wait_until_done();
   void request_stop() noexcept;
   bool stop_requested() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
 
