@@ -437,7 +437,10 @@ struct Injector : coact::Actor<Injector> {
   explicit Injector(std::chrono::milliseconds d) : delay(d) {}
   struct Go {};
   void on(Go) {
-    // Delay injected while the caller of run() is blocked in it.
+    // Delay injected while the caller of run() is blocked in it: give it time
+    // to get there (a caller that is still running when the delay appears
+    // owes it, and run() then credits nothing if nothing is left to wait for).
+    std::this_thread::sleep_for(50ms);
     coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(delay));
     stop();
   }
