@@ -748,6 +748,18 @@ int validate(ValidateArgs& a) {
   }
   const std::string progress = list.is_object() ? list.value("progress", "known_answer.iteration") : "";
   const int chunks = std::max(1, a.chunks);
+  if (list.is_object()) {  // -w NAME must name a workload (else the run would silently skip it)
+    std::vector<std::string> names;
+    for (const auto& w : list["workloads"]) names.push_back(w.value("name", ""));
+    for (const auto& want : a.workloads) {
+      if (std::find(names.begin(), names.end(), want) != names.end()) continue;
+      std::string valid;
+      for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+      std::fprintf(stderr, "coact-profile: validate --workload '%s': no such known-answer workload (expected one of: %s)\n",
+                   want.c_str(), valid.c_str());
+      return 2;
+    }
+  }
 
   // Steps 2-4 per workload.
   for (const auto& w : list.is_object() ? list["workloads"] : json::array()) {
