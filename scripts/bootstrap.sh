@@ -18,6 +18,7 @@ PACKAGES=(
   libcaf-dev             # peer runtime for the benchmarks (CAF 0.17)
   python3-matplotlib python3-numpy python3-scipy  # reports/ (run as /usr/bin/python3)
   coz-profiler           # the reference causal profiler, for side-by-side validation
+  cargo librust-tokio-dev  # peer runtime for the benchmarks (tokio 1.24, built offline by Debian's cargo)
 )
 
 missing=()
