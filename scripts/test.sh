@@ -3,12 +3,18 @@
 # machine it installs what it needs, builds with warnings as errors, runs every
 # test (unit + stress), checks find_package(coact) from a separate consumer
 # project, then builds the stress tests under ThreadSanitizer and runs them.
-# Usage: scripts/test.sh [--no-tsan]
+# Usage: scripts/test.sh [--no-tsan]   (JOBS=N sets the build parallelism)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 TSAN=1
-[ "${1:-}" = "--no-tsan" ] && TSAN=0
+for arg in "$@"; do
+  case $arg in
+    --no-tsan) TSAN=0 ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown argument '$arg' (expected --no-tsan or --help)" >&2; exit 2 ;;
+  esac
+done
 
 step() { printf '\n== %s ==\n' "$*" >&2; }
 
@@ -28,6 +34,9 @@ cmake --install build/ci >/dev/null
 cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/ci/install" >/dev/null
 cmake --build build/consumer -j"$JOBS" >/dev/null
 ./build/consumer/consumer
+# The installed report tool plots from outside the source tree.
+(cd build/consumer && "$OLDPWD/build/ci/install/bin/coact-plot" profile \
+  "$OLDPWD/tests/reports/fixtures/toy.coz" -o installed-plot.png >/dev/null)
 
 if [ "$TSAN" = 1 ]; then
   step "ThreadSanitizer: stress + unit tests (COACT_SANITIZE=thread)"

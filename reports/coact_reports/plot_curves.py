@@ -1,0 +1,84 @@
+"""Speedup-curve panels of analysed regions."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from .estimate import RegionResult
+from .plotting import _check_output, _ellipsize, _figure, _save
+
+def plot_profile(results: Sequence[RegionResult], output: str,
+                 title: Optional[str] = None, columns: int = 3) -> None:
+    """One panel per region (in the given order): pooled points (size grows
+    with the number of experiments), faint per-experiment points, the fitted
+    curve (dashed where extrapolated) and its 95% band; one colour per
+    progress point. All panels share the y scale, as in Coz's viewer."""
+    from matplotlib.ticker import PercentFormatter
+    if not results:
+        raise ValueError("nothing to plot")
+    _check_output(output)
+    n = len(results)
+    ncols = max(1, min(columns, n))
+    nrows = math.ceil(n / ncols)
+    fig = _figure(4.3 * ncols, 3.2 * nrows + 1.1)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    all_points = sorted({c.point for r in results for c in r.curves})
+    colours = {p: f"C{i % 10}" for i, p in enumerate(all_points)}
+    handles = {}
+    ylo, yhi = 0.0, 0.0
+    for idx, r in enumerate(results):
+        ax = axes[idx // ncols][idx % ncols]
+        ax.axhline(0, color="0.6", lw=0.8, zorder=0)
+        for c in r.curves:
+            col = colours[c.point]
+            if c.band is not None:
+                ax.fill_between(c.grid * 100, c.band[0] * 100, c.band[1] * 100,
+                                color=col, alpha=0.18, lw=0)
+            inside = c.grid <= c.max_speedup + 1e-9
+            line, = ax.plot(c.grid[inside] * 100, c.fit[inside] * 100, color=col, lw=1.6)
+            if (~inside).any():
+                ax.plot(c.grid[~inside] * 100, c.fit[~inside] * 100, color=col,
+                        lw=1.2, ls="--")
+            ax.scatter(c.exp_speedup * 100, c.exp_program_speedup * 100, s=6,
+                       color=col, alpha=0.3, lw=0)
+            ms = c.measurements
+            ax.scatter([m.speedup * 100 for m in ms],
+                       [m.program_speedup * 100 for m in ms],
+                       s=[14 + 10 * math.sqrt(m.experiments) for m in ms],
+                       color=col, edgecolor="black", lw=0.5, zorder=3, clip_on=False)
+            handles.setdefault(c.point + (" (latency)" if c.kind == "latency" else ""), line)
+            vals = [m.program_speedup for m in ms] + list(c.fit)
+            if c.band is not None:
+                vals += list(c.band[0][inside]) + list(c.band[1][inside])
+            finite = [v for v in vals if math.isfinite(v)]
+            ylo, yhi = min([ylo] + finite), max([yhi] + finite)
+        best = max(r.curves, key=lambda c: c.slope)
+        ax.set_title(f"{idx + 1}. {_ellipsize(r.region)}\nslope {best.slope:+.2f}",
+                     fontsize=9)
+        ax.grid(True, color="0.92")
+        ax.set_xlim(0, 100)
+        ax.xaxis.set_major_formatter(PercentFormatter(decimals=0))
+        ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
+    pad = max(0.02, 0.05 * (yhi - ylo))
+    axes[0][0].set_ylim((ylo - pad) * 100, (yhi + pad) * 100)
+    for j in range(n, nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("program speedup")
+    for ax in axes[-1]:
+        ax.set_xlabel("region speedup (virtual)")
+    for j in range(max(0, n - ncols), n):      # bottom visible panel of each column
+        axes[j // ncols][j % ncols].xaxis.set_tick_params(labelbottom=True)
+        axes[j // ncols][j % ncols].set_xlabel("region speedup (virtual)")
+    height = fig.get_figheight()
+    fig.suptitle(title or "Causal profile: speedup curves", fontsize=11,
+                 y=1 - 0.08 / height, va="top")
+    fig.legend(list(handles.values()), list(handles.keys()), loc="upper center",
+               bbox_to_anchor=(0.5, 1 - 0.36 / height), ncol=min(4, len(handles)),
+               fontsize=8, frameon=False)
+    fig.text(0.5, 0.06 / height, "dots: pooled experiments per speedup (size ~ count), "
+             "faint: single experiments; line: fit (dashed: extrapolated); "
+             "band: 95% bootstrap", ha="center", va="bottom", fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.25 / height, 1, 1 - 0.6 / height))
+    _save(fig, output)

@@ -1,0 +1,354 @@
+"""Reading causal profiles: Coz ``profile.coz`` (text or JSON lines) and
+coact's ``profile.jsonl``, mixed per line and pooled over files.
+
+Input formats
+=============
+
+Coz ``profile.coz`` (text)
+--------------------------
+One record per line, fields separated by tabs; the first field is the record
+type, the others are ``key=value`` (split at the first ``=``). Verified against
+Coz's source (plasma-umass/coz):
+
+  ``libcoz/profiler.cpp`` (``profiler_thread`` and ``log_samples``)::
+
+      startup    time=<ns>
+      experiment selected=<file>:<line> speedup=<0.00..1.00> duration=<ns>
+                 selected-samples=<n>
+      runtime    time=<ns>
+      samples    location=<file>:<line> count=<n>
+
+  ``libcoz/progress_point.h`` (``saved::log``)::
+
+      throughput-point name=<name> delta=<n>
+      latency-point    name=<name> arrivals=<n> departures=<n> difference=<n>
+
+  Older Coz wrote ``progress-point name=<name> type=<t> delta=<n>``; the viewer
+  treats it as a throughput point and so does this tool.
+
+The output stream is ``ios::fixed`` with ``precision(2)``, so ``speedup`` is
+written as ``0.00`` .. ``1.00`` (``SpeedupDivisions = 20`` in
+``libcoz/profiler.h``: 5% steps). ``duration`` is the experiment's wall time
+minus the delay inserted during it, in nanoseconds. Each progress-point record
+belongs to the nearest ``experiment`` record above it. Coz opens the file in
+append mode, so one file may hold several runs, each beginning with
+``startup``. Newer Coz also writes the same records as JSON lines
+(``{"type":"experiment","selected":..,"speedup":..,"duration":..}``,
+``throughput_point`` / ``latency_point``); those are accepted too, since the
+viewer (``viewer/ts/profile.ts``, ``parseLine``) decides text vs JSON per line
+by a leading ``{``, and so does this tool.
+
+coact JSON lines
+----------------
+One JSON object per line, each with a string ``type``. Experiments::
+
+    {"type":"experiment","region":"Parser::Line","speedup":0.25,
+     "duration_ns":120000000,"effective_ns":100000000,
+     "progress":{"lines":1000, "req":{"arrivals":9,"departures":9,"difference":2}}}
+
+``effective_ns`` (wall time minus injected delay, the quantity Coz calls
+``duration``) is used when present, else ``duration_ns``. A ``progress`` value
+that is a number is a throughput count; an object with ``arrivals``,
+``departures`` and ``difference`` is a latency point. Extra fields anywhere are
+ignored; records of other types are ignored.
+
+Robustness rules (both formats)
+-------------------------------
+* A last line with no terminating newline that does not parse (a run killed
+  mid-write) is skipped with a ``ProfileWarning``. (A cut inside the last
+  number of a text record cannot be detected; such a line is kept.)
+* Unknown record types are ignored.
+* Any other line that does not parse, or lacks a required field, or has a
+  non-numeric / negative number, raises ``ProfileError`` naming file and line.
+* No experiments at all, or experiments without any progress-point data,
+  raise ``ProfileError`` (the CLI exits 1 and draws nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["ProfileError", "TrialsError", "ProfileWarning", "Throughput", "Latency",
+           "Experiment", "Profile", "parse_profile", "load_profiles"]
+
+
+class ProfileError(Exception):
+    """A profile cannot be used. ``str()`` is ``path:line: message`` when a
+    line is at fault, else ``path: message``."""
+
+    def __init__(self, message: str, path: Optional[str] = None,
+                 lineno: Optional[int] = None):
+        self.path, self.lineno, self.message = path, lineno, message
+        where = ""
+        if path is not None:
+            where = f"{path}:{lineno}: " if lineno is not None else f"{path}: "
+        super().__init__(where + message)
+
+
+class TrialsError(ProfileError):
+    """A perf-compare trials file cannot be used (same message format)."""
+
+
+class ProfileWarning(UserWarning):
+    """Something was skipped but the rest of the input is usable."""
+
+
+@dataclass(frozen=True)
+class Throughput:
+    delta: float
+
+
+@dataclass(frozen=True)
+class Latency:
+    arrivals: float
+    departures: float
+    difference: float
+
+
+@dataclass
+class Experiment:
+    region: str
+    speedup: float               # 0..1
+    duration_ns: float           # effective: wall time minus injected delay
+    points: Dict[str, object] = field(default_factory=dict)  # name -> Throughput|Latency
+    source: str = ""             # "path:line" of the experiment record
+
+
+@dataclass
+class Profile:
+    experiments: List[Experiment]
+    paths: List[str]
+
+    def progress_points(self) -> List[str]:
+        return sorted({n for e in self.experiments for n in e.points})
+
+
+_RECORD_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_IGNORED_TYPES = {"startup", "shutdown", "runtime", "samples"}
+_THROUGHPUT_TYPES = {"throughput-point", "throughput_point", "progress-point"}
+_LATENCY_TYPES = {"latency-point", "latency_point"}
+
+
+def _number(value, what: str, path: str, lineno: int, *, lo: float = 0.0,
+            hi: float = math.inf) -> float:
+    """Parse a finite number in [lo, hi]; ProfileError otherwise."""
+    if isinstance(value, bool):
+        raise ProfileError(f"{what} must be a number, got {value!r}", path, lineno)
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif isinstance(value, str):
+        try:
+            x = float(value)
+        except ValueError:
+            raise ProfileError(f"{what} must be a number, got {value!r}",
+                               path, lineno) from None
+    else:
+        raise ProfileError(f"{what} must be a number, got {value!r}", path, lineno)
+    if not math.isfinite(x) or x < lo or x > hi:
+        rng = f"[{lo:g}, {hi:g}]" if math.isfinite(hi) else f">= {lo:g}"
+        raise ProfileError(f"{what} must be a finite number {rng}, got {value!r}",
+                           path, lineno)
+    return x
+
+
+def _require(fields: dict, key: str, rtype: str, path: str, lineno: int):
+    if key not in fields:
+        raise ProfileError(f"{rtype} record lacks field '{key}'", path, lineno)
+    return fields[key]
+
+
+def _parse_text_line(line: str, path: str, lineno: int) -> Tuple[str, dict]:
+    parts = line.split("\t")
+    rtype = parts[0].strip()
+    if not _RECORD_TYPE.match(rtype):
+        raise ProfileError(f"not a profile record: {line[:60]!r}", path, lineno)
+    fields = {}
+    for part in parts[1:]:
+        if part == "":
+            continue
+        key, eq, value = part.partition("=")
+        if not eq or not key:
+            if rtype in _IGNORED_TYPES or not _is_known(rtype):
+                continue            # viewer skips such fields; only known records are strict
+            raise ProfileError(f"field {part[:40]!r} of {rtype} record is not key=value",
+                               path, lineno)
+        fields[key] = value
+    return rtype, fields
+
+
+def _is_known(rtype: str) -> bool:
+    return (rtype == "experiment" or rtype in _THROUGHPUT_TYPES
+            or rtype in _LATENCY_TYPES)
+
+
+def _point_from_fields(rtype: str, fields: dict, path: str, lineno: int):
+    name = _require(fields, "name", rtype, path, lineno)
+    if not isinstance(name, str) or name == "":
+        raise ProfileError(f"{rtype} record has an empty or non-string name", path, lineno)
+    if rtype in _THROUGHPUT_TYPES:
+        return name, Throughput(_number(_require(fields, "delta", rtype, path, lineno),
+                                        "delta", path, lineno))
+    vals = [_number(_require(fields, k, rtype, path, lineno), k, path, lineno)
+            for k in ("arrivals", "departures", "difference")]
+    return name, Latency(*vals)
+
+
+def _experiment_from_fields(fields: dict, path: str, lineno: int, *,
+                            coact: bool) -> Experiment:
+    region_key = "region" if coact else "selected"
+    region = _require(fields, region_key, "experiment", path, lineno)
+    if not isinstance(region, str) or region == "":
+        raise ProfileError(f"experiment field '{region_key}' must be a non-empty string",
+                           path, lineno)
+    speedup = _number(_require(fields, "speedup", "experiment", path, lineno),
+                      "speedup", path, lineno, hi=1.0)
+    if coact:
+        if "effective_ns" in fields:
+            dur = _number(fields["effective_ns"], "effective_ns", path, lineno)
+        elif "duration_ns" in fields:
+            dur = _number(fields["duration_ns"], "duration_ns", path, lineno)
+        else:
+            raise ProfileError("experiment record lacks field 'effective_ns' "
+                               "(or 'duration_ns')", path, lineno)
+    else:
+        dur = _number(_require(fields, "duration", "experiment", path, lineno),
+                      "duration", path, lineno)
+    return Experiment(region, speedup, dur, {}, f"{path}:{lineno}")
+
+
+def _coact_points(exp: Experiment, progress, path: str, lineno: int) -> None:
+    if not isinstance(progress, dict):
+        raise ProfileError("experiment field 'progress' must be an object "
+                           "{name: count | {arrivals, departures, difference}}",
+                           path, lineno)
+    for name, value in progress.items():
+        if isinstance(value, dict):
+            vals = []
+            for k in ("arrivals", "departures", "difference"):
+                if k not in value:
+                    raise ProfileError(f"latency progress '{name}' lacks field '{k}'",
+                                       path, lineno)
+                vals.append(_number(value[k], f"progress '{name}' {k}", path, lineno))
+            exp.points[name] = Latency(*vals)
+        else:
+            exp.points[name] = Throughput(
+                _number(value, f"progress '{name}'", path, lineno))
+
+
+def parse_profile(path: str) -> List[Experiment]:
+    """Parse one profile file (Coz text, Coz JSON or coact JSON lines, mixed
+    per line). Returns experiments in file order, each with its progress
+    points. Raises ProfileError on a malformed line or an unreadable file;
+    warns (ProfileWarning) and skips an unterminated, unparseable last line.
+    Does not check emptiness: see load_profiles."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ProfileError(f"cannot read: {e.strerror}", path) from None
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    terminated = text.endswith("\n")
+    if terminated:
+        lines.pop()                       # the empty string after the final '\n'
+    experiments: List[Experiment] = []
+    current: Optional[Experiment] = None
+    current_line = 0
+    last = len(lines)
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\r")
+        if line.strip() == "":
+            continue
+        try:
+            if line.lstrip().startswith("{"):
+                current, current_line = _handle_json(line, path, lineno, experiments,
+                                                     current, current_line)
+            else:
+                current, current_line = _handle_text(line, path, lineno, experiments,
+                                                     current, current_line)
+        except ProfileError as e:
+            if lineno == last and not terminated:
+                warnings.warn(f"{path}:{lineno}: last line is truncated (no newline "
+                              f"and does not parse: {e.message}); skipped",
+                              ProfileWarning, stacklevel=2)
+                break
+            raise
+    return experiments
+
+
+def _attach(current: Optional[Experiment], current_line: int, name: str, point,
+            rtype: str, path: str, lineno: int) -> None:
+    if current is None:
+        raise ProfileError(f"{rtype} record before any experiment record", path, lineno)
+    if name in current.points:
+        raise ProfileError(f"progress point {name!r} appears twice for the experiment "
+                           f"at line {current_line}", path, lineno)
+    current.points[name] = point
+
+
+def _handle_text(line, path, lineno, experiments, current, current_line):
+    rtype, fields = _parse_text_line(line, path, lineno)
+    if rtype == "experiment":
+        exp = _experiment_from_fields(fields, path, lineno, coact=False)
+        experiments.append(exp)
+        return exp, lineno
+    if rtype in _THROUGHPUT_TYPES or rtype in _LATENCY_TYPES:
+        name, point = _point_from_fields(rtype, fields, path, lineno)
+        _attach(current, current_line, name, point, rtype, path, lineno)
+        return current, current_line
+    if rtype == "startup":
+        return None, 0                    # a new run appended to the same file
+    return current, current_line          # runtime, samples, shutdown, unknown
+
+
+def _handle_json(line, path, lineno, experiments, current, current_line):
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ProfileError(f"invalid JSON ({e.msg} at column {e.colno})",
+                           path, lineno) from None
+    if not isinstance(obj, dict):
+        raise ProfileError("JSON record is not an object", path, lineno)
+    rtype = obj.get("type")
+    if not isinstance(rtype, str) or not rtype:
+        raise ProfileError("JSON record lacks a string field 'type'", path, lineno)
+    if rtype == "experiment":
+        coact = "region" in obj or "selected" not in obj
+        exp = _experiment_from_fields(obj, path, lineno, coact=coact)
+        if coact:
+            _coact_points(exp, _require(obj, "progress", "experiment", path, lineno),
+                          path, lineno)
+        experiments.append(exp)
+        return exp, lineno
+    if rtype in _THROUGHPUT_TYPES or rtype in _LATENCY_TYPES:
+        name, point = _point_from_fields(rtype, obj, path, lineno)
+        _attach(current, current_line, name, point, rtype, path, lineno)
+        return current, current_line
+    if rtype == "startup":
+        return None, 0
+    return current, current_line
+
+
+def load_profiles(paths: Sequence[str]) -> Profile:
+    """Parse and pool several profile files. Raises ProfileError if none of
+    them holds an experiment, or no experiment carries progress-point data."""
+    if not paths:
+        raise ProfileError("no profile files given")
+    exps: List[Experiment] = []
+    for p in paths:
+        exps.extend(parse_profile(p))
+    where = paths[0] if len(paths) == 1 else ", ".join(paths)
+    if not exps:
+        raise ProfileError("profile is empty: it contains no experiment records "
+                           "(did the run reach a progress point, and last long "
+                           "enough for one experiment?)", where)
+    if not any(e.points for e in exps):
+        raise ProfileError(f"profile has {len(exps)} experiment(s) but no "
+                           "progress-point data (no throughput/latency point "
+                           "records or empty 'progress')", where)
+    return Profile(exps, list(paths))

@@ -1,0 +1,76 @@
+"""The ranking table (text and JSON) of analysed regions."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import List, Sequence
+
+from .estimate import PREDICT_AT, RegionResult
+from .profile import Profile
+from .util import clean as _clean, pct as _pct
+
+def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
+    """One dict per (region, progress point), in rank order. Speedups are
+    fractions (0.125 = 12.5%)."""
+    rows = []
+    for rank, r in enumerate(results, start=1):
+        for c in r.curves:
+            rows.append({
+                "rank": rank,
+                "region": c.region,
+                "point": c.point,
+                "kind": c.kind,
+                "experiments": c.experiments,
+                "points": c.points,
+                "degree": c.degree,
+                "baseline_ns": _clean(c.baseline),
+                "slope": _clean(c.slope),
+                "slope_ci": [_clean(c.slope_ci[0]), _clean(c.slope_ci[1])],
+                "predicted": {
+                    f"{s:g}": {"program_speedup": _clean(v), "ci": [_clean(lo), _clean(hi)],
+                               "extrapolated": c.extrapolated(s)}
+                    for s, (v, lo, hi) in c.predicted.items()},
+                "measurements": [
+                    {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
+                     "experiments": m.experiments} for m in c.measurements],
+            })
+    return rows
+
+
+def ranking_json(results: Sequence[RegionResult], profile: Profile, sort: str) -> str:
+    doc = {"files": profile.paths, "sort": sort,
+           "progress_points": sorted({c.point for r in results for c in r.curves}),
+           "regions": ranking_rows(results)}
+    return json.dumps(doc, indent=2)
+
+
+
+def format_ranking(results: Sequence[RegionResult]) -> str:
+    rows = ranking_rows(results)
+    head = ["rank", "region", "progress point", "exps", "pts", "slope", "slope 95% CI"] + \
+        [f"@{int(s * 100)}%" for s in PREDICT_AT]
+    table = [head]
+    for row in rows:
+        ci = row["slope_ci"]
+        ci_s = "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+        preds = []
+        for s in PREDICT_AT:
+            p = row["predicted"][f"{s:g}"]
+            v = p["program_speedup"]
+            preds.append(_pct(v if v is not None else math.nan) +
+                         ("*" if p["extrapolated"] else ""))
+        point = row["point"] + (" (latency)" if row["kind"] == "latency" else "")
+        table.append([str(row["rank"]), row["region"], point, str(row["experiments"]),
+                      str(row["points"]),
+                      "n/a" if row["slope"] is None else f"{row['slope']:+.3f}", ci_s]
+                     + preds)
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    right = {0, 3, 4, 5, 7, 8, 9}
+    out = []
+    for r in table:
+        out.append("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
+                             for i, c in enumerate(r)).rstrip())
+    note = ("program speedup predicted by the fitted curve at 10/25/50% virtual "
+            "speedup; * = beyond the largest measured speedup (extrapolated)")
+    return "\n".join(out) + "\n" + note + "\n"

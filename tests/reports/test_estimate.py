@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""Tests of coact_reports.estimate: the one estimator of "predicted program
+speedup at virtual speedup s" (used by the plots, the ranking table,
+`coact-plot estimate` and coact-profile validate).
+
+Fixture toy.coz, region toy.cpp:27 (see test_coact_plot.py): planted
+throughput period P0 * (1 - 0.5 s), so program speedup = 0.5 s exactly,
+measured at s = 0.25 (1 experiment), 0.50 (2), 0.75 (1), 1.00 (1); the
+latency point is planted at 0.4 s.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REPORTS = os.path.join(ROOT, "reports")
+sys.path.insert(0, REPORTS)
+
+from coact_reports import estimate, profile  # noqa: E402
+
+TOY_COZ = os.path.join(HERE, "fixtures", "toy.coz")
+A = "/home/coz/toy/toy.cpp:27"
+TP = "/home/coz/toy/toy.cpp:42"
+LAT = "request"
+
+
+def analyze_toy(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", profile.ProfileWarning)
+        return estimate.analyze(profile.load_profiles([TOY_COZ]), **kw)
+
+
+def run_module(*args):
+    return subprocess.run([sys.executable, "-m", "coact_reports.estimate", *args],
+                          cwd=REPORTS, capture_output=True, text=True, timeout=60)
+
+
+class PredictTest(unittest.TestCase):
+    def setUp(self):
+        self.results = analyze_toy(seed=3)
+        self.rows = estimate.predictions(self.results, at=[0.33])
+
+    def row(self, region, point):
+        (r,) = [r for r in self.rows if r["region"] == region and r["point"] == point]
+        return r
+
+    def test_planted_linear_curve_recovered_at_every_measured_s(self):
+        r = self.row(A, TP)
+        got = {p["s"]: p for p in r["predictions"]}
+        self.assertEqual(sorted(got), [0.25, 0.33, 0.5, 0.75, 1.0])
+        for s, p in got.items():
+            self.assertAlmostEqual(p["program_speedup"], 0.5 * s, places=6)
+        lat = {p["s"]: p["program_speedup"] for p in self.row(A, LAT)["predictions"]}
+        for s, v in lat.items():
+            self.assertAlmostEqual(v, 0.4 * s, places=6)
+
+    def test_experiment_counts_and_measured_values(self):
+        got = {p["s"]: p for p in self.row(A, TP)["predictions"]}
+        self.assertEqual({s: p["experiments"] for s, p in got.items()},
+                         {0.25: 1, 0.33: 0, 0.5: 2, 0.75: 1, 1.0: 1})
+        self.assertIsNone(got[0.33]["measured"])
+        self.assertAlmostEqual(got[0.5]["measured"], 0.25, places=6)
+        self.assertEqual(self.row(A, TP)["baseline_experiments"], 2)
+
+    def test_ci_brackets_the_prediction(self):
+        for r in self.rows:
+            for p in r["predictions"]:
+                lo, hi = p["ci"]
+                self.assertLessEqual(lo, p["program_speedup"] + 1e-9)
+                self.assertGreaterEqual(hi, p["program_speedup"] - 1e-9)
+
+    def test_rate_gain_is_the_throughput_equivalent(self):
+        p = [p for p in self.row(A, TP)["predictions"] if p["s"] == 1.0][0]
+        self.assertAlmostEqual(p["rate_gain"], 1 / (1 - 0.5) - 1, places=6)
+
+    def test_same_numbers_as_the_ranking_table(self):
+        # One estimator: the ranking's @10/25/50% are Curve.predict at those s.
+        for r in self.results:
+            for c in r.curves:
+                for s, (v, lo, hi) in c.predicted.items():
+                    pv, plo, phi = c.predict(s)
+                    self.assertAlmostEqual(pv, v, places=9)
+                    self.assertAlmostEqual(plo, lo, places=9)
+                    self.assertAlmostEqual(phi, hi, places=9)
+
+    def test_no_bootstrap_gives_no_ci(self):
+        rows = estimate.predictions(analyze_toy(n_boot=0))
+        self.assertTrue(all(p["ci"] == [None, None] for r in rows for p in r["predictions"]))
+
+
+class CommandTest(unittest.TestCase):
+    def test_json_interface(self):
+        p = run_module(TOY_COZ, "--json", "-p", TP, "-r", A)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["version"], 1)
+        (r,) = doc["regions"]
+        self.assertEqual((r["region"], r["point"], r["kind"]), (A, TP, "throughput"))
+        self.assertEqual([x["s"] for x in r["predictions"]], [0.25, 0.5, 0.75, 1.0])
+        for x in r["predictions"]:
+            self.assertEqual(set(x), {"s", "program_speedup", "ci", "rate_gain",
+                                      "experiments", "measured", "extrapolated"})
+
+    def test_table(self):
+        p = run_module(TOY_COZ, "-p", TP, "-r", A)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"toy.cpp:27 .* 50% +2 +\+25\.0%")
+
+    def test_unknown_region_is_a_data_error(self):
+        p = run_module(TOY_COZ, "-r", "NoSuchRegion")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no curve for region 'NoSuchRegion'", p.stderr)
+
+    def test_bad_at_is_a_usage_error(self):
+        p = run_module(TOY_COZ, "--at", "25")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("want a virtual speedup in (0, 1]", p.stderr)
+
+    def test_same_output_as_coact_plot_estimate(self):
+        a = run_module(TOY_COZ, "--json")
+        b = subprocess.run([sys.executable, os.path.join(REPORTS, "coact_plot.py"), "estimate",
+                            TOY_COZ, "--json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(a.returncode, 0, a.stderr)
+        self.assertEqual(json.loads(a.stdout)["regions"], json.loads(b.stdout)["regions"])
+
+
+if __name__ == "__main__":
+    unittest.main()
