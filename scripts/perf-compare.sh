@@ -412,6 +412,7 @@ import json, math, os, sys, warnings
 root = sys.argv[1]
 sys.path.insert(0, os.path.join(root, "reports"))
 import coact_plot as cp
+import numpy as np
 
 def fmt_rate(x):
     return f"{x:,.0f}"
@@ -475,8 +476,8 @@ if mode == "workload":
         reason = f"95% CI [{lo:+.2f}%, {hi:+.2f}%] includes 0"
         if abs(med) > floor:
             reason += f" (|median delta| {abs(med):.2f}% is above the floor: inconclusive, more trials may settle it)"
-    base_med = float(cp.np.median(m.base))
-    cand_med = float(cp.np.median(m.cand))
+    base_med = float(np.median(m.base))
+    cand_med = float(np.median(m.cand))
     units = {t.metric for t in trials}
     out = {
         "tool": "perf-compare", "run": meta["run"], "workload": workload, "metric": metric,
