@@ -180,3 +180,211 @@ def format_comparison(comps: Sequence[MetricComparison]) -> str:
                        for i, c in enumerate(r)).rstrip() for r in rows]
     return "\n".join(lines) + "\ndelta = cand - base, paired by trial; CI: bootstrap " \
         "of the median paired delta\n"
+
+
+# --------------------------------------------------------------------------
+# perf-compare's verdict, outliers, environment check, metric extraction and
+# Google Benchmark JSON: one implementation for scripts/perf-compare.sh, the
+# `compare` plot and the tests.
+# --------------------------------------------------------------------------
+
+NO_CHANGE = "no change (within noise)"
+MAD_SCALE = 1.4826          # MAD * 1.4826 estimates sigma for normal data
+MEAN_AD_SCALE = 1.2533      # mean absolute deviation * sqrt(pi/2) estimates sigma
+DEFAULT_OUTLIER_K = 3.0
+DEFAULT_LOAD_MARGIN = 1.0   # load-average points between the two sides' means
+DEFAULT_FREQ_MARGIN = 0.10  # relative difference of the sides' mean CPU frequency
+
+
+def find_outliers(ids: Sequence[int], values: Sequence[float],
+                  k: float = DEFAULT_OUTLIER_K) -> List[dict]:
+    """Trials more than k robust standard deviations from their side's median:
+    |x - median| > k * 1.4826 * MAD. When the MAD is 0 (more than half the
+    trials identical) the scale is the mean absolute deviation from the
+    median times 1.2533 instead; when that is 0 too (all trials identical)
+    there is no outlier. Returns [{"trial", "value", "mads"}], "mads" being
+    |x - median| over that scale. Outliers are reported, not removed (the
+    verdict uses medians, which they cannot drag)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 3:
+        return []
+    med = float(np.median(x))
+    dev = np.abs(x - med)
+    scale = float(np.median(dev)) * MAD_SCALE
+    if scale == 0:
+        scale = float(np.mean(dev)) * MEAN_AD_SCALE
+    if scale == 0:
+        return []
+    return [{"trial": int(i), "value": float(v), "mads": round(float(d / scale), 2)}
+            for i, v, d in zip(ids, x, dev) if d > k * scale]
+
+
+def verdict(m: MetricComparison, higher_is_better: bool, floor_pct: float,
+            withhold: Optional[str] = None) -> dict:
+    """The verdict rule (scripts/perf-compare.sh's header says why): "faster"
+    (better in the metric's direction) or "slower" only if the bootstrap 95%
+    CI of the median relative paired delta excludes 0 AND |median| > the
+    noise floor; otherwise "no change (within noise)". "no verdict: REASON"
+    when a relative delta does not exist (a base trial is 0) or `withhold`
+    gives a reason (e.g. the environment differs). Percent figures."""
+    out = {"median_delta_pct": None, "ci95_pct": [None, None], "ci_excludes_zero": False}
+    if not math.isfinite(m.rel_median):
+        zeros = [t for t, b in zip(m.trials, m.base) if b == 0]
+        out.update(verdict="no verdict: a base trial is 0, so there is no relative delta",
+                   reason=f"base value 0 in trial(s) {zeros}")
+        return out
+    med = m.rel_median * 100
+    lo, hi = m.rel_ci[0] * 100, m.rel_ci[1] * 100
+    excl = lo > 0 or hi < 0
+    out.update(median_delta_pct=round(med, 3), ci95_pct=[round(lo, 3), round(hi, 3)],
+               ci_excludes_zero=bool(excl))
+    if excl and abs(med) > floor_pct:
+        better = med > 0 if higher_is_better else med < 0
+        v = "faster" if better else "slower"
+        reason = (f"95% CI [{lo:+.2f}%, {hi:+.2f}%] excludes 0 and |median delta| "
+                  f"{abs(med):.2f}% > noise floor {floor_pct:.2f}%")
+    elif excl:
+        v = NO_CHANGE
+        reason = (f"95% CI excludes 0 but |median delta| {abs(med):.2f}% <= noise floor "
+                  f"{floor_pct:.2f}%: consistent but too small to tell from run-level bias")
+    else:
+        v = NO_CHANGE
+        reason = f"95% CI [{lo:+.2f}%, {hi:+.2f}%] includes 0"
+        if abs(med) > floor_pct:
+            reason += (f" (|median delta| {abs(med):.2f}% is above the floor: inconclusive, "
+                       "more trials may settle it)")
+    if withhold:
+        out.update(verdict=f"no verdict: {withhold}",
+                   reason=f"{withhold}; the data alone would say: {v} ({reason})")
+    else:
+        out.update(verdict=v, reason=reason)
+    return out
+
+
+def summarize_environment(samples: Sequence[dict]) -> dict:
+    """One side's environment from its per-trial samples (see
+    perfcompare.sample_environment): constant facts as sets, loads and
+    frequency as means."""
+    def mean(key):
+        xs = [s[key] for s in samples if s.get(key) is not None]
+        return round(float(np.mean(xs)), 3) if xs else None
+
+    def distinct(key):
+        return sorted({json.dumps(s.get(key), sort_keys=True) for s in samples})
+
+    return {
+        "trials": len(samples),
+        "cpu_model": [json.loads(x) for x in distinct("cpu_model")],
+        "cores": [json.loads(x) for x in distinct("cores")],
+        "governor": [json.loads(x) for x in distinct("governor")],
+        "calibration": [json.loads(x) for x in distinct("calibration")],
+        "freq_mhz_mean": mean("freq_mhz"),
+        "load1_before_mean": mean("load1_before"),
+        "load1_after_mean": mean("load1_after"),
+    }
+
+
+def environment_differs(base: dict, cand: dict, load_margin: float = DEFAULT_LOAD_MARGIN,
+                        freq_margin: float = DEFAULT_FREQ_MARGIN) -> Optional[str]:
+    """A reason to withhold the verdict, or None. The sides ran under visibly
+    different conditions if their CPU model, usable core count, frequency
+    governor or calibration file (path and content) differ, if their mean
+    1-minute load average before a trial differs by more than load_margin,
+    or their mean CPU frequency by more than freq_margin (relative)."""
+    reasons = []
+    for key, what in (("cpu_model", "CPU model"), ("cores", "usable cores"),
+                      ("governor", "frequency governor"), ("calibration", "calibration file")):
+        if base.get(key) != cand.get(key):
+            reasons.append(f"{what} {base.get(key)} vs {cand.get(key)}")
+    lb, lc = base.get("load1_before_mean"), cand.get("load1_before_mean")
+    if lb is not None and lc is not None and abs(lb - lc) > load_margin:
+        reasons.append(f"mean load average before a trial {lb:.2f} (base) vs {lc:.2f} (cand), "
+                       f"more than {load_margin:g} apart")
+    fb, fc = base.get("freq_mhz_mean"), cand.get("freq_mhz_mean")
+    if fb and fc and abs(fb - fc) / max(fb, fc) > freq_margin:
+        reasons.append(f"mean CPU frequency {fb:.0f} vs {fc:.0f} MHz, more than "
+                       f"{freq_margin * 100:g}% apart")
+    return "environment differs: " + "; ".join(reasons) if reasons else None
+
+
+def metric_value(doc, path: str):
+    """The number at dotted path `path` in a parsed JSON document ("a.b.2.c":
+    object keys, list indices). A key that itself contains dots is found too
+    (the longest matching key first). Raises KeyError / ValueError with a
+    message naming the path and what was there."""
+    def walk(node, parts, done):
+        if not parts:
+            return node
+        if isinstance(node, dict):
+            for n in range(len(parts), 0, -1):          # longest key first
+                key = ".".join(parts[:n])
+                if key in node:
+                    return walk(node[key], parts[n:], done + [key])
+            raise KeyError(f"no key {parts[0]!r} at {'.'.join(done) or 'the top level'}"
+                           f" (keys there: {', '.join(map(str, list(node)[:12]))})")
+        if isinstance(node, list) and parts[0].lstrip("-").isdigit():
+            i = int(parts[0])
+            if -len(node) <= i < len(node):
+                return walk(node[i], parts[1:], done + [parts[0]])
+            raise KeyError(f"index {i} out of range at {'.'.join(done) or 'the top level'}")
+        raise KeyError(f"{'.'.join(done) or 'the top level'} is not an object or list")
+    v = walk(doc, path.split("."), [])
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+        raise ValueError(f"{path} is {json.dumps(v)[:60]}, not a finite number")
+    return float(v)
+
+
+def json_output(text: str):
+    """The JSON document a program printed: its whole stdout if that parses,
+    else the last line that parses as a JSON object. None if there is none."""
+    s = text.strip()
+    if s:
+        try:
+            return json.loads(s)
+        except ValueError:
+            pass
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                return doc
+    return None
+
+
+_TIME_UNITS_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def gbench_times(doc, field: str = "real_time") -> Dict[str, float]:
+    """Per benchmark name, the median over its repetitions of `field`
+    (real_time or cpu_time) in nanoseconds, from Google Benchmark's JSON
+    (--benchmark_format=json). Repetitions are grouped by run_name (else
+    name), whatever their order; aggregate rows (mean, median, stddev, cv)
+    are skipped. Raises ValueError on a malformed document, an unknown time
+    unit or a benchmark that reported an error."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise ValueError("not Google Benchmark JSON (no 'benchmarks' list)")
+    groups: Dict[str, List[float]] = {}
+    for b in doc["benchmarks"]:
+        if not isinstance(b, dict) or "name" not in b:
+            raise ValueError("a benchmark entry has no name")
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b.get("run_name") or b["name"]
+        if b.get("error_occurred"):
+            raise ValueError(f"benchmark {name!r} reported an error: "
+                             f"{b.get('error_message', '?')}")
+        unit = b.get("time_unit", "ns")
+        if unit not in _TIME_UNITS_NS:
+            raise ValueError(f"benchmark {name!r}: unknown time_unit {unit!r} "
+                             f"(expected one of {', '.join(_TIME_UNITS_NS)})")
+        v = b.get(field)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"benchmark {name!r}: {field} is {v!r}, not a number")
+        groups.setdefault(name, []).append(float(v) * _TIME_UNITS_NS[unit])
+    if not groups:
+        raise ValueError("no benchmark results (all filtered out?)")
+    return {n: float(np.median(v)) for n, v in groups.items()}
