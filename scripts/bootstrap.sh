@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git
+  time                   # /usr/bin/time: max RSS of each perf-compare trial
   catch2                 # tests (Catch2 v2)
   libbenchmark-dev       # micro-benchmarks (Google Benchmark)
   libunwind-dev          # fail-fast backtraces

@@ -47,6 +47,7 @@ from .profile import ProfileWarning
 PROG = "perf-compare.sh"
 PEER_WORKLOADS = ("ping_pong", "fan_out", "thread_ring", "skynet")
 BUILTIN_METRICS = ("wall_s", "max_rss_kb")     # measured here, lower is better
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 DEFAULT_PEERS_BIN = "build/release/bench/peers/coact-peers"
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -482,6 +483,7 @@ class Runner:
         self.stderr_log = os.path.join(out, "stderr.log")
         self.stdout_log = os.path.join(out, "stdout.log")
         self.done = 0
+        self.tmp = tempfile.mkdtemp(prefix="perf-compare.")
         self.child: Optional[subprocess.Popen] = None
         self.seen_warnings = set()
         self.env_samples: Dict[str, Dict[str, List[dict]]] = {}
@@ -513,20 +515,24 @@ class Runner:
         what = f"{label}: {side} trial {t}/{a.trials}"
         argv = self.argv(side, workload)
         sample = sample_environment(self.envs[side])
+        # Max RSS by GNU time: a process forked from this one starts with this
+        # interpreter's pages counted (~35 MB with numpy), which the kernel keeps
+        # as its high-water mark; time's own fork is ~1 MB.
+        rss_file = os.path.join(self.tmp, "maxrss")
+        timed = [TIME, "-o", rss_file, "-f", "%M", "--"] if TIME else []
         with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
             t0 = time.monotonic()
             try:
-                self.child = subprocess.Popen(argv, stdout=fo, stderr=fe, env=self.envs[side],
-                                              start_new_session=True)
+                self.child = subprocess.Popen(timed + argv, stdout=fo, stderr=fe,
+                                              env=self.envs[side], start_new_session=True)
             except OSError as e:
                 raise Failure(f"FAILED: {what}: cannot start {argv[0]}: {e.strerror}")
-            rc, rusage, timed_out = None, None, False
+            rc, timed_out = None, False
             limit = a.timeout_s + (30 if a.mode == "peers" else 0)
             while rc is None:
-                pid, status, ru = os.wait4(self.child.pid, os.WNOHANG)
+                pid, status, _ = os.wait4(self.child.pid, os.WNOHANG)
                 if pid:
                     rc = os.waitstatus_to_exitcode(status)
-                    rusage = ru
                     self.child.returncode = rc
                     break
                 if time.monotonic() - t0 > limit:
@@ -541,6 +547,13 @@ class Runner:
             fe.seek(0)
             stdout, stderr = fo.read(), fe.read()
         sample["load1_after"] = _load1()
+        max_rss_kb = None
+        if TIME:
+            text = (_read(rss_file) or "").strip().splitlines()
+            if text and text[-1].strip().isdigit():
+                max_rss_kb = int(text[-1])
+            if text and text[0].startswith("Command terminated by signal") and rc >= 128:
+                rc = -(rc - 128)
         self.env_samples.setdefault(label, {}).setdefault(side, []).append(sample)
         env_str = " ".join(getattr(a, side + "_env"))
         with open(self.stderr_log, "a") as f:
@@ -565,7 +578,7 @@ class Runner:
             fail(f"hung: not done after {a.timeout_s}s (the program's watchdog fired)")
         if rc != 0:
             fail(f"exit status {rc}" if rc > 0 else f"killed by signal {-rc}")
-        return {"stdout": stdout, "wall_s": wall, "max_rss_kb": rusage.ru_maxrss,
+        return {"stdout": stdout, "wall_s": wall, "max_rss_kb": max_rss_kb,
                 "env": sample, "fail": fail, "env_str": env_str}
 
     def kill_child(self) -> None:
@@ -613,6 +626,9 @@ class Runner:
         doc = None
         for m in a.metrics:
             if m in BUILTIN_METRICS:
+                if r[m] is None:
+                    r["fail"](f"no {m}: /usr/bin/time (Debian package `time`) is needed to "
+                              "measure the max RSS; install it, or use --metric wall_s")
                 out[m] = float(r[m])
                 continue
             if doc is None:
@@ -708,7 +724,7 @@ def analyze_metric(a, runner: Runner, meta: dict, metric: str, label: str,
         "reason": v["reason"], "pairs": len(m.trials),
         "outliers": outliers, "outlier_rule": f"|x - median| > {a.outlier_k:g} x 1.4826 x MAD "
                                               "of its side (mean abs. deviation x 1.2533 when "
-                                              "the MAD is 0)",
+                                              "the MAD is 0) and > 1% of the median",
         "environment": env, "environment_differs": differs,
         "aa": a.aa, "base_env": meta["base_env"], "cand_env": meta["cand_env"],
         "base_bin": meta["base_bin"], "cand_bin": meta["cand_bin"],
@@ -815,6 +831,14 @@ def main(argv: Optional[Sequence[str]] = None, root: Optional[str] = None) -> in
     for name in ("trials.jsonl", "summary.jsonl", "stderr.log", "stdout.log"):
         open(os.path.join(out, name), "w").close()
     runner = Runner(a, root, out)
+    try:
+        return _run(a, root, out, runner)
+    finally:
+        import shutil
+        shutil.rmtree(runner.tmp, ignore_errors=True)
+
+
+def _run(a, root: str, out: str, runner: Runner) -> int:
 
     def on_signal(signum, frame):
         runner.kill_child()

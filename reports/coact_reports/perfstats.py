@@ -192,14 +192,17 @@ NO_CHANGE = "no change (within noise)"
 MAD_SCALE = 1.4826          # MAD * 1.4826 estimates sigma for normal data
 MEAN_AD_SCALE = 1.2533      # mean absolute deviation * sqrt(pi/2) estimates sigma
 DEFAULT_OUTLIER_K = 3.0
+OUTLIER_MIN_REL = 0.01      # and more than 1% from the median: a tight cluster of
+                            # 5 trials can have a tiny MAD that flags ordinary noise
 DEFAULT_LOAD_MARGIN = 1.0   # load-average points between the two sides' means
 DEFAULT_FREQ_MARGIN = 0.10  # relative difference of the sides' mean CPU frequency
 
 
 def find_outliers(ids: Sequence[int], values: Sequence[float],
-                  k: float = DEFAULT_OUTLIER_K) -> List[dict]:
+                  k: float = DEFAULT_OUTLIER_K, min_rel: float = OUTLIER_MIN_REL) -> List[dict]:
     """Trials more than k robust standard deviations from their side's median:
-    |x - median| > k * 1.4826 * MAD. When the MAD is 0 (more than half the
+    |x - median| > k * 1.4826 * MAD, and also more than min_rel (1%) of
+    |median| away (with 5 trials the MAD can be tiny by chance). When the MAD is 0 (more than half the
     trials identical) the scale is the mean absolute deviation from the
     median times 1.2533 instead; when that is 0 too (all trials identical)
     there is no outlier. Returns [{"trial", "value", "mads"}], "mads" being
@@ -216,7 +219,7 @@ def find_outliers(ids: Sequence[int], values: Sequence[float],
     if scale == 0:
         return []
     return [{"trial": int(i), "value": float(v), "mads": round(float(d / scale), 2)}
-            for i, v, d in zip(ids, x, dev) if d > k * scale]
+            for i, v, d in zip(ids, x, dev) if d > k * scale and d > min_rel * abs(med)]
 
 
 def verdict(m: MetricComparison, higher_is_better: bool, floor_pct: float,
