@@ -68,24 +68,38 @@ set -euo pipefail
 readonly PY=/usr/bin/python3
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly ROOT
-readonly KNOWN_GROUPS="runtime, peers, timers"
+COACT_SCRIPT=bench.sh
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
+# The groups. To add one: its name in BENCH_GROUPS, a line in usage's list, and a function
+# run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
+# bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
+# the groups in BENCH_GROUPS_TAKING_ARGS).
+readonly BENCH_GROUPS=(runtime peers timers)
+readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
 
-log() { echo "bench.sh: $*" >&2; }
-die() { local rc=$1; shift; log "$*"; exit "$rc"; }
+log() { coact_log "$@"; }
+die() { coact_die "$@"; }
 
 usage() {
-  cat >&2 <<EOF
+  cat <<EOF
 usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
-  NAME     benchmark group (known: ${KNOWN_GROUPS})
+  NAME     benchmark group: ${BENCH_GROUPS[*]}
+             runtime  Google Benchmark micro-benchmarks (ARGS go to the binary)
+             peers    coact vs CAF, whole programs (${PEER_WORKLOADS[*]})
+             timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
   --quick  small sizes for a CI smoke run
-  ARGS     (group runtime) extra arguments for the Google Benchmark binary
+Knobs (environment): COACT_BENCH_BUILD_DIR, COACT_BENCH_NO_BUILD=1, COACT_BENCH_TRIALS,
+  COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S (the script's header
+  says what each does).
 stdout: one JSON object per workload; stderr: progress.
 EOF
 }
 
 # ---- 1. arguments -------------------------------------------------------------
+in_list() { local x=$1 y; shift; for y in "$@"; do [[ $x == "$y" ]] && return 0; done; return 1; }
 group=""
 quick=0
 extra=()
@@ -94,20 +108,20 @@ while (($#)); do
     --quick) quick=1 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
-    -*) usage; die 2 "unknown option '$1'" ;;
+    -*)
+      hint="see --help"
+      [[ $1 == --q* || $1 == -q ]] && hint="did you mean --quick?"
+      die 2 "unknown option '$1' ($hint; arguments for the benchmark binary go after --)" ;;
     *)
-      [[ -z $group ]] || { usage; die 2 "more than one group given ('$group', '$1')"; }
+      [[ -z $group ]] || die 2 "more than one group given ('$group', '$1'); run one group at a time"
       group=$1 ;;
   esac
   shift
 done
-[[ -n $group ]] || { usage; exit 2; }
-case $group in
-  runtime|peers|timers) ;;
-  *) die 2 "unknown group '$group' (known: ${KNOWN_GROUPS})" ;;
-esac
-if ((${#extra[@]})) && [[ $group != runtime ]]; then
-  die 2 "arguments after -- are only for group runtime"
+[[ -n $group ]] || { usage >&2; die 2 "no group given (want one of: ${BENCH_GROUPS[*]})"; }
+in_list "$group" "${BENCH_GROUPS[@]}" || die 2 "unknown group '$group' (known: ${BENCH_GROUPS[*]})"
+if ((${#extra[@]})) && ! in_list "$group" "${BENCH_GROUPS_TAKING_ARGS[@]}"; then
+  die 2 "arguments after -- are only for group(s) ${BENCH_GROUPS_TAKING_ARGS[*]}; drop them for $group"
 fi
 
 [[ -x $PY ]] || die 1 "$PY not found (Debian's python3 is required for JSON aggregation)"
@@ -137,60 +151,31 @@ done < <(compgen -e)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/coact-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# ---- 2-3. configure and build -------------------------------------------------
-# Configures BUILD_DIR as Release if it has no cache yet; refuses other build types.
+# ---- 2-3. configure and build (scripts/lib.sh) -----------------------------------
+# configure_build_dir: BUILD_DIR is (or becomes) a Release build directory.
 configure_build_dir() {
   if [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]]; then
     [[ -f $BUILD_DIR/CMakeCache.txt ]] || die 1 "COACT_BENCH_NO_BUILD=1 but $BUILD_DIR is not a build directory"
     return 0
   fi
-  if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
-    log "configuring $BUILD_DIR (Release)"
-    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >&2 ||
-      die 1 "cmake configure of $BUILD_DIR failed"
-  fi
-  local bt
-  bt=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")
-  [[ $bt == Release ]] ||
-    die 1 "$BUILD_DIR is configured with CMAKE_BUILD_TYPE='$bt'; benchmarks need Release (set COACT_BENCH_BUILD_DIR or reconfigure)"
+  coact_configure "$BUILD_DIR" Release
 }
-
-# True if the generated build system has target $1 (every target gets a
-# CMakeFiles/<target>.dir, whatever the generator).
-has_target() {
-  [[ -n $(find "$BUILD_DIR" -type d -name "$1.dir" -path '*/CMakeFiles/*' -print -quit 2>/dev/null) ]]
-}
-
+# build_targets TARGET...: builds them (re-running cmake for a target not known yet).
 build_targets() {
   [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]] && return 0
-  log "building $* in $BUILD_DIR"
-  cmake --build "$BUILD_DIR" -j2 --target "$@" >&2 ||
-    die 1 "building $* in $BUILD_DIR failed (see the cmake output above)"
+  coact_build "$BUILD_DIR" Release "$@"
 }
-
-# Prints the path of executable $1 in the build tree (bench/... by default).
-find_binary() {
-  local name=$1 guess=$2
-  if [[ -x $BUILD_DIR/$guess ]]; then
-    echo "$BUILD_DIR/$guess"
-    return 0
-  fi
-  find "$BUILD_DIR" -type f -name "$name" -perm -u+x -print -quit 2>/dev/null
+find_binary() { coact_find_binary "$BUILD_DIR" "$1" "$2"; }
+# bench_py SUBCOMMAND ARGS...: the aggregation, reports/coact_reports/bench.py.
+bench_py() {
+  "$PY" -B -c 'import sys; sys.path.insert(0, sys.argv[1]); from coact_reports.bench import main; sys.exit(main(sys.argv[2:]))' \
+    "$ROOT/reports" "$@"
 }
 
 # ---- group runtime --------------------------------------------------------------
 run_runtime_group() {
   configure_build_dir
-  if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
-    if ! has_target coact-bench-runtime; then
-      # The target appears only once bench/runtime/*.cpp exist at configure time.
-      log "no target coact-bench-runtime in $BUILD_DIR; re-running cmake"
-      cmake "$BUILD_DIR" >&2 || die 1 "cmake re-configure of $BUILD_DIR failed"
-    fi
-    has_target coact-bench-runtime ||
-      die 1 "group runtime: $BUILD_DIR has no target coact-bench-runtime (it needs Google Benchmark and bench/runtime/*.cpp; reconfigure after adding them)"
-    build_targets coact-bench-runtime
-  fi
+  build_targets coact-bench-runtime   # needs Google Benchmark at configure time
   local bin
   bin=$(find_binary coact-bench-runtime bench/coact-bench-runtime)
   [[ -n $bin ]] || die 1 "group runtime: coact-bench-runtime not found in $BUILD_DIR"
@@ -204,62 +189,7 @@ run_runtime_group() {
   timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" "${extra[@]}" >&2 || rc=$?
   ((rc != 124)) || die 1 "group runtime: coact-bench-runtime timed out after ${limit}s"
   ((rc == 0)) || die 1 "group runtime: coact-bench-runtime failed (exit $rc)"
-  "$PY" - "$tmp/runtime.json" <<'PYEOF'
-import json, re, sys
-
-path = sys.argv[1]
-try:
-    with open(path) as f:
-        doc = json.load(f)
-except (OSError, ValueError) as e:
-    sys.exit(f"bench.sh: group runtime: cannot read benchmark JSON {path}: {e}")
-
-# Keys Google Benchmark writes for every run that are not figures.
-META = {"name", "run_name", "run_type", "family_index", "per_family_instance_index",
-        "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
-        "label", "error_occurred", "error_message", "time_unit"}
-failed = []
-for b in doc.get("benchmarks", []):
-    name = b.get("name", "?")
-    run_name = b.get("run_name", name)
-    params = {}
-    segs = run_name.split("/")
-    for i, seg in enumerate(segs[1:]):
-        if ":" in seg:
-            k, v = seg.split(":", 1)
-            try:
-                params[k] = int(v)
-            except ValueError:
-                try:
-                    params[k] = float(v)
-                except ValueError:
-                    params[k] = v
-        elif re.fullmatch(r"-?\d+", seg):
-            params[f"arg{i}"] = int(seg)
-        else:
-            params.setdefault("modifiers", []).append(seg)
-    params["threads"] = b.get("threads", 1)
-    figures = {"time_unit": b.get("time_unit", "ns")}
-    for k, v in b.items():
-        if k not in META and isinstance(v, (int, float)) and not isinstance(v, bool):
-            figures[k] = v
-    out = {"group": "runtime", "workload": name, "benchmark": segs[0], "parameters": params,
-           "figures": figures}
-    if b.get("run_type") == "aggregate":
-        out["aggregate"] = b.get("aggregate_name")
-    elif b.get("repetitions", 1) > 1:
-        out["repetition"] = b.get("repetition_index", 0)
-    if b.get("label"):
-        out["label"] = b["label"]
-    if b.get("error_occurred"):
-        out["error"] = b.get("error_message", "error")
-        failed.append(name)
-    print(json.dumps(out, separators=(",", ":")))
-if not doc.get("benchmarks"):
-    sys.exit("bench.sh: group runtime: the benchmark binary reported no benchmarks")
-if failed:
-    sys.exit("bench.sh: group runtime: benchmarks reported errors: " + ", ".join(failed))
-PYEOF
+  bench_py runtime "$tmp/runtime.json"
 }
 
 # ---- group peers ----------------------------------------------------------------
@@ -326,69 +256,7 @@ run_peers_group() {
       run_peer_trial coact "$wl" "$n" "$t" "$tmp/$wl.coact"
       run_peer_trial caf "$wl" "$n" "$t" "$tmp/$wl.caf"
     done
-    "$PY" - "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" <<'PYEOF' ||
-import json, statistics, sys
-
-wl, n, workers, quick, coact_path, caf_path = sys.argv[1:]
-n, workers, quick = int(n), int(workers), quick == "1"
-
-def load(path, runtime):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                sys.exit(f"bench.sh: peers/{wl}: {runtime} printed bad JSON: {line!r}")
-            if row.get("runtime") != runtime or row.get("workload") != wl or row.get("n") != n:
-                sys.exit(f"bench.sh: peers/{wl}: {runtime} printed an unexpected row: {line}")
-            rows.append(row)
-    return rows
-
-coact, caf = load(coact_path, "coact"), load(caf_path, "caf")
-unit = coact[0]["unit"]
-msgs = coact[0]["msgs"]
-if any(r["msgs"] != msgs for r in coact + caf):
-    sys.exit(f"bench.sh: peers/{wl}: coact and caf disagree on the message count")
-
-# What one unit of the figure is, per workload (see bench/peers/peers_common.hpp).
-if wl == "ping_pong":
-    params = {"actors": 2, "round_trips": n}
-    figure = "messages per second; 2 per round trip (ping + pong)"
-elif wl == "fan_out":
-    params = {"masters": 1, "worker_actors": 64, "requests": n, "round_size": 64}
-    figure = "messages per second; 2 per request (request + reply)"
-elif wl == "thread_ring":
-    params = {"actors": 503, "hops": n}
-    figure = "messages per second; 1 per hop"
-else:
-    params = {"branching": 10, "leaves": n, "actors": msgs}
-    figure = "actors spawned per second (each also gets 1 start message and sends 1 reply)"
-params["msgs"] = msgs
-params["quick"] = quick
-
-c = [r["msgs_per_s"] for r in coact]
-k = [r["msgs_per_s"] for r in caf]
-cm, km = statistics.median(c), statistics.median(k)
-out = {
-    "group": "peers",
-    "workload": wl,
-    "parameters": params,
-    "workers": workers,
-    "unit": "actors_per_s" if unit == "actors" else "msgs_per_s",
-    "figure": figure,
-    "coact_msgs_per_s": round(cm, 1),
-    "caf_msgs_per_s": round(km, 1),
-    "ratio": round(cm / km, 4) if km > 0 else None,
-    "trials": {"coact": c, "caf": k},
-    "seconds": {"coact": [r["seconds"] for r in coact], "caf": [r["seconds"] for r in caf]},
-    "order": "alternating coact, caf",
-}
-print(json.dumps(out, separators=(",", ":")), flush=True)
-PYEOF
+    bench_py peers "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" ||
       die 1 "peers/$wl: aggregating the trials failed"
   done
 }
@@ -431,83 +299,7 @@ run_timer_config() {
 
 # aggregate_timers SCENARIO KEY PARAMS_JSON: prints the configuration's JSON object.
 aggregate_timers() {
-  "$PY" - "$1" "$2" "$3" "$WORKERS" "$quick" "$tmp/timers.$2.coact" "$tmp/timers.$2.caf" <<'PYEOF' ||
-import json, statistics, sys
-
-scenario, key, params, workers, quick, coact_path, caf_path = sys.argv[1:]
-params, workers, quick = json.loads(params), int(workers), quick == "1"
-params["quick"] = quick
-label = f"timers/{scenario}({key})"
-
-def load(path, runtime):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                sys.exit(f"bench.sh: {label}: {runtime} printed bad JSON: {line!r}")
-            if row.get("runtime") != runtime or row.get("scenario") != scenario:
-                sys.exit(f"bench.sh: {label}: {runtime} printed an unexpected row: {line}")
-            rows.append(row)
-    if not rows:
-        sys.exit(f"bench.sh: {label}: no {runtime} trials")
-    return rows
-
-coact, caf = load(coact_path, "coact"), load(caf_path, "caf")
-
-def med(rows, k, nd=1):
-    xs = [r[k] for r in rows if r.get(k) is not None]
-    return round(statistics.median(xs), nd) if xs else None
-
-out = {"group": "timers", "workload": scenario, "parameters": params, "workers": workers}
-if scenario == "lateness":
-    def summary(rows):
-        expected = rows[0]["expected"]
-        return {
-            "p50_us": med(rows, "p50_us"),
-            "p99_us": med(rows, "p99_us"),
-            "max_us": med(rows, "max_us"),
-            "fired": min(r["fired"] for r in rows),
-            "expected": expected,
-            "all_fired_trials": sum(1 for r in rows if r["fired"] == expected),
-            "trials": len(rows),
-            "busy_util": med(rows, "busy_util", 3),
-        }
-    c, k = summary(coact), summary(caf)
-    out["coact"], out["caf"] = c, k
-    limit = 50 if params["load"] == "idle" else 1000
-    met = c["p99_us"] is not None and c["p99_us"] <= limit and c["all_fired_trials"] == c["trials"]
-    out["target"] = {"coact_p99_us_at_most": limit, "every_timer_fired": True, "met": met}
-    out["figure"] = ("lateness = handler start - (arm time + period), steady_clock; percentiles: "
-                     "median over trials, over the timers that fired; fired: fewest of any trial")
-    keep = ("p50_us", "p99_us", "max_us", "fired", "busy_util")
-    out["trials"] = {"coact": [{x: r[x] for x in keep} for r in coact],
-                     "caf": [{x: r[x] for x in keep} for r in caf]}
-elif scenario == "idle_cpu":
-    cm, km = med(coact, "cpu_pct", 3), med(caf, "cpu_pct", 3)
-    out["coact_cpu_pct"], out["caf_cpu_pct"] = cm, km
-    out["ratio"] = round(cm / km, 4) if km else None
-    out["figure"] = "process CPU time (user + system, all threads) / wall over the window, % of one core"
-    if params["period_ms"] == 5:
-        out["target"] = {"coact_cpu_pct_below": 2, "met": cm < 2}
-    out["trials"] = {"coact": [r["cpu_pct"] for r in coact], "caf": [r["cpu_pct"] for r in caf]}
-    out["ticks"] = {"coact": [r["ticks"] for r in coact], "caf": [r["ticks"] for r in caf]}
-else:
-    cm, km = med(coact, "pairs_per_s"), med(caf, "pairs_per_s")
-    out["coact_pairs_per_s"], out["caf_pairs_per_s"] = cm, km
-    out["ratio"] = round(cm / km, 4) if km else None
-    out["caf_cancel"] = caf[0]["cancel"]
-    out["figure"] = ("send_after + cancel pairs per second from one handler (256 per handler); "
-                     "CAF: delayed_send + insert into a cancelled set, message discarded on arrival")
-    out["coact_lost_races"] = [r["pairs"] - r["cancelled"] for r in coact]
-    out["trials"] = {"coact": [r["pairs_per_s"] for r in coact], "caf": [r["pairs_per_s"] for r in caf]}
-out["order"] = "alternating coact, caf"
-print(json.dumps(out, separators=(",", ":")), flush=True)
-PYEOF
+  bench_py timers "$1" "$2" "$3" "$WORKERS" "$quick" "$tmp/timers.$2.coact" "$tmp/timers.$2.caf" ||
     die 1 "timers/$1($2): aggregating the trials failed"
 }
 
@@ -528,13 +320,6 @@ run_timers_group() {
        grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
       die 1 "group timers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
     fi
-    if ! has_target coact-timers; then
-      # The targets appear once bench/CMakeLists.txt adds bench/timers.
-      log "no target coact-timers in $BUILD_DIR; re-running cmake"
-      cmake "$BUILD_DIR" >&2 || die 1 "cmake re-configure of $BUILD_DIR failed"
-    fi
-    has_target coact-timers ||
-      die 1 "group timers: $BUILD_DIR has no target coact-timers (bench/CMakeLists.txt must add_subdirectory(timers))"
     build_targets coact-timers caf-timers
   fi
   COACT_TIMERS_BIN=$(find_binary coact-timers bench/timers/coact-timers)
@@ -573,8 +358,4 @@ run_timers_group() {
   done
 }
 
-case $group in
-  runtime) run_runtime_group ;;
-  peers) run_peers_group ;;
-  timers) run_timers_group ;;
-esac
+"run_${group}_group"

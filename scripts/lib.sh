@@ -9,15 +9,12 @@ COACT_SCRIPT=${COACT_SCRIPT:-$(basename "${0:-lib.sh}")}
 coact_log() { echo "$COACT_SCRIPT: $*" >&2; }
 coact_die() { local rc=$1; shift; coact_log "$*"; exit "$rc"; }
 
-# coact_build BUILD_DIR BUILD_TYPE [TARGET...]: configures BUILD_DIR from the
-# source tree ($COACT_SOURCE_DIR, default the repository) as BUILD_TYPE if it
-# has no CMakeCache.txt yet (with ccache when installed), refuses a build dir
-# configured as another build type, re-runs cmake if a TARGET is not known yet
-# (targets appear when their sources exist at configure time), then builds the
-# TARGETs (all if none) with -j${JOBS:-2}. cmake's output goes to stderr.
-coact_build() {
-  local dir=$1 type=$2 src=${COACT_SOURCE_DIR:-$COACT_ROOT} t bt
-  shift 2
+# coact_configure BUILD_DIR BUILD_TYPE: configures BUILD_DIR from the source
+# tree ($COACT_SOURCE_DIR, default the repository) as BUILD_TYPE if it has no
+# CMakeCache.txt yet (with ccache when installed); refuses a build dir
+# configured as another build type. cmake's output goes to stderr.
+coact_configure() {
+  local dir=$1 type=$2 src=${COACT_SOURCE_DIR:-$COACT_ROOT} bt
   command -v cmake >/dev/null || coact_die 1 "cmake not found (scripts/bootstrap.sh installs it)"
   if [[ ! -f $dir/CMakeCache.txt ]]; then
     local launcher=()
@@ -30,6 +27,16 @@ coact_build() {
   bt=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$dir/CMakeCache.txt")
   [[ $bt == "$type" ]] ||
     coact_die 1 "$dir is configured with CMAKE_BUILD_TYPE='$bt'; this needs $type (use another build directory, or remove $dir)"
+  return 0
+}
+
+# coact_build BUILD_DIR BUILD_TYPE [TARGET...]: coact_configure, then re-runs
+# cmake if a TARGET is not known yet (targets appear when their sources exist
+# at configure time), then builds the TARGETs (all if none) with -j${JOBS:-2}.
+coact_build() {
+  local dir=$1 type=$2 t
+  shift 2
+  coact_configure "$dir" "$type"
   for t in "$@"; do
     if ! coact_has_target "$dir" "$t"; then
       coact_log "no target $t in $dir; re-running cmake"

@@ -10,15 +10,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+COACT_SCRIPT=run.sh
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 DIR=/usr/share/doc
 SECS=75
 OUT=$ROOT/build/profile
 while [ $# -gt 0 ]; do
   case "$1" in
-    --seconds) SECS=${2:?--seconds needs a value}; shift 2 ;;
-    --out) OUT=${2:?--out needs a value}; shift 2 ;;
-    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
-    -*) echo "run.sh: unknown option '$1' (expected DIR, --seconds S, --out OUTDIR)" >&2; exit 2 ;;
+    --seconds|--out) [ $# -ge 2 ] || coact_die 2 "$1 needs a value (see --help)"
+      if [ "$1" = --seconds ]; then SECS=$2; else OUT=$2; fi; shift 2 ;;
+    --seconds=*) SECS=${1#*=}; shift ;;
+    --out=*) OUT=${1#*=}; shift ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sec*|--dur*|-s) coact_die 2 "unknown option '$1' (did you mean --seconds S?)" ;;
+    -*) coact_die 2 "unknown option '$1' (expected DIR, --seconds S, --out OUTDIR; see --help)" ;;
     *) DIR=$1; shift ;;
   esac
 done
@@ -27,8 +33,7 @@ case "$SECS" in ''|*[!0-9]*) echo "run.sh: --seconds '$SECS': expected a whole n
 
 bash scripts/bootstrap.sh
 echo "== build (Release): coact-dedup, coact-profile ==" >&2
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/release -j"$(nproc)" --target coact-dedup coact-profile >&2
+JOBS=${JOBS:-$(nproc)} coact_build build/release Release coact-dedup coact-profile
 
 mkdir -p "$OUT"
 rm -f "$OUT/profile.coz" "$OUT/profile.jsonl"

@@ -12,7 +12,6 @@ Run: /usr/bin/python3 -m unittest discover -s tests/scripts   (about 20 s)
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 import unittest

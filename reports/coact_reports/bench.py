@@ -1,0 +1,218 @@
+"""Aggregation for scripts/bench.sh: turns the benchmark programs' output into
+the JSON lines bench.sh prints (one object per workload). Called as
+
+  python3 -m coact_reports.bench runtime BENCHMARK_JSON
+  python3 -m coact_reports.bench peers WORKLOAD N WORKERS QUICK COACT_ROWS CAF_ROWS
+  python3 -m coact_reports.bench timers SCENARIO KEY PARAMS_JSON WORKERS QUICK COACT_ROWS CAF_ROWS
+
+(QUICK is 0 or 1; *_ROWS are files of the programs' JSON lines, one per
+trial). An error exits non-zero with one line naming the group and workload.
+The output formats are documented in scripts/bench.sh's header.
+"""
+
+import json
+import re
+import statistics
+import sys
+
+
+def runtime(argv):
+    path = argv[0]
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"bench.sh: group runtime: cannot read benchmark JSON {path}: {e}")
+
+    # Keys Google Benchmark writes for every run that are not figures.
+    META = {"name", "run_name", "run_type", "family_index", "per_family_instance_index",
+            "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
+            "label", "error_occurred", "error_message", "time_unit"}
+    failed = []
+    for b in doc.get("benchmarks", []):
+        name = b.get("name", "?")
+        run_name = b.get("run_name", name)
+        params = {}
+        segs = run_name.split("/")
+        for i, seg in enumerate(segs[1:]):
+            if ":" in seg:
+                k, v = seg.split(":", 1)
+                try:
+                    params[k] = int(v)
+                except ValueError:
+                    try:
+                        params[k] = float(v)
+                    except ValueError:
+                        params[k] = v
+            elif re.fullmatch(r"-?\d+", seg):
+                params[f"arg{i}"] = int(seg)
+            else:
+                params.setdefault("modifiers", []).append(seg)
+        params["threads"] = b.get("threads", 1)
+        figures = {"time_unit": b.get("time_unit", "ns")}
+        for k, v in b.items():
+            if k not in META and isinstance(v, (int, float)) and not isinstance(v, bool):
+                figures[k] = v
+        out = {"group": "runtime", "workload": name, "benchmark": segs[0], "parameters": params,
+               "figures": figures}
+        if b.get("run_type") == "aggregate":
+            out["aggregate"] = b.get("aggregate_name")
+        elif b.get("repetitions", 1) > 1:
+            out["repetition"] = b.get("repetition_index", 0)
+        if b.get("label"):
+            out["label"] = b["label"]
+        if b.get("error_occurred"):
+            out["error"] = b.get("error_message", "error")
+            failed.append(name)
+        print(json.dumps(out, separators=(",", ":")))
+    if not doc.get("benchmarks"):
+        sys.exit("bench.sh: group runtime: the benchmark binary reported no benchmarks")
+    if failed:
+        sys.exit("bench.sh: group runtime: benchmarks reported errors: " + ", ".join(failed))
+
+
+def load_rows(path, runtime, label, expect):
+    """The JSON lines of one runtime's trials; each must have "runtime" ==
+    runtime and the fields in `expect`. Exits naming `label` otherwise, or
+    if there are none."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                sys.exit(f"bench.sh: {label}: {runtime} printed bad JSON: {line!r}")
+            if row.get("runtime") != runtime or any(row.get(k) != v for k, v in expect.items()):
+                sys.exit(f"bench.sh: {label}: {runtime} printed an unexpected row: {line}")
+            rows.append(row)
+    if not rows:
+        sys.exit(f"bench.sh: {label}: no {runtime} trials")
+    return rows
+
+
+def peers(argv):
+    wl, n, workers, quick, coact_path, caf_path = argv
+    n, workers, quick = int(n), int(workers), quick == "1"
+
+    def load(path, runtime):
+        return load_rows(path, runtime, f"peers/{wl}", {"workload": wl, "n": n})
+
+    coact, caf = load(coact_path, "coact"), load(caf_path, "caf")
+    unit = coact[0]["unit"]
+    msgs = coact[0]["msgs"]
+    if any(r["msgs"] != msgs for r in coact + caf):
+        sys.exit(f"bench.sh: peers/{wl}: coact and caf disagree on the message count")
+
+    # What one unit of the figure is, per workload (see bench/peers/peers_common.hpp).
+    if wl == "ping_pong":
+        params = {"actors": 2, "round_trips": n}
+        figure = "messages per second; 2 per round trip (ping + pong)"
+    elif wl == "fan_out":
+        params = {"masters": 1, "worker_actors": 64, "requests": n, "round_size": 64}
+        figure = "messages per second; 2 per request (request + reply)"
+    elif wl == "thread_ring":
+        params = {"actors": 503, "hops": n}
+        figure = "messages per second; 1 per hop"
+    else:
+        params = {"branching": 10, "leaves": n, "actors": msgs}
+        figure = "actors spawned per second (each also gets 1 start message and sends 1 reply)"
+    params["msgs"] = msgs
+    params["quick"] = quick
+
+    c = [r["msgs_per_s"] for r in coact]
+    k = [r["msgs_per_s"] for r in caf]
+    cm, km = statistics.median(c), statistics.median(k)
+    out = {
+        "group": "peers",
+        "workload": wl,
+        "parameters": params,
+        "workers": workers,
+        "unit": "actors_per_s" if unit == "actors" else "msgs_per_s",
+        "figure": figure,
+        "coact_msgs_per_s": round(cm, 1),
+        "caf_msgs_per_s": round(km, 1),
+        "ratio": round(cm / km, 4) if km > 0 else None,
+        "trials": {"coact": c, "caf": k},
+        "seconds": {"coact": [r["seconds"] for r in coact], "caf": [r["seconds"] for r in caf]},
+        "order": "alternating coact, caf",
+    }
+    print(json.dumps(out, separators=(",", ":")), flush=True)
+
+
+def timers(argv):
+    scenario, key, params, workers, quick, coact_path, caf_path = argv
+    params, workers, quick = json.loads(params), int(workers), quick == "1"
+    params["quick"] = quick
+    label = f"timers/{scenario}({key})"
+
+    def load(path, runtime):
+        return load_rows(path, runtime, label, {"scenario": scenario})
+
+    coact, caf = load(coact_path, "coact"), load(caf_path, "caf")
+
+    def med(rows, k, nd=1):
+        xs = [r[k] for r in rows if r.get(k) is not None]
+        return round(statistics.median(xs), nd) if xs else None
+
+    out = {"group": "timers", "workload": scenario, "parameters": params, "workers": workers}
+    if scenario == "lateness":
+        def summary(rows):
+            expected = rows[0]["expected"]
+            return {
+                "p50_us": med(rows, "p50_us"),
+                "p99_us": med(rows, "p99_us"),
+                "max_us": med(rows, "max_us"),
+                "fired": min(r["fired"] for r in rows),
+                "expected": expected,
+                "all_fired_trials": sum(1 for r in rows if r["fired"] == expected),
+                "trials": len(rows),
+                "busy_util": med(rows, "busy_util", 3),
+            }
+        c, k = summary(coact), summary(caf)
+        out["coact"], out["caf"] = c, k
+        limit = 50 if params["load"] == "idle" else 1000
+        met = c["p99_us"] is not None and c["p99_us"] <= limit and c["all_fired_trials"] == c["trials"]
+        out["target"] = {"coact_p99_us_at_most": limit, "every_timer_fired": True, "met": met}
+        out["figure"] = ("lateness = handler start - (arm time + period), steady_clock; percentiles: "
+                         "median over trials, over the timers that fired; fired: fewest of any trial")
+        keep = ("p50_us", "p99_us", "max_us", "fired", "busy_util")
+        out["trials"] = {"coact": [{x: r[x] for x in keep} for r in coact],
+                         "caf": [{x: r[x] for x in keep} for r in caf]}
+    elif scenario == "idle_cpu":
+        cm, km = med(coact, "cpu_pct", 3), med(caf, "cpu_pct", 3)
+        out["coact_cpu_pct"], out["caf_cpu_pct"] = cm, km
+        out["ratio"] = round(cm / km, 4) if km else None
+        out["figure"] = "process CPU time (user + system, all threads) / wall over the window, % of one core"
+        if params["period_ms"] == 5:
+            out["target"] = {"coact_cpu_pct_below": 2, "met": cm < 2}
+        out["trials"] = {"coact": [r["cpu_pct"] for r in coact], "caf": [r["cpu_pct"] for r in caf]}
+        out["ticks"] = {"coact": [r["ticks"] for r in coact], "caf": [r["ticks"] for r in caf]}
+    else:
+        cm, km = med(coact, "pairs_per_s"), med(caf, "pairs_per_s")
+        out["coact_pairs_per_s"], out["caf_pairs_per_s"] = cm, km
+        out["ratio"] = round(cm / km, 4) if km else None
+        out["caf_cancel"] = caf[0]["cancel"]
+        out["figure"] = ("send_after + cancel pairs per second from one handler (256 per handler); "
+                         "CAF: delayed_send + insert into a cancelled set, message discarded on arrival")
+        out["coact_lost_races"] = [r["pairs"] - r["cancelled"] for r in coact]
+        out["trials"] = {"coact": [r["pairs_per_s"] for r in coact], "caf": [r["pairs_per_s"] for r in caf]}
+    out["order"] = "alternating coact, caf"
+    print(json.dumps(out, separators=(",", ":")), flush=True)
+
+
+COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        sys.exit(f"usage: python3 -m coact_reports.bench {{{'|'.join(COMMANDS)}}} ARGS...")
+    COMMANDS[argv[0]](argv[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""Every script answers --help without building anything, and an argument
+mistake exits 2 with one line naming the fix."""
+
+import os
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh"]
+MISTAKES = [
+    ("run.sh", ["--duration", "5"], "did you mean --seconds"),
+    ("run.sh", ["--out"], "--out needs a value"),
+    ("bench.sh", ["--quik"], "did you mean --quick?"),
+    ("bench.sh", ["peer"], "unknown group 'peer' (known: runtime peers timers)"),
+    ("bench.sh", [], "no group given"),
+    ("bench.sh", ["peers", "--", "--benchmark_filter=x"], "only for group(s) runtime"),
+    ("perf-compare.sh", ["--trails", "5"], "did you mean --trials?"),
+    ("perf-compare.sh", ["./prog", "--flag"], "a command goes after `--`"),
+    ("test.sh", ["--no-tsna"], "expected --no-tsan or --help"),
+]
+
+
+class HelpTest(unittest.TestCase):
+    def run_script(self, name, args):
+        with tempfile.TemporaryDirectory() as d:
+            build = os.path.join(d, "build")
+            env = dict(os.environ, COACT_BENCH_BUILD_DIR=build, PATH="/usr/bin:/bin")
+            p = subprocess.run([os.path.join(ROOT, "scripts", name), *args], env=env,
+                               capture_output=True, text=True, timeout=60, cwd=d)
+            self.assertFalse(os.path.exists(build), f"{name} {args} created a build directory")
+            return p
+
+    def test_help(self):
+        for name in SCRIPTS:
+            with self.subTest(script=name):
+                p = self.run_script(name, ["--help"])
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("sage", p.stdout)          # Usage / usage
+                self.assertNotIn("==", p.stderr)         # no build/bootstrap step started
+
+    def test_mistakes_name_the_fix(self):
+        for name, args, what in MISTAKES:
+            with self.subTest(script=name, args=args):
+                p = self.run_script(name, args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(what, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
