@@ -11,32 +11,39 @@
 #            {"group":"runtime","workload":NAME,"parameters":{...},"figures":{...}}.
 #            ARGS after `--` go to the benchmark binary (e.g. --benchmark_filter=BM_spawn).
 #            --quick: --benchmark_min_time=0.01.
-#   peers    whole programs, coact vs CAF 0.17 (bench/peers/): ping_pong, fan_out,
-#            thread_ring, skynet. Trials alternate coact, caf, coact, caf, ... (at
-#            least 3 each); medians are reported:
+#   peers    whole programs, coact vs CAF 0.17 (bench/peers/) vs tokio 1.24 (bench/tokio/):
+#            ping_pong, fan_out, thread_ring, skynet. Trials alternate coact, caf,
+#            tokio (bounded channels), tokio (unbounded), ... (at least 3 each);
+#            medians are reported; tokio's figure is its faster variant (named):
 #            {"group":"peers","workload":W,"parameters":{...},"workers":2,"unit":...,
 #             "coact_msgs_per_s":M,"caf_msgs_per_s":M,"ratio":coact/caf,
-#             "trials":{"coact":[...],"caf":[...]}}
+#             "tokio_msgs_per_s":M,"tokio_channel":"bounded"|"unbounded",
+#             "coact_over_tokio":coact/tokio,"trials":{"coact":[...],"caf":[...],...}}
 #            --quick: small n (CI smoke); the numbers then mean little.
-#   timers   timer programs, coact vs CAF 0.17 (bench/timers/, scenarios in
-#            timers_common.hpp). Trials alternate coact, caf (at least 3 each);
+#   timers   timer programs, coact vs CAF 0.17 vs tokio 1.24 (bench/timers/, bench/tokio/;
+#            scenarios in timers_common.hpp). Trials alternate coact, caf, tokio (at
+#            least 3 each; tokio runs end after 120 s, unfired timers counted as such);
 #            medians of the per-trial figures are reported. One object per run
 #            configuration:
 #              lateness (load idle|self|pairs: 10^4 one-shot 1 ms timers in 10
 #                chains; saturating load = 4 actors x 100 us handlers on the workers):
 #                {"group":"timers","workload":"lateness","parameters":{"load":L,...},
 #                 "workers":2,"coact":{"p50_us","p99_us","max_us","fired","expected",
-#                 "all_fired_trials","busy_util"},"caf":{...},"target":{...},"trials":{...}}
+#                 "all_fired_trials","busy_util"},"caf":{...},"tokio":{...},"target":{...},
+#                 "trials":{...}}
 #                percentiles: medians over trials of each trial's percentile (over the
 #                timers that fired); fired: the fewest of any trial; a timer not fired
 #                2 s after its due time stalls its chain and counts as unfired.
 #              idle_cpu (period_ms 5|20|100: one periodic timer, otherwise idle, 3 s):
-#                {...,"coact_cpu_pct":P,"caf_cpu_pct":P,"ratio":coact/caf,...}
+#                {...,"coact_cpu_pct":P,"caf_cpu_pct":P,"tokio_cpu_pct":P,"ratio":coact/caf,
+#                 "coact_over_tokio":coact/tokio,...}
 #                (process CPU time / wall, % of one core)
 #              cancel_rate (send_after + cancel pairs from a handler for 1 s):
-#                {...,"coact_pairs_per_s":R,"caf_pairs_per_s":R,"ratio":...,"caf_cancel":...}
+#                {...,"coact_pairs_per_s":R,"caf_pairs_per_s":R,"tokio_pairs_per_s":R,"ratio":...,
+#                 "caf_cancel":...,"tokio_cancel":...}
 #                CAF 0.17 cannot cancel a delayed_send: its figure is an emulation
-#                (delayed_send + a cancelled-set flag; the message still arrives).
+#                (delayed_send + a cancelled-set flag; the message still arrives); tokio's
+#                is a spawned sleeping task aborted by its JoinHandle.
 #            "target" holds the goals for coact and whether this run met them.
 #            --quick: 10^3 timers, shorter windows (CI smoke); the numbers then mean little.
 #
@@ -205,12 +212,17 @@ peer_n() {
 
 # run_peer_trial RUNTIME WORKLOAD N TRIAL OUTFILE: one run, its JSON line appended to OUTFILE.
 run_peer_trial() {
-  local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line
-  if [[ $rt == coact ]]; then bin=$COACT_BIN; else bin=$CAF_BIN; fi
+  local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line variant=()
+  case $rt in
+    coact) bin=$COACT_BIN ;;
+    caf) bin=$CAF_BIN ;;
+    tokio-bounded) bin=$TOKIO_BIN variant=(--channel bounded) ;;
+    tokio-unbounded) bin=$TOKIO_BIN variant=(--channel unbounded) ;;
+  esac
   # The program's own watchdog reports a hang with the runtime's counters (exit
   # 3); `timeout` is the backstop should the process not even manage that.
   line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" --workload "$wl" --n "$n" \
-           --workers "$WORKERS" --watchdog-s "$TIMEOUT_S") || rc=$?
+           --workers "$WORKERS" --watchdog-s "$TIMEOUT_S" "${variant[@]}") || rc=$?
   if ((rc == 3 || rc == 124)); then
     die 1 "peers/$wl: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s (n=$n)"
   elif ((rc != 0)); then
@@ -239,24 +251,29 @@ run_peers_group() {
        grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
       die 1 "group peers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
     fi
-    build_targets coact-peers caf-peers
+    build_targets coact-peers caf-peers tokio-bench
   fi
   COACT_BIN=$(find_binary coact-peers bench/peers/coact-peers)
   CAF_BIN=$(find_binary caf-peers bench/peers/caf-peers)
+  TOKIO_BIN=$(find_binary tokio-peers bench/tokio/tokio-peers)
   [[ -n $COACT_BIN ]] || die 1 "group peers: coact-peers not found in $BUILD_DIR"
   [[ -n $CAF_BIN ]] || die 1 "group peers: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
+  [[ -n $TOKIO_BIN ]] || die 1 "group peers: tokio-peers not found in $BUILD_DIR (cargo or librust-tokio-dev missing at configure time? run scripts/bootstrap.sh, then reconfigure)"
 
   local wl n t
   for wl in "${selected[@]}"; do
     n=$(peer_n "$wl")
     : >"$tmp/$wl.coact"
     : >"$tmp/$wl.caf"
-    log "peers/$wl: n=$n, workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf"
+    : >"$tmp/$wl.tokio"
+    log "peers/$wl: n=$n, workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf/tokio"
     for ((t = 1; t <= TRIALS; t++)); do
       run_peer_trial coact "$wl" "$n" "$t" "$tmp/$wl.coact"
       run_peer_trial caf "$wl" "$n" "$t" "$tmp/$wl.caf"
+      run_peer_trial tokio-bounded "$wl" "$n" "$t" "$tmp/$wl.tokio"
+      run_peer_trial tokio-unbounded "$wl" "$n" "$t" "$tmp/$wl.tokio"
     done
-    bench_py peers "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" ||
+    bench_py peers "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" "$tmp/$wl.tokio" ||
       die 1 "peers/$wl: aggregating the trials failed"
   done
 }
@@ -266,12 +283,19 @@ run_peers_group() {
 # timers program with ARGS, its JSON line appended to OUTFILE. LABEL names the
 # configuration in messages (e.g. lateness/load=self).
 run_timer_trial() {
-  local rt=$1 label=$2 t=$3 outfile=$4 bin rc=0 line
+  local rt=$1 label=$2 t=$3 outfile=$4 bin rc=0 line guard=()
   shift 4
-  if [[ $rt == coact ]]; then bin=$COACT_TIMERS_BIN; else bin=$CAF_TIMERS_BIN; fi
+  case $rt in
+    coact) bin=$COACT_TIMERS_BIN ;;
+    caf) bin=$CAF_TIMERS_BIN ;;
+    # tokio 1.24 starves its timers under the saturating pairs load (a chain's timers
+    # fire ~0.5 s late, so 10^4 timers would take ~10 minutes): its runs end after
+    # 120 s and the timers not fired by then count as unfired.
+    tokio) bin=$TOKIO_TIMERS_BIN guard=(--max-run-s 120) ;;
+  esac
   # The program's own watchdog reports a hang (exit 3); `timeout` is the backstop.
   line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" "$@" --workers "$WORKERS" \
-           --watchdog-s "$TIMEOUT_S") || rc=$?
+           --watchdog-s "$TIMEOUT_S" "${guard[@]}") || rc=$?
   if ((rc == 3 || rc == 124)); then
     die 1 "timers/$label: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s ($*)"
   elif ((rc != 0)); then
@@ -290,16 +314,19 @@ run_timer_config() {
   shift 2
   : >"$tmp/timers.$key.coact"
   : >"$tmp/timers.$key.caf"
-  log "timers/$label: workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf"
+  : >"$tmp/timers.$key.tokio"
+  log "timers/$label: workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf/tokio"
   for ((t = 1; t <= TRIALS; t++)); do
     run_timer_trial coact "$label" "$t" "$tmp/timers.$key.coact" "$@"
     run_timer_trial caf "$label" "$t" "$tmp/timers.$key.caf" "$@"
+    run_timer_trial tokio "$label" "$t" "$tmp/timers.$key.tokio" "$@"
   done
 }
 
 # aggregate_timers SCENARIO KEY PARAMS_JSON: prints the configuration's JSON object.
 aggregate_timers() {
-  bench_py timers "$1" "$2" "$3" "$WORKERS" "$quick" "$tmp/timers.$2.coact" "$tmp/timers.$2.caf" ||
+  bench_py timers "$1" "$2" "$3" "$WORKERS" "$quick" "$tmp/timers.$2.coact" "$tmp/timers.$2.caf" \
+    "$tmp/timers.$2.tokio" ||
     die 1 "timers/$1($2): aggregating the trials failed"
 }
 
@@ -320,8 +347,10 @@ run_timers_group() {
        grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
       die 1 "group timers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
     fi
-    build_targets coact-timers caf-timers
+    build_targets coact-timers caf-timers tokio-bench
   fi
+  TOKIO_TIMERS_BIN=$(find_binary tokio-timers bench/tokio/tokio-timers)
+  [[ -n $TOKIO_TIMERS_BIN ]] || die 1 "group timers: tokio-timers not found in $BUILD_DIR (cargo or librust-tokio-dev missing at configure time? run scripts/bootstrap.sh, then reconfigure)"
   COACT_TIMERS_BIN=$(find_binary coact-timers bench/timers/coact-timers)
   CAF_TIMERS_BIN=$(find_binary caf-timers bench/timers/caf-timers)
   [[ -n $COACT_TIMERS_BIN ]] || die 1 "group timers: coact-timers not found in $BUILD_DIR"

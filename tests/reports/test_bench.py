@@ -28,24 +28,67 @@ class BenchAggregationTest(unittest.TestCase):
         self.assertEqual(spawn[0]["parameters"]["arg0"], 64)
         self.assertEqual({r.get("aggregate") for r in rows} - {None}, {"mean", "median"})
 
-    def test_peers_medians_and_ratio(self):
+    @staticmethod
+    def write_rows(d, name, rows):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        return path
+
+    def peer_rows(self, d):
+        paths = {}
+        for rt, rates in (("coact", [300, 100, 200]), ("caf", [50, 100, 150])):
+            paths[rt] = self.write_rows(d, rt, [
+                {"runtime": rt, "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": r,
+                 "unit": "msgs", "seconds": 0.1} for r in rates])
+        # tokio: unbounded is the faster variant by median (80 vs 40), whatever the order.
+        tokio = [("bounded", 40), ("unbounded", 90), ("bounded", 30), ("unbounded", 80),
+                 ("bounded", 50), ("unbounded", 10)]
+        paths["tokio"] = self.write_rows(d, "tokio", [
+            {"runtime": "tokio", "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": r,
+             "unit": "msgs", "seconds": 0.1, "channel": ch} for ch, r in tokio])
+        return paths
+
+    def test_peers_medians_and_ratios(self):
         with tempfile.TemporaryDirectory() as d:
-            paths = {}
-            for rt, rates in (("coact", [300, 100, 200]), ("caf", [50, 100, 150])):
-                paths[rt] = os.path.join(d, rt)
-                with open(paths[rt], "w") as f:
-                    for r in rates:
-                        f.write(json.dumps({"runtime": rt, "workload": "ping_pong", "n": 10,
-                                            "msgs": 20, "msgs_per_s": r, "unit": "msgs",
-                                            "seconds": 0.1}) + "\n")
-            p = bench("peers", "ping_pong", "10", "2", "1", paths["coact"], paths["caf"])
+            paths = self.peer_rows(d)
+            p = bench("peers", "ping_pong", "10", "2", "1", paths["coact"], paths["caf"], paths["tokio"])
             self.assertEqual(p.returncode, 0, p.stderr)
             row = json.loads(p.stdout)
             self.assertEqual((row["coact_msgs_per_s"], row["caf_msgs_per_s"], row["ratio"]),
                              (200, 100, 2.0))
-            p = bench("peers", "fan_out", "10", "2", "1", paths["coact"], paths["caf"])
+            self.assertEqual((row["tokio_msgs_per_s"], row["tokio_channel"], row["coact_over_tokio"]),
+                             (80, "unbounded", 2.5))
+            self.assertEqual(row["tokio_msgs_per_s_by_channel"], {"bounded": 40, "unbounded": 80})
+            p = bench("peers", "fan_out", "10", "2", "1", paths["coact"], paths["caf"], paths["tokio"])
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("peers/fan_out: coact printed an unexpected row", p.stderr)
+
+    def test_peers_needs_both_tokio_variants(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = self.peer_rows(d)
+            only = self.write_rows(d, "only", [
+                {"runtime": "tokio", "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": 5,
+                 "unit": "msgs", "seconds": 0.1, "channel": "bounded"}])
+            p = bench("peers", "ping_pong", "10", "2", "1", paths["coact"], paths["caf"], only)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("need both channel variants", p.stderr)
+
+    def test_timers_idle_cpu_targets_and_tokio(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = {rt: self.write_rows(d, rt, [
+                {"runtime": rt, "scenario": "idle_cpu", "cpu_pct": x, "ticks": 600} for x in xs])
+                for rt, xs in (("coact", [0.4, 0.6, 0.5]), ("caf", [20, 25, 30]), ("tokio", [0.5, 1.0, 2.0]))}
+            for period, met in ((5, True), (20, False)):
+                p = bench("timers", "idle_cpu", f"idle_cpu.{period}",
+                          json.dumps({"period_ms": period, "duration_ms": 3000}), "2", "0",
+                          paths["coact"], paths["caf"], paths["tokio"])
+                self.assertEqual(p.returncode, 0, p.stderr)
+                row = json.loads(p.stdout)
+                self.assertEqual((row["coact_cpu_pct"], row["tokio_cpu_pct"], row["coact_over_tokio"]),
+                                 (0.5, 1.0, 0.5))
+                self.assertEqual(row["target"]["met"], met)
 
 
 if __name__ == "__main__":

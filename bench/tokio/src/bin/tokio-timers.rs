@@ -4,7 +4,9 @@
 //! Usage: tokio-timers --scenario lateness|idle_cpu|cancel_rate [options] [--workers W]
 //! (the options, defaults and JSON members of timers_common.hpp: --load
 //! idle|self|pairs, --timers, --chains, --period-us, --grace-ms, --busy-actors,
-//! --busy-us, --period-ms, --duration-ms, --delay-ms, --watchdog-s).
+//! --busy-us, --period-ms, --duration-ms, --delay-ms, --watchdog-s), plus
+//! --max-run-s S: a lateness run still going after S seconds ends there, and the
+//! timers not fired by then count as unfired (stalled chains).
 //!
 //! tokio specifics, chosen so that the work matches the actor programs:
 //!  - the pool is tokio's multi-thread scheduler with --workers threads; timers
@@ -70,6 +72,7 @@ struct Args {
     delay_ms: u64,
     workers: u64,
     watchdog_s: u64,
+    max_run_s: u64,
 }
 
 fn usage(msg: &str) -> ! {
@@ -93,6 +96,7 @@ fn parse_args() -> Args {
         delay_ms: 10,
         workers: 2,
         watchdog_s: 0,
+        max_run_s: 0,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -132,6 +136,7 @@ fn parse_args() -> Args {
             "--delay-ms" => a.delay_ms = num(1, 3_600_000),
             "--workers" => a.workers = num(1, 1024),
             "--watchdog-s" => a.watchdog_s = num(0, 86400),
+            "--max-run-s" => a.max_run_s = num(0, 86400),
             "--timer-slack-ns" => {
                 num(0, 1_000_000_000);
             }
@@ -213,7 +218,9 @@ impl Lateness {
     fn all_armed(&self) -> bool {
         self.chains.iter().all(|c| c.due_ns.load(Ordering::Acquire) != 0)
     }
-    fn wait_done_or_stalled(&self) -> u64 {
+    /// As lateness_state::wait_done_or_stalled, plus --max-run-s: once the run
+    /// is that old (0 = no limit), every chain not done counts as stalled.
+    fn wait_done_or_stalled(&self, deadline_ns: Option<i64>) -> u64 {
         loop {
             std::thread::sleep(Duration::from_millis(5));
             let now = now_ns();
@@ -231,6 +238,9 @@ impl Lateness {
             }
             if open == 0 {
                 return stalled;
+            }
+            if deadline_ns.map_or(false, |d| now > d) {
+                return open + stalled;
             }
         }
     }
@@ -320,7 +330,8 @@ fn run_lateness(rt: &tokio::runtime::Runtime, a: &Args) {
             busy.push(rt.spawn(pair_side(s.clone(), rx_b, tx_a)));
         }
     }
-    let stalled = s.wait_done_or_stalled();
+    let deadline = if a.max_run_s > 0 { Some(start + a.max_run_s as i64 * 1_000_000_000) } else { None };
+    let stalled = s.wait_done_or_stalled(deadline);
     let end = now_ns();
     s.stop_busy.store(true, Ordering::Relaxed);
     rt.block_on(async {
