@@ -22,7 +22,7 @@
 #            --quick: small n (CI smoke); the numbers then mean little.
 #   timers   timer programs, coact vs CAF 0.17 vs tokio 1.24 (bench/timers/, bench/tokio/;
 #            scenarios in timers_common.hpp). Trials alternate coact, caf, tokio (at
-#            least 3 each; tokio runs end after 120 s, unfired timers counted as such);
+#            least 3 each; tokio runs end after 60 s, unfired timers counted as such);
 #            medians of the per-trial figures are reported. One object per run
 #            configuration:
 #              lateness (load idle|self|pairs: 10^4 one-shot 1 ms timers in 10
@@ -290,8 +290,8 @@ run_timer_trial() {
     caf) bin=$CAF_TIMERS_BIN ;;
     # tokio 1.24 starves its timers under the saturating pairs load (a chain's timers
     # fire ~0.5 s late, so 10^4 timers would take ~10 minutes): its runs end after
-    # 120 s and the timers not fired by then count as unfired.
-    tokio) bin=$TOKIO_TIMERS_BIN guard=(--max-run-s 120) ;;
+    # 60 s and the timers not fired by then count as unfired.
+    tokio) bin=$TOKIO_TIMERS_BIN guard=(--max-run-s 60) ;;
   esac
   # The program's own watchdog reports a hang (exit 3); `timeout` is the backstop.
   line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" "$@" --workers "$WORKERS" \
