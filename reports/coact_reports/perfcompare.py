@@ -79,6 +79,9 @@ Options:
                          the program for that side (replaces CMD, BIN or coact-peers)
   --base-prefix WORDS, --cand-prefix WORDS
                          words put before that side's command (e.g. 'nice -n 5')
+  --base-args WORDS, --cand-args WORDS
+                         words appended to that side's command (a program's own flag as
+                         the knob: --base-args '--compressors 4' --cand-args '--compressors 8')
   --base-rev REV --cand-rev REV
                          build each revision in its own git worktree under
                          build/perf-compare/revs/ (cached by commit) and run its
@@ -111,7 +114,7 @@ build or plot failed, 2 usage error, 130 interrupted. Details: reports/README.md
 
 OPTIONS_WITH_VALUE = ("--trials", "--metric", "--lower-is-better", "--gbench", "--gbench-field",
                       "--base-bin", "--cand-bin", "--base-prefix", "--cand-prefix",
-                      "--base-rev", "--cand-rev", "--target", "--workloads", "--n",
+                      "--base-args", "--cand-args", "--base-rev", "--cand-rev", "--target", "--workloads", "--n",
                       "--workers", "--noise-floor", "--aa-from", "--outlier-k",
                       "--env-load-margin", "--out", "--seed", "--timeout-s")
 FLAGS = ("--aa", "--plot", "--ignore-env", "-h", "--help")
@@ -151,7 +154,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         sys.exit(0)
     a = argparse.Namespace(
         trials="10", metrics=[], lower=[], gbench=None, gbench_field="real_time",
-        base_bin=None, cand_bin=None, base_prefix="", cand_prefix="", base_rev=None,
+        base_bin=None, cand_bin=None, base_prefix="", cand_prefix="", base_args="",
+        cand_args="", base_rev=None,
         cand_rev=None, target=None, workloads=None, n=None, workers="2",
         noise_floor="2", aa_from=None, outlier_k=str(ps.DEFAULT_OUTLIER_K),
         env_load_margin=str(ps.DEFAULT_LOAD_MARGIN), out=None, seed=None,
@@ -290,8 +294,15 @@ def check_args(a: argparse.Namespace, root: str) -> None:
         raise Usage("--base-rev and --cand-rev go together (give both)")
     if a.base_rev is not None and (a.base_bin or a.cand_bin):
         raise Usage("--base-rev/--cand-rev choose the programs; drop --base-bin/--cand-bin")
-    a.base_prefix_words = shlex.split(a.base_prefix)
-    a.cand_prefix_words = shlex.split(a.cand_prefix)
+    for opt in ("base_prefix", "cand_prefix", "base_args", "cand_args"):
+        try:
+            setattr(a, opt + "_words", shlex.split(getattr(a, opt)))
+        except ValueError as e:
+            raise Usage(f"--{opt.replace('_', '-')} '{getattr(a, opt)}': {e} (quote words "
+                        "as in a shell)") from None
+    if (a.base_args or a.cand_args) and a.mode == "peers":
+        raise Usage("--base-args/--cand-args apply to a command or --gbench; coact-peers "
+                    "takes its arguments from --workloads, --n, --workers")
     coact_only = a.mode == "peers"
     a.base_env = parse_env("PERF_BASE_ENV", coact_only)
     a.cand_env = parse_env("PERF_CAND_ENV", coact_only)
@@ -299,10 +310,12 @@ def check_args(a: argparse.Namespace, root: str) -> None:
         if os.environ.get("PERF_CAND_ENV"):
             log(f"--aa: ignoring PERF_CAND_ENV ('{os.environ['PERF_CAND_ENV']}'); "
                 "both variants use PERF_BASE_ENV")
-        if a.cand_bin or a.cand_prefix or a.cand_rev:
-            log("--aa: ignoring --cand-bin/--cand-prefix/--cand-rev; cand runs as base")
+        if a.cand_bin or a.cand_prefix or a.cand_args or a.cand_rev:
+            log("--aa: ignoring --cand-bin/--cand-prefix/--cand-args/--cand-rev; cand runs "
+                "as base")
         a.cand_env, a.cand_bin = list(a.base_env), a.base_bin
         a.cand_prefix_words, a.cand_rev = list(a.base_prefix_words), a.base_rev
+        a.cand_args_words = list(a.base_args_words)
     for opt in ("base_bin", "cand_bin"):
         p = getattr(a, opt)
         if p is not None:
@@ -507,7 +520,7 @@ class Runner:
             rest = ["--benchmark_format=json"] + a.command
         else:
             rest = a.command[1:]
-        return prefix + [prog] + rest
+        return prefix + [prog] + rest + getattr(a, side + "_args_words")
 
     def run(self, side: str, label: str, t: int, pos: int, workload: Optional[str]) -> dict:
         """Runs one trial; returns {"stdout", "wall_s", "max_rss_kb", "env"}."""
