@@ -19,13 +19,14 @@
 // warm-up (wall clock). --list prints the workloads, their stages, regions
 // and ideal curves as one JSON object.
 //
-// The runtime tuning is resolve_tuning() (COACT_* knobs and COACT_CONFIG
-// apply) with workers = 2, peer_steal = on and a spin window of at least 4
+// The runtime tuning is resolve_tuning() (--coact-* arguments, COACT_* knobs
+// and COACT_CONFIG apply) with workers = 2, peer_steal = on and a spin window of at least 4
 // units (known_answer.hpp says why). A causal-profiling sweep runs when
 // COACT_CAUSAL=1 is set (coact-profile run / validate set it), started by the
 // runtime at boot. Exit status: 0, or 2 on a usage error.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +67,7 @@ std::string list_json() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  coact::options::init(argc, argv);  // --coact-* out of argv; a bad option: one line, exit 2
   CLI::App app{"coact-known-answer: known-answer workloads for the coact causal profiler"};
   std::string workload_name;
   double seconds = 5;
@@ -128,12 +130,18 @@ int main(int argc, char** argv) {
 
   (void)coact::calibrate::tsc_hz();  // before the clock starts
   ka::Shared sh;
-  auto tuning = ka::workload_tuning(coact::resolve_tuning(argc, argv), c.unit);
+  auto tuning = ka::workload_tuning(coact::resolve_tuning(), c.unit);
   using clock = std::chrono::steady_clock;
   uint64_t n0 = 0, n1 = 0;
   clock::time_point t0, t1;
   {
-    coact::Runtime rt(tuning);
+    std::optional<coact::Runtime> boot;
+    try {
+      boot.emplace(tuning);
+    } catch (const coact::options::option_error& e) {  // a bad COACT_CAUSAL_* combination
+      coact::options::exit_with(argv[0], e);
+    }
+    coact::Runtime& rt = *boot;
     ka::start(rt, c, sh);
     std::this_thread::sleep_for(std::chrono::duration<double>(warmup));
     n0 = sh.iterations.load(std::memory_order_relaxed);

@@ -414,7 +414,7 @@ inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::micros
   base.workers = 2;
   base.peer_steal = true;
   // Longer than the longest idle gap (2 units) plus slack.
-  base.spin_window_usec = static_cast<uint32_t>(std::max<int64_t>(base.spin_window_usec, 4 * unit.count()));
+  base.spin_window_us = static_cast<uint32_t>(std::max<int64_t>(base.spin_window_us, 4 * unit.count()));
   return base;
 }
 

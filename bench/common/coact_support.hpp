@@ -1,14 +1,14 @@
 // bench/common/coact_support.hpp: the coact setup the coact benchmark
 // programs share (coact-peers, coact-timers).
 //
-// Provides coact_setup: a Runtime whose tuning is resolve_tuning() (so the
-// COACT_* environment knobs and COACT_CONFIG apply, for experiments; never
-// the program's argv, which is the benchmark's own) with `workers` forced to
-// the program's --workers, and a check that the runtime runs exactly that
-// many workers.
+// Provides coact_setup: a Runtime whose tuning is resolve_tuning() (the
+// options the program's main installed with coact::options::init(argc, argv),
+// which takes --coact-* arguments out of argv before the benchmark parses its
+// own) with `workers` forced to the program's --workers, and a check that the
+// runtime runs exactly that many workers.
 // Threads: main thread only. Construction boots the runtime's workers;
-// destruction is the Runtime's. Errors: a bad COACT_* setting or config file
-// prints "<prog>: <what>" on stderr and exits 2 (before any runtime exists).
+// destruction is the Runtime's. Errors: a bad COACT_* setting (including the
+// sweep's, found at boot) prints "<prog>: error: <what>" on stderr and exits 2.
 #pragma once
 
 #include <coact/runtime/runtime.hpp>
@@ -21,7 +21,10 @@
 namespace coact::bench {
 
 struct coact_setup {
-  coact_setup(const char* prog, uint32_t workers) : rt(tuning(prog, workers)) {}
+  coact_setup(const char* prog, uint32_t workers) try : rt(tuning(prog, workers)) {
+  } catch (const coact::options::option_error& e) {
+    coact::options::exit_with(prog, e);
+  }
   coact_setup(const coact_setup&) = delete;
   coact_setup& operator=(const coact_setup&) = delete;
 
@@ -39,10 +42,9 @@ struct coact_setup {
   static coact::SchedulerTuning tuning(const char* prog, uint32_t workers) {
     coact::SchedulerTuning t;
     try {
-      t = coact::resolve_tuning();  // environment / COACT_CONFIG only, not our argv
-    } catch (const coact::tuning_error& e) {
-      fmt::print(stderr, "{}: {}\n", prog, e.what());
-      std::exit(2);
+      t = coact::resolve_tuning();
+    } catch (const coact::options::option_error& e) {
+      coact::options::exit_with(prog, e);
     }
     t.workers = workers;
     return t;

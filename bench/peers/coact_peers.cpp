@@ -308,6 +308,7 @@ void run_skynet(coact::Runtime& rt, const peer_args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  coact::options::init(argc, argv);  // --coact-* out of argv; a bad option: one line, exit 2
   peer_args a = parse_args(argc, argv);
   coact_setup setup("coact-peers", a.workers);
   if (!setup.has_workers("coact-peers", a.workers)) return 1;

@@ -221,6 +221,7 @@ void run_cancel_rate(coact::Runtime& rt, const timer_args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  coact::options::init(argc, argv);  // --coact-* out of argv; a bad option: one line, exit 2
   timer_args a = parse_args(argc, argv);
   apply_timer_slack(a);
   coact_setup setup("coact-timers", a.workers);

@@ -1,5 +1,6 @@
 // Calibration file: JSON (de)serialisation, default path, tolerant load, atomic save.
 #include <coact/calibrate/calibration_file.hpp>
+#include <coact/options.hpp>
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -95,15 +96,17 @@ Calibration calibration_from_json(const std::string& text) {
 }
 
 std::filesystem::path default_calibration_path() {
-  return default_calibration_path([](const char* key) -> const char* { return std::getenv(key); });
+  return default_calibration_path(options::process().text("COACT_CALIBRATION_FILE"),
+                                  [](const char* key) -> const char* { return std::getenv(key); });
 }
 
-std::filesystem::path default_calibration_path(const std::function<const char*(const char*)>& env) {
+std::filesystem::path default_calibration_path(const std::string& configured,
+                                               const std::function<const char*(const char*)>& env) {
   const auto nonempty = [&](const char* key) -> const char* {
     const char* v = env(key);
     return (v != nullptr && *v != '\0') ? v : nullptr;
   };
-  if (const char* f = nonempty("COACT_CALIBRATION_FILE")) return std::filesystem::path(f);
+  if (!configured.empty()) return std::filesystem::path(configured);
   if (const char* x = nonempty("XDG_CACHE_HOME")) return std::filesystem::path(x) / "coact" / "calibration.json";
   if (const char* home = nonempty("HOME")) return std::filesystem::path(home) / ".cache" / "coact" / "calibration.json";
   // getpwuid_r: reentrant, so this stays callable from any thread.

@@ -3,7 +3,10 @@
 // numbers, and writes the calibration file read by coact programs at boot.
 //
 // Steps:
-//  1. Parse options (CLI11: a bad option prints an error and exits non-zero).
+//  1. Resolve the COACT_* options (coact/options.hpp: a bad one is one line
+//     and exit 2; --coact-* arguments are taken out of argv), then parse our
+//     own (CLI11: a bad option prints an error and exits non-zero).
+//     --print-config lists every key with its value and source and exits.
 //  2. Probe invariant TSC (CPUID + /proc/cpuinfo); measure tsc_hz against
 //     CLOCK_MONOTONIC (or 1e9 on the CLOCK_MONOTONIC fallback); read CPUID's view.
 //  3. Probe the futex hand-off cost; derive the wake break-even.
@@ -26,6 +29,7 @@
 #include <coact/calibrate/calibration_file.hpp>
 #include <coact/calibrate/handoff.hpp>
 #include <coact/calibrate/tsc.hpp>
+#include <coact/options.hpp>
 
 namespace {
 
@@ -54,6 +58,7 @@ std::string fmt_hz(uint64_t hz) { return fmt::format("{} Hz ({:.3f} GHz)", hz, s
 }  // namespace
 
 int main(int argc, char** argv) {
+  const coact::options::Values values = coact::options::init(argc, argv);
   CLI::App app{"coact-calibrate: measure TSC rate, futex hand-off cost and wake break-even, and write the "
                "per-machine calibration file"};
   std::string output;
@@ -71,7 +76,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1024u));
   app.add_option("--round-trips", round_trips, "hand-off probe round trips (after 200 warm-up)")
       ->check(CLI::Range(10u, 1'000'000u));
+  bool print_config = false;
+  bool markdown = false;
+  app.add_flag("--print-config", print_config,
+               "print every COACT_* key with its resolved value and source (default, config file, environment, "
+               "command line) and exit");
+  app.add_flag("--markdown", markdown, "with --print-config: print the declaration table as Markdown instead");
   CLI11_PARSE(app, argc, argv);
+  if (print_config) {
+    std::fputs(markdown ? coact::options::markdown_table().c_str() : values.listing().c_str(), stdout);
+    return 0;
+  }
 
   try {
     // 2. TSC.
@@ -125,10 +140,10 @@ int main(int argc, char** argv) {
         static_cast<double>(m.max_round_hz - m.min_round_hz) / static_cast<double>(m.tsc_hz) > 0.001) {
       warnings.push_back("tsc_hz rounds disagree by more than 0.1%: the machine was busy; rerun when idle");
     }
-    if (std::getenv("COACT_TSC_HZ") != nullptr) {
+    if (values.integer("COACT_TSC_HZ")) {
       warnings.push_back("COACT_TSC_HZ is set: programs use it instead of the file's tsc_hz");
     }
-    if (std::getenv("COACT_HANDOFF_COST_NS") != nullptr) {
+    if (values.integer("COACT_HANDOFF_COST_NS")) {
       warnings.push_back("COACT_HANDOFF_COST_NS is set: programs use it instead of the file's handoff_cost_ns");
     }
 

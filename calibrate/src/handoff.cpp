@@ -16,6 +16,7 @@
 // the futex hash-bucket lock, so a store + WAKE that lands between our load
 // and the syscall makes the WAIT return EAGAIN instead of sleeping.
 #include <coact/calibrate/handoff.hpp>
+#include <coact/options.hpp>
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -118,21 +119,6 @@ HandoffProbeResult probe_handoff_cost(const HandoffProbeOptions& options) {
   return r;
 }
 
-nanoseconds parse_handoff_cost_pin(std::string_view value) {
-  const auto bad = [&] {
-    return std::runtime_error(fmt::format("COACT_HANDOFF_COST_NS='{}': expected a decimal integer in {}..{} (ns)",
-                                          value, kMinHandoffCostNs, kMaxHandoffCostNs));
-  };
-  if (value.empty() || value.size() > 20) throw bad();
-  u128 x = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9') throw bad();
-    x = x * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (x < kMinHandoffCostNs || x > kMaxHandoffCostNs) throw bad();
-  return nanoseconds(static_cast<int64_t>(x));
-}
-
 namespace {
 constexpr int64_t kMaxSampleNs = 1'000'000'000;  // samples clamped to 0..1 s
 
@@ -144,12 +130,6 @@ uint64_t to_fixed(nanoseconds ns) noexcept {
 
 HandoffEstimate::HandoffEstimate(nanoseconds initial, std::optional<nanoseconds> pin) noexcept
     : cost_fp_(to_fixed(pin ? *pin : initial)), pinned_(pin.has_value()) {}
-
-HandoffEstimate HandoffEstimate::from_environment(nanoseconds initial) {
-  const char* v = std::getenv("COACT_HANDOFF_COST_NS");
-  if (v == nullptr) return HandoffEstimate(initial);
-  return HandoffEstimate(initial, parse_handoff_cost_pin(v));
-}
 
 void HandoffEstimate::observe(nanoseconds sample) noexcept {
   if (pinned_) return;
@@ -172,8 +152,8 @@ nanoseconds HandoffEstimate::cost() const noexcept {
 }
 
 InitialHandoffCost initial_handoff_cost() {
-  if (const char* v = std::getenv("COACT_HANDOFF_COST_NS")) {
-    return {parse_handoff_cost_pin(v), HandoffCostSource::env_pin};
+  if (const auto pin = options::process().integer("COACT_HANDOFF_COST_NS")) {  // "auto": calibrate
+    return {nanoseconds(static_cast<int64_t>(*pin)), HandoffCostSource::env_pin};
   }
   if (auto c = load_calibration(); c && c->cpu_model == current_cpu_model() && c->cores == online_cores()) {
     return {nanoseconds(static_cast<int64_t>(c->handoff_cost_ns)), HandoffCostSource::calibration_file};

@@ -2,6 +2,7 @@
 // process-wide resolution order (env pin > calibration file > measurement),
 // with CLOCK_MONOTONIC as the fallback cycle source.
 #include <coact/calibrate/tsc.hpp>
+#include <coact/options.hpp>
 
 #include <time.h>
 
@@ -81,11 +82,7 @@ ClockPair read_pair() {
   return best;
 }
 
-uint64_t parse_env_pin_or_zero() {
-  const char* v = std::getenv("COACT_TSC_HZ");
-  if (v == nullptr) return 0;
-  return parse_tsc_hz_pin(v);
-}
+uint64_t pin_or_zero() { return options::process().integer("COACT_TSC_HZ").value_or(0); }
 
 struct ClockState {
   uint64_t hz = 0;
@@ -93,7 +90,7 @@ struct ClockState {
 };
 
 ClockState resolve_clock() {
-  const uint64_t pin = parse_env_pin_or_zero();  // throws for a bad value, whatever the source
+  const uint64_t pin = pin_or_zero();  // resolved (validated) once per process
   if (!detail::tsc_is_source()) {
     if (pin != 0) {
       std::fprintf(stderr,
@@ -218,25 +215,9 @@ std::optional<CpuidTscHz> cpuid_tsc_hz() {
   return std::nullopt;
 }
 
-uint64_t parse_tsc_hz_pin(std::string_view value) {
-  const auto bad = [&] {
-    return std::runtime_error(fmt::format(
-        "COACT_TSC_HZ='{}': expected a decimal integer in {}..{} (Hz, i.e. 1 MHz..100 GHz)", value, kMinTscHz,
-        kMaxTscHz));
-  };
-  if (value.empty() || value.size() > 20) throw bad();
-  u128 x = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9') throw bad();
-    x = x * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (x < kMinTscHz || x > kMaxTscHz) throw bad();
-  return static_cast<uint64_t>(x);
-}
-
 std::string_view to_string(TscHzSource source) noexcept {
   switch (source) {
-    case TscHzSource::env_pin: return "env COACT_TSC_HZ";
+    case TscHzSource::env_pin: return "COACT_TSC_HZ";
     case TscHzSource::calibration_file: return "calibration file";
     case TscHzSource::measured: return "measured";
     case TscHzSource::monotonic: return "CLOCK_MONOTONIC (no invariant TSC)";

@@ -25,12 +25,11 @@
 #include <coact/causal/profile_writer.hpp>
 #include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
-
-extern "C" char** environ;  // POSIX
+#include <coact/options.hpp>
 
 namespace coact::causal {
 
-// ---- environment ------------------------------------------------------------
+// ---- options (declared in calibrate/src/options.cpp) ---------------------------
 
 namespace {
 
@@ -51,42 +50,8 @@ constexpr std::string_view kJsonOutput = "COACT_CAUSAL_JSON_OUTPUT";
 constexpr std::string_view kSeed = "COACT_CAUSAL_SEED";
 constexpr std::string_view kRegionWeight = "COACT_CAUSAL_REGION_WEIGHT";
 
-constexpr std::string_view kAllKeys[] = {kEnable,      kProgress,        kProgressHandler, kRegionFilter,
-                                         kFixedRegion, kFixedSpeedup,    kExperimentMs,    kMaxExperimentMs,
-                                         kCooldownMs,  kDurationS,       kExperiments,     kMinDelta,
-                                         kOutput,      kJsonOutput,      kSeed,            kRegionWeight};
-
-constexpr uint64_t kMaxExperimentMsValue = 3'600'000;  // one hour
-
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
-  throw std::invalid_argument(fmt::format("{}='{}': expected {}", key, value, accepted));
-}
-
-uint64_t parse_uint(std::string_view key, std::string_view value, uint64_t lo, uint64_t hi) {
-  const std::string accepted = fmt::format("a decimal integer in {}..{}", lo, hi);
-  if (value.empty() || value.size() > 19) bad_value(key, value, accepted);
-  uint64_t v = 0;
-  for (const char c : value) {
-    if (c < '0' || c > '9') bad_value(key, value, accepted);
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v < lo || v > hi) bad_value(key, value, accepted);
-  return v;
-}
-
-std::vector<std::string> parse_list(std::string_view value) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= value.size()) {
-    size_t comma = value.find(',', pos);
-    if (comma == std::string_view::npos) comma = value.size();
-    std::string_view item = value.substr(pos, comma - pos);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty()) out.emplace_back(item);
-    pos = comma + 1;
-  }
-  return out;
+  throw options::option_error(fmt::format("{}='{}': expected {}", key, value, accepted));
 }
 
 std::string join(const std::vector<std::string>& v, std::string_view sep) {
@@ -106,8 +71,6 @@ std::string json_array(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::vector<std::string> env_keys() { return {std::begin(kAllKeys), std::end(kAllKeys)}; }
-
 std::string default_json_output(const std::string& coz_path) {
   if (coz_path.size() >= 4 && coz_path.compare(coz_path.size() - 4, 4, ".coz") == 0) {
     return coz_path.substr(0, coz_path.size() - 4) + ".jsonl";
@@ -115,72 +78,42 @@ std::string default_json_output(const std::string& coz_path) {
   return coz_path + ".jsonl";
 }
 
-std::optional<Options> options_from_env(const char* const* envp) {
-  std::unordered_map<std::string_view, std::string_view> env;
-  for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    const size_t eq = kv.find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string_view key = kv.substr(0, eq);
-    if (key == kEnable || key.starts_with("COACT_CAUSAL_")) env.emplace(key, kv.substr(eq + 1));
-  }
-  const auto enable = env.find(kEnable);
-  if (enable == env.end() || enable->second.empty() || enable->second == "0") return std::nullopt;
-  if (enable->second != "1") bad_value(kEnable, enable->second, "1 (run a causal-profiling sweep) or 0 / empty");
-  for (const auto& [key, value] : env) {
-    if (std::find(std::begin(kAllKeys), std::end(kAllKeys), key) == std::end(kAllKeys)) {
-      throw std::invalid_argument(
-          fmt::format("unknown key {} (= '{}'); the causal profiler reads: {}", key, value, join(env_keys(), ", ")));
-    }
-  }
-  auto get = [&](std::string_view key) -> std::optional<std::string_view> {
-    auto it = env.find(key);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
+std::optional<Options> options_from(const options::Values& v) {
+  if (!v.boolean(kEnable)) return std::nullopt;
   Options o;
-  if (auto v = get(kProgress)) o.progress = parse_list(*v);
-  if (auto v = get(kProgressHandler)) o.progress_handlers = parse_list(*v);
-  if (auto v = get(kRegionFilter)) o.region_filter = parse_list(*v);
-  if (auto v = get(kFixedRegion)) o.fixed_region = std::string(*v);
-  if (auto v = get(kFixedSpeedup); v && !v->empty()) {
-    o.fixed_speedup_pct = static_cast<uint32_t>(parse_uint(kFixedSpeedup, *v, 0, 100));
+  o.progress = v.list(kProgress);
+  o.progress_handlers = v.list(kProgressHandler);
+  o.region_filter = v.list(kRegionFilter);
+  o.fixed_region = v.text(kFixedRegion);
+  if (auto pct = v.integer(kFixedSpeedup)) o.fixed_speedup_pct = static_cast<uint32_t>(*pct);
+  o.experiment = std::chrono::milliseconds(*v.integer(kExperimentMs));
+  o.max_experiment = std::chrono::milliseconds(*v.integer(kMaxExperimentMs));
+  if (o.max_experiment.count() != 0 && o.max_experiment < o.experiment) {
+    bad_value(kMaxExperimentMs, std::to_string(o.max_experiment.count()),
+              fmt::format("0 (16 x {}) or at least {}={}", kExperimentMs, kExperimentMs, o.experiment.count()));
   }
-  if (auto v = get(kExperimentMs)) {
-    o.experiment = std::chrono::milliseconds(parse_uint(kExperimentMs, *v, 1, kMaxExperimentMsValue));
-  }
-  if (auto v = get(kMaxExperimentMs)) {
-    o.max_experiment = std::chrono::milliseconds(parse_uint(kMaxExperimentMs, *v, 0, kMaxExperimentMsValue));
-    if (o.max_experiment.count() != 0 && o.max_experiment < o.experiment) {
-      bad_value(kMaxExperimentMs, *v,
-                fmt::format("0 (16 x {}) or at least {}={}", kExperimentMs, kExperimentMs, o.experiment.count()));
-    }
-  }
-  if (auto v = get(kCooldownMs)) o.cooldown = std::chrono::milliseconds(parse_uint(kCooldownMs, *v, 0, 600'000));
-  if (auto v = get(kDurationS)) o.duration = std::chrono::seconds(parse_uint(kDurationS, *v, 0, 31'536'000));
-  if (auto v = get(kExperiments)) o.max_experiments = parse_uint(kExperiments, *v, 0, 1'000'000'000);
-  if (auto v = get(kMinDelta)) o.min_delta = parse_uint(kMinDelta, *v, 1, 1'000'000'000);
-  if (auto v = get(kSeed)) o.seed = parse_uint(kSeed, *v, 0, UINT64_MAX / 10);
-  if (auto v = get(kRegionWeight)) {
-    if (*v == "time") {
-      o.time_weighted = true;
-    } else if (*v == "uniform") {
-      o.time_weighted = false;
-    } else {
-      bad_value(kRegionWeight, *v, "time or uniform");
-    }
-  }
-  if (auto v = get(kOutput)) o.output = std::string(*v);
-  if (auto v = get(kJsonOutput)) {
-    o.json_output = std::string(*v);
-  } else {
-    o.json_output = o.output.empty() ? std::string() : default_json_output(o.output);
-  }
+  o.cooldown = std::chrono::milliseconds(*v.integer(kCooldownMs));
+  o.duration = std::chrono::seconds(*v.integer(kDurationS));
+  o.max_experiments = *v.integer(kExperiments);
+  o.min_delta = *v.integer(kMinDelta);
+  o.seed = *v.integer(kSeed);
+  o.time_weighted = v.text(kRegionWeight) == "time";
+  o.output = v.text(kOutput);
+  o.json_output = v.is_set(kJsonOutput) ? v.text(kJsonOutput)
+                  : o.output.empty()    ? std::string()
+                                        : default_json_output(o.output);
   if (o.output.empty() && o.json_output.empty()) {
     bad_value(kOutput, "", fmt::format("a path (both {} and {} are empty: nothing would be written)", kOutput,
                                        kJsonOutput));
   }
   return o;
+}
+
+std::optional<Options> options_from_env(const char* const* envp) {
+  options::Sources src;
+  src.env.emplace();
+  for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) src.env->emplace_back(*e);
+  return options_from(options::resolve(src));
 }
 
 std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
@@ -651,12 +584,7 @@ bool Controller::wait(std::chrono::milliseconds timeout) {
 bool Controller::running() noexcept { return state().running.load(std::memory_order_relaxed); }
 
 bool Controller::start_from_env() {
-  std::optional<Options> o;
-  try {
-    o = options_from_env(environ);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("coact causal: ") + e.what());
-  }
+  const std::optional<Options> o = options_from(options::process());
   if (!o) return false;
   // One environment sweep per process: a second Runtime boot does not start
   // another (the first one's atexit handler ends it).

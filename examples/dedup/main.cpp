@@ -9,10 +9,12 @@
 // DIR defaults to /usr/share/doc (on every Debian machine). Repeated passes
 // (--passes, --seconds) re-archive the same input into the same output, for
 // causal-profiling sweeps; SIGINT/SIGTERM end the run after the current pass
-// (a second signal kills). Runtime knobs come from COACT_* / COACT_CONFIG as
-// for every coact program; --workers overrides COACT_WORKERS.
+// (a second signal kills). Runtime knobs come from --coact-* arguments,
+// COACT_* / COACT_CONFIG as for every coact program (coact::options::init
+// takes the --coact-* arguments out of argv before CLI11 parses the rest);
+// --workers overrides COACT_WORKERS.
 // Exit status: 0 success, 1 error (message on stderr naming the input),
-// CLI11's codes for usage errors.
+// 2 for a bad COACT_* option, CLI11's codes for other usage errors.
 #include <zstd.h>
 
 #include <atomic>
@@ -46,6 +48,7 @@ void install_signal_handlers() {
 
 int main(int argc, char** argv) {
   namespace dd = coact::dedup;
+  coact::options::init(argc, argv);  // --coact-* out of argv; a bad option: one line, exit 2
   CLI::App app{"coact-dedup: content-defined dedup archiver (FastCDC + SHA-256 + zstd) on coact actors"};
   app.require_subcommand(1);
 
@@ -122,9 +125,8 @@ int main(int argc, char** argv) {
   } catch (const dd::dedup_error& e) {
     std::fprintf(stderr, "coact-dedup: error: %s\n", e.what());
     return 1;
-  } catch (const coact::tuning_error& e) {
-    std::fprintf(stderr, "coact-dedup: error: %s\n", e.what());
-    return 1;
+  } catch (const coact::options::option_error& e) {  // a bad COACT_CAUSAL_* combination at boot
+    coact::options::exit_with(argv[0], e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "coact-dedup: error: %s\n", e.what());
     return 1;

@@ -79,7 +79,17 @@ Runtime::Runtime(SchedulerTuning tuning) : sched_(std::make_unique<detail::Sched
   sched_->start();
 }
 
-Runtime::Runtime(int argc, const char* const* argv) : Runtime(resolve_tuning(argc, argv)) {}
+namespace {
+SchedulerTuning tuning_from_argv(int& argc, char** argv) { return tuning_from(options::init(argc, argv)); }
+}  // namespace
+
+// A function-try-block: a bad COACT_CAUSAL_* key is found when the sweep
+// starts in the delegated constructor; the handler ends the program (exit
+// status 2) instead of rethrowing.
+Runtime::Runtime(int& argc, char** argv) try : Runtime(tuning_from_argv(argc, argv)) {
+} catch (const options::option_error& e) {
+  options::exit_with(argc > 0 ? argv[0] : nullptr, e);
+}
 
 Runtime::~Runtime() { sched_->shutdown(); }
 

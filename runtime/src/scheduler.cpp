@@ -72,7 +72,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     handoff_ = std::make_unique<calibrate::HandoffEstimate>(boot_handoff_cost());
   }
   if (tuning_.local_time_budget_us) valve_pin_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
-  batch_max_ns_ = uint64_t(tuning_.batch_max_usec) * 1000;
+  batch_max_ns_ = uint64_t(tuning_.batch_max_us) * 1000;
   workers_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(this, i));
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
@@ -258,7 +258,7 @@ ActorCell* Scheduler::take_shared(Worker& w, bool& more) {
 
 // SpinPark, steps as in spin_park.hpp.
 ActorCell* Scheduler::idle(Worker& w) {
-  const uint64_t spin_ns = uint64_t(tuning_.spin_window_usec) * 1000;
+  const uint64_t spin_ns = uint64_t(tuning_.spin_window_us) * 1000;
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;

@@ -2,6 +2,8 @@
 // ignored with a warning, atomic write, default path rule.
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -17,24 +19,11 @@
 namespace cc = coact::calibrate;
 namespace fs = std::filesystem;
 
+using coact::test::TempDir;
+
 namespace {
 
 // A fresh directory under $TMPDIR (mkdtemp), removed on scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "coact_calib_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 cc::Calibration sample() {
   cc::Calibration c;
   c.tsc_hz = 2'793'438'000;
@@ -151,14 +140,13 @@ TEST_CASE("default calibration path follows COACT_CALIBRATION_FILE, XDG_CACHE_HO
     auto it = env.find(key);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  env = {{"COACT_CALIBRATION_FILE", "/x/cal.json"}, {"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/home/u"}};
-  CHECK(cc::default_calibration_path(lookup) == fs::path("/x/cal.json"));
-  env = {{"COACT_CALIBRATION_FILE", ""}, {"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/home/u"}};
-  CHECK(cc::default_calibration_path(lookup) == fs::path("/xdg/coact/calibration.json"));
+  env = {{"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/home/u"}};
+  CHECK(cc::default_calibration_path("/x/cal.json", lookup) == fs::path("/x/cal.json"));
+  CHECK(cc::default_calibration_path("", lookup) == fs::path("/xdg/coact/calibration.json"));
   env = {{"XDG_CACHE_HOME", ""}, {"HOME", "/home/u"}};
-  CHECK(cc::default_calibration_path(lookup) == fs::path("/home/u/.cache/coact/calibration.json"));
+  CHECK(cc::default_calibration_path("", lookup) == fs::path("/home/u/.cache/coact/calibration.json"));
   env = {};
-  const fs::path fallback = cc::default_calibration_path(lookup);  // password database
+  const fs::path fallback = cc::default_calibration_path("", lookup);  // password database
   CHECK((fallback.empty() || fallback.filename() == "calibration.json"));
 }
 

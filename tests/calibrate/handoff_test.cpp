@@ -82,14 +82,3 @@ TEST_CASE("a pinned hand-off estimate ignores observations", "[calibrate]") {
   CHECK(e.cost() == 3333ns);
 }
 
-TEST_CASE("COACT_HANDOFF_COST_NS validation names key, value and range", "[calibrate]") {
-  CHECK(cc::parse_handoff_cost_pin("9000") == 9000ns);
-  CHECK(cc::parse_handoff_cost_pin("1") == 1ns);
-  CHECK(cc::parse_handoff_cost_pin("100000000") == 100ms);
-  for (const char* bad : {"", "0", "100000001", "9us", "-4", "1.5"}) {
-    INFO("value '" << bad << "'");
-    REQUIRE_THROWS_WITH(cc::parse_handoff_cost_pin(bad), Catch::Contains("COACT_HANDOFF_COST_NS") &&
-                                                             Catch::Contains(std::string("'") + bad + "'") &&
-                                                             Catch::Contains("1..100000000"));
-  }
-}

@@ -88,20 +88,6 @@ TEST_CASE("conversions are exact where they should be and never overflow", "[cal
   CHECK(cc::duration_to_cycles(7ms) == cc::duration_to_cycles(7ms, cc::tsc_hz()));
 }
 
-TEST_CASE("COACT_TSC_HZ validation accepts the range and names key, value and range", "[calibrate]") {
-  CHECK(cc::parse_tsc_hz_pin("2800000000") == 2'800'000'000u);
-  CHECK(cc::parse_tsc_hz_pin("1000000") == cc::kMinTscHz);
-  CHECK(cc::parse_tsc_hz_pin("100000000000") == cc::kMaxTscHz);
-  for (const char* bad : {"", "abc", "2.8e9", "-1", " 2800000000", "2800000000 ", "999999", "100000000001",
-                          "99999999999999999999999", "0x10000000"}) {
-    INFO("value '" << bad << "'");
-    REQUIRE_THROWS_AS(cc::parse_tsc_hz_pin(bad), std::runtime_error);
-    REQUIRE_THROWS_WITH(cc::parse_tsc_hz_pin(bad), Catch::Contains("COACT_TSC_HZ") &&
-                                                       Catch::Contains(std::string("'") + bad + "'") &&
-                                                       Catch::Contains("1000000..100000000000"));
-  }
-}
-
 TEST_CASE("measure_tsc_hz reports a consistent measurement and rejects bad arguments", "[calibrate]") {
   const cc::TscMeasurement m = cc::measure_tsc_hz(3, 5ms);
   CHECK(m.rounds == 3);

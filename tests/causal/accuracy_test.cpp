@@ -49,6 +49,8 @@
 // process-global). Sanitizer builds skip them (see kSanitized).
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +80,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
+using coact::test::TempDir;
+
 namespace {
 
 constexpr int kRounds = 3;        // rounds per s on a curve
@@ -87,18 +91,6 @@ constexpr auto kWindow = 300ms;
 constexpr double kContendedFactor = 1.15;
 constexpr double kSlopeTol = 0.08;
 constexpr double kPointTol = 0.05;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/coact-accuracy-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 struct Window {
   double rate = 0;       // progress visits per effective second

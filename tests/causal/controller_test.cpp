@@ -4,6 +4,8 @@
 // unknown fixed region. Sweeps move G, so they hold test_ledger_mutex().
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,19 +44,9 @@ struct Stage {};
 struct Item {};
 }  // namespace controller_test
 
-namespace {
+using coact::test::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/coact-controller-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream in(p);
@@ -135,8 +127,12 @@ ca::Options quick_options(const TempDir& dir) {
 
 TEST_CASE("options_from_env: unset or 0 means no sweep", "[causal][controller]") {
   CHECK_FALSE(ca::options_from_env(envp({"PATH=/bin"}).data()));
-  CHECK_FALSE(ca::options_from_env(envp({"COACT_CAUSAL=0", "COACT_CAUSAL_BOGUS=1"}).data()));
+  CHECK_FALSE(ca::options_from_env(envp({"COACT_CAUSAL=0", "COACT_CAUSAL_EXPERIMENT_MS=7"}).data()));
   CHECK_FALSE(ca::options_from_env(envp({"COACT_CAUSAL="}).data()));
+  CHECK_FALSE(ca::options_from_env(envp({"COACT_CAUSAL=off"}).data()));
+  // One unknown-key policy (coact/options.hpp): a typo is an error even without a sweep.
+  CHECK(error_of({"COACT_CAUSAL=0", "COACT_CAUSAL_BOGUS=1"}).find("unknown key COACT_CAUSAL_BOGUS") !=
+        std::string::npos);
 }
 
 TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controller]") {
@@ -182,7 +178,7 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
 }
 
 TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][controller]") {
-  CHECK(error_of({"COACT_CAUSAL=yes"}).find("COACT_CAUSAL='yes'") != std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=maybe"}).find("COACT_CAUSAL='maybe'") != std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=150"}).find("COACT_CAUSAL_FIXED_SPEEDUP='150'") !=
         std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_MS=abc"}).find("COACT_CAUSAL_EXPERIMENT_MS='abc'") !=
@@ -194,11 +190,11 @@ TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][co
             .find("COACT_CAUSAL_MAX_EXPERIMENT_MS") != std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_OUTPUT=", "COACT_CAUSAL_JSON_OUTPUT="}).find("COACT_CAUSAL_OUTPUT") !=
         std::string::npos);
-  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_REGION_WEIGHT=random"}).find("time or uniform") !=
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_REGION_WEIGHT=random"}).find("one of time/uniform") !=
         std::string::npos);
   const std::string typo = error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_LEN=5"});
   CHECK(typo.find("COACT_CAUSAL_EXPERIMENT_LEN") != std::string::npos);
-  CHECK(typo.find("COACT_CAUSAL_EXPERIMENT_MS") != std::string::npos);  // lists the valid keys
+  CHECK(typo.find("did you mean COACT_CAUSAL_EXPERIMENT_MS?") != std::string::npos);
   CHECK(ca::default_json_output("profile.coz") == "profile.jsonl");
   CHECK(ca::default_json_output("run.txt") == "run.txt.jsonl");
 }

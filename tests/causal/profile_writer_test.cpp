@@ -3,6 +3,8 @@
 // mid-run leaves only whole experiments.
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,26 +26,10 @@
 namespace ca = coact::causal;
 namespace fs = std::filesystem;
 
+using coact::test::read_file;
+using coact::test::TempDir;
+
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/coact-profile-writer-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

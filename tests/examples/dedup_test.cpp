@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "support/temp_dir.hpp"
 #include <coact/runtime/runtime.hpp>
 
 #include "dedup/archive_format.hpp"
@@ -28,6 +30,8 @@ namespace fs = std::filesystem;
 namespace dd = coact::dedup;
 using coact::test::tuning_for;
 using coact::test::Watchdog;
+
+using coact::test::TempDir;
 
 namespace {
 
@@ -69,24 +73,6 @@ std::vector<uint8_t> read_file(const fs::path& p) {
 }
 
 /// A fresh directory under the temp dir, removed (with its contents) at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static std::mt19937_64 rng(std::random_device{}());
-    path = fs::temp_directory_path() / ("coact-dedup-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(rng() % 1000000000));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Make everything writable first so read-only directories do not block removal.
-    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
-      if (it->is_directory(ec) && !it->is_symlink(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-};
-
 /// Every entry of a tree: type, permission bits, contents or link target.
 std::map<std::string, std::string> snapshot(const fs::path& root) {
   std::map<std::string, std::string> out;

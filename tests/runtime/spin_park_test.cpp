@@ -55,7 +55,7 @@ TEST_CASE("no lost wakeup: root and in-pool producers racing parking workers", "
   const int rounds = int(4000 * (coact::test::kStressScale < 1 ? 0.1 : 1.0));
   coact::test::Watchdog wd(240, "lost-wakeup rounds");
   coact::SchedulerTuning t = coact::test::tuning_for(workers);
-  t.spin_window_usec = spin_usec;
+  t.spin_window_us = spin_usec;
   t.local_time_budget_us = 0;  // valve off: hops stay local unless spilled by stickiness
   coact::Runtime rt(t);
   std::vector<coact::ActorRef<Relay>> relays;

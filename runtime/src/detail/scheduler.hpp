@@ -6,11 +6,11 @@
 //   1. acquire: own deque (LIFO; every local_chain_backstop-th consecutive own
 //      pop probes the injector first), then the injector (chain rule: if more
 //      remains and a sibling is parked, wake one), then peer steal (if
-//      enabled), then SpinPark (spin spin_window_usec, then park).
+//      enabled), then SpinPark (spin spin_window_us, then park).
 //   2. enter_running on the popped actor (Ready -> Running).
 //   3. drain its inbox under BatchBudget: per mail, run the handler, then flush
 //      the handler's outbound mail (the one flush point), then honour stop().
-//   4. budget hit (batch_max_mails, or batch_max_usec read every
+//   4. budget hit (batch_max_mails, or batch_max_us read every
 //      clock_check_stride-th dispatch): mark_ready and re-publish to the
 //      injector, so two busy actors share a worker fairly.
 //   5. drained: mark_idle, then the post-empty recheck try_self_requeue.

@@ -68,14 +68,16 @@ std::string to_json(const Calibration& c);
 Calibration calibration_from_json(const std::string& text);
 
 /// Default file path (see the header comment); empty when neither
-/// COACT_CALIBRATION_FILE, XDG_CACHE_HOME nor a home directory is known.
-/// Reads the process environment.
+/// COACT_CALIBRATION_FILE (options::process()), XDG_CACHE_HOME nor a home
+/// directory is known. Errors: options::option_error (first options::process()).
 std::filesystem::path default_calibration_path();
 
-/// The same rule over an environment lookup `env(key)` (nullptr = unset), for
-/// tests and for callers that resolve from a captured environment. When
-/// `env` leaves HOME unset too, the password database's home directory is used.
-std::filesystem::path default_calibration_path(const std::function<const char*(const char*)>& env);
+/// The same rule with COACT_CALIBRATION_FILE's value `configured` ("" =
+/// unset) and an environment lookup `env(key)` for XDG_CACHE_HOME and HOME
+/// (nullptr = unset); when both are unset, the password database's home
+/// directory is used. For tests.
+std::filesystem::path default_calibration_path(const std::string& configured,
+                                               const std::function<const char*(const char*)>& env);
 
 /// Loads `path`. A missing file returns nullopt silently; an unreadable or
 /// malformed one writes "coact: warning: ignoring calibration file '<path>':

@@ -66,15 +66,6 @@ constexpr std::chrono::nanoseconds wake_break_even(std::chrono::nanoseconds hand
   return 2 * handoff_cost;
 }
 
-/// Accepted range of COACT_HANDOFF_COST_NS (same as runtime/tuning.hpp).
-inline constexpr uint64_t kMinHandoffCostNs = 1;
-inline constexpr uint64_t kMaxHandoffCostNs = 100'000'000;
-
-/// Validates a COACT_HANDOFF_COST_NS value: a decimal integer in
-/// 1..100000000 (ns). Errors: std::runtime_error naming the key, value and
-/// range. Pure; any thread.
-std::chrono::nanoseconds parse_handoff_cost_pin(std::string_view value);
-
 /// Live estimate of the hand-off cost: an EWMA with alpha = 1/16 over
 /// observed samples (alpha: a new sample moves the estimate 6%, so a single
 /// outlier — a descheduled waker — barely registers while a real shift in
@@ -91,11 +82,6 @@ class HandoffEstimate {
   /// value for good: observe() is then ignored (for A/B runs).
   explicit HandoffEstimate(std::chrono::nanoseconds initial,
                            std::optional<std::chrono::nanoseconds> pin = std::nullopt) noexcept;
-
-  /// A HandoffEstimate pinned by COACT_HANDOFF_COST_NS when it is set,
-  /// otherwise starting at `initial`. Reads the environment. Errors:
-  /// std::runtime_error for a bad COACT_HANDOFF_COST_NS (parse_handoff_cost_pin).
-  static HandoffEstimate from_environment(std::chrono::nanoseconds initial);
 
   HandoffEstimate(const HandoffEstimate&) = delete;
   HandoffEstimate& operator=(const HandoffEstimate&) = delete;
@@ -132,10 +118,12 @@ struct InitialHandoffCost {
   HandoffCostSource source = HandoffCostSource::probed;
 };
 
-/// Boot value, in order: COACT_HANDOFF_COST_NS (validated); the calibration
+/// Boot value, in order: COACT_HANDOFF_COST_NS unless "auto" (resolved by
+/// coact/options.hpp); the calibration
 /// file when its cpu_model and cores match this machine; else a short
 /// probe_handoff_cost({500, 200}) (~2-30 ms). Any thread; may block for the
-/// probe. Errors: std::runtime_error for a bad COACT_HANDOFF_COST_NS.
+/// probe. Errors: options::option_error for a bad COACT_* key (first
+/// options::process()).
 InitialHandoffCost initial_handoff_cost();
 
 }  // namespace coact::calibrate

@@ -131,33 +131,29 @@ std::optional<CpuidTscHz> cpuid_tsc_hz();
 inline constexpr uint64_t kMinTscHz = 1'000'000;        // 1 MHz
 inline constexpr uint64_t kMaxTscHz = 100'000'000'000;  // 100 GHz
 
-/// Validates a COACT_TSC_HZ value: a decimal integer (digits only) in
-/// kMinTscHz..kMaxTscHz. Errors: std::runtime_error whose message names the
-/// key COACT_TSC_HZ, the value and the range. Pure; any thread.
-uint64_t parse_tsc_hz_pin(std::string_view value);
-
 /// Where tsc_hz() got its value.
 enum class TscHzSource {
-  env_pin,           ///< COACT_TSC_HZ.
+  env_pin,           ///< COACT_TSC_HZ (any source of coact/options.hpp).
   calibration_file,  ///< load_calibration() (checked against a 5 ms measurement).
   measured,          ///< measure_tsc_hz() at first use.
   monotonic,         ///< no invariant TSC: now_cycles() is CLOCK_MONOTONIC ns, tsc_hz == 1e9.
 };
 
-/// Name of a source for messages ("env COACT_TSC_HZ", "calibration file", ...).
+/// Name of a source for messages ("COACT_TSC_HZ", "calibration file", ...).
 std::string_view to_string(TscHzSource source) noexcept;
 
 /// The process-wide cycles-per-second of now_cycles(), decided once:
 ///  1. no invariant TSC: 1e9 (now_cycles() is CLOCK_MONOTONIC ns; a set
-///     COACT_TSC_HZ is still validated but ignored, with a warning);
-///  2. COACT_TSC_HZ if set (validated by parse_tsc_hz_pin);
+///     COACT_TSC_HZ is ignored, with a warning);
+///  2. COACT_TSC_HZ unless it is "auto" (options::process(); validated there);
 ///  3. the calibration file (calibration_file.hpp) if it is valid, was written
 ///     with an invariant TSC on the same cpu_model, and agrees within 1% with
 ///     a 5 ms measurement (else a warning and step 4);
 ///  4. measure_tsc_hz() with its defaults.
 /// Any thread; the first call may block (see the header comment).
-/// Errors: std::runtime_error for a bad COACT_TSC_HZ (thrown again on every
-/// call, since initialisation did not complete).
+/// Errors: options::option_error for a bad COACT_* key (from the first
+/// options::process(); thrown again on every call, since initialisation did
+/// not complete).
 uint64_t tsc_hz();
 
 /// Source of tsc_hz() (initialises it like tsc_hz()).

@@ -2,7 +2,7 @@
 // speedup experiments one after another and writes the profile.
 //
 // Provides: Options, Controller::start / stop / wait / start_from_env, the
-// COACT_CAUSAL_* environment interface (options_from_env, to_env), and the
+// COACT_CAUSAL_* options (options_from, options_from_env, to_env), and the
 // SweepSummary. Design: DESIGN.md "Causal profiling" ("Controller"); Coz,
 // Curtsinger & Berger, SOSP 2015, §3 and libcoz/profiler.cpp
 // (profiler_thread): one experiment at a time, a cool-off between them, the
@@ -92,9 +92,11 @@
 #include <utility>
 #include <vector>
 
+#include <coact/options.hpp>
+
 namespace coact::causal {
 
-/// Sweep options. Each field names its environment key (options_from_env).
+/// Sweep options. Each field names its key (coact/options.hpp; options_from).
 struct Options {
   /// COACT_CAUSAL_PROGRESS (comma-separated): declared progress points whose
   /// name contains one of these are recorded; empty: all declared points.
@@ -138,19 +140,21 @@ struct Options {
   uint64_t seed = 0;
 };
 
-/// Environment keys read by options_from_env, COACT_CAUSAL first.
-std::vector<std::string> env_keys();
-
 /// The JSON path used when COACT_CAUSAL_JSON_OUTPUT is unset: `coz_path` with a
 /// trailing ".coz" replaced by ".jsonl", else with ".jsonl" appended.
 std::string default_json_output(const std::string& coz_path);
 
-/// Reads the options from an environ-style array (NAME=VALUE strings, null
-/// terminated). Returns nullopt when COACT_CAUSAL is unset, empty or "0";
-/// COACT_CAUSAL must otherwise be "1". Pure; any thread.
-/// Errors: std::invalid_argument whose message names the key, the value and
-/// what is accepted — for a bad value, or an unknown COACT_CAUSAL_* key (a typo
-/// must not silently change a sweep; the message lists the valid keys).
+/// The sweep options from resolved options (keys declared in coact/options.hpp's
+/// table, group "causal"). Returns nullopt when COACT_CAUSAL is false. Pure;
+/// any thread. Errors: options::option_error for inconsistent values
+/// (COACT_CAUSAL_MAX_EXPERIMENT_MS below COACT_CAUSAL_EXPERIMENT_MS; both
+/// outputs empty), naming the key, the value and what is accepted.
+std::optional<Options> options_from(const options::Values& values);
+
+/// options_from(options::resolve()) over an environ-style array (NAME=VALUE
+/// strings, null terminated) and nothing else: what a child started with this
+/// environment will resolve. Errors: options::option_error (any bad or
+/// unknown COACT_* key, or as options_from). Any thread.
 std::optional<Options> options_from_env(const char* const* envp);
 
 /// The environment that makes options_from_env return `o` (COACT_CAUSAL=1
@@ -177,7 +181,7 @@ class Controller {
   /// Errors: std::logic_error if a sweep is running or causal profiling is
   /// compiled out (COACT_CAUSAL=OFF); std::invalid_argument for inconsistent
   /// options (message names the field); std::system_error if an output file
-  /// cannot be opened; std::runtime_error from tsc_hz() (bad COACT_TSC_HZ).
+  /// cannot be opened; options::option_error from tsc_hz() (a bad COACT_* key).
   /// Any thread; blocks for the first tsc_hz() calibration (<= ~70 ms).
   static void start(const Options& options);
 
@@ -194,12 +198,14 @@ class Controller {
   /// True from start() until the sweep has written its end records. Any thread.
   static bool running() noexcept;
 
-  /// COACT_CAUSAL=1: parse the COACT_CAUSAL_* options from the environment,
-  /// start a sweep and register (once) an atexit handler that stops it.
-  /// Returns false if COACT_CAUSAL is not set; true once a sweep was started.
+  /// COACT_CAUSAL set (options::process()): start a sweep with
+  /// options_from(options::process()) and register (once) an atexit handler
+  /// that stops it. Returns false if COACT_CAUSAL is not set; true once a
+  /// sweep was started.
   /// At most one environment sweep per process: later calls (a second Runtime
-  /// boot) start nothing and return true, even if that sweep has ended. Errors: as options_from_env and start(), with the message prefixed
-  /// "coact causal: ". Any thread; meant for runtime boot.
+  /// boot) start nothing and return true, even if that sweep has ended.
+  /// Errors: options::option_error (options_from), and as start(). Any
+  /// thread; meant for runtime boot.
   static bool start_from_env();
 };
 

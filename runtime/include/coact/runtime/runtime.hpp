@@ -1,10 +1,16 @@
 // coact/runtime/runtime.hpp: Runtime, the actor system: a pool of workers,
 // the registry of live actors, the name registry and the root door.
 //
-// Boot: the constructor resolves nothing itself; pass a SchedulerTuning
-// (resolve_tuning() applies argv > COACT_* environment > TOML > default) and
-// the workers start at once, so mail sent from outside before run() is
-// handled. run() blocks the calling thread until no actor is live or
+// Boot: Runtime(argc, argv) is a program's entry point: it resolves every
+// COACT_* option (coact/options.hpp: --coact-* argument > environment > TOML
+// file > default), removes the --coact-* arguments from argv so the program's
+// own parser sees only its own, and on a bad option prints one line and exits
+// with status 2 (--coact-help lists every key and exits 0).
+// Runtime(SchedulerTuning) is the library entry point: the default argument
+// resolve_tuning() reads the process's options, and a bad option (or a bad
+// COACT_CAUSAL_* key when the sweep starts) throws options::option_error.
+// Either way the workers start at once, so mail sent from outside before
+// run() is handled. run() blocks the calling thread until no actor is live or
 // request_stop() is called; the destructor stops and joins the workers, then
 // destroys the actors still live and drops (and counts) their mail.
 //
@@ -55,10 +61,17 @@ using MakeEnvelope = Envelope* (*)(void* msg);
 
 class Runtime {
  public:
-  /// Boots a pool with tuning.effective_workers() workers.
+  /// Boots a pool with tuning.effective_workers() workers; starts a causal
+  /// sweep when COACT_CAUSAL is set. Errors: options::option_error for a bad
+  /// option (from resolve_tuning() or the sweep's COACT_CAUSAL_* keys);
+  /// std::system_error if a sweep's output cannot be opened.
   explicit Runtime(SchedulerTuning tuning = resolve_tuning());
-  /// Boots with tuning resolved from argc/argv (+ environment and config file).
-  Runtime(int argc, const char* const* argv);
+  /// A program's entry point: options::init(argc, argv) (takes the --coact-*
+  /// arguments out of argv, lowering argc; --coact-help prints every key and
+  /// exits 0), then boots with tuning_from() those options. A bad option —
+  /// including one of the sweep's — prints "PROG: error: ..." on stderr and
+  /// exits with status 2. Call from main's thread.
+  Runtime(int& argc, char** argv);
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
   ~Runtime();
