@@ -213,7 +213,7 @@ def parse_env(name: str, coact_only: bool) -> List[str]:
     for e in os.environ.get(name, "").split():
         if "=" not in e:
             raise Usage(f"{name}: bad entry '{e}': not KEY=VALUE (want space-separated "
-                        "KEY=VALUE entries, e.g. COACT_SPIN_WINDOW_USEC=50)")
+                        "KEY=VALUE entries, e.g. COACT_SPIN_WINDOW_US=50)")
         key, value = e.split("=", 1)
         if coact_only and not key.startswith("COACT_"):
             raise Usage(f"{name}: bad entry '{e}': key '{key}' does not start with COACT_ "
