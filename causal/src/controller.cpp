@@ -187,10 +187,6 @@ bool sleep_until(State& s, steady::time_point deadline) {
   return !s.cv.wait_until(lk, deadline, [&] { return s.stop_requested; });
 }
 
-bool matches_any(const std::string& name, const std::vector<std::string>& subs) {
-  return std::any_of(subs.begin(), subs.end(), [&](const std::string& x) { return name.find(x) != std::string::npos; });
-}
-
 struct PointStart {
   ProgressPoint* point;
   uint64_t count;       // visits or arrivals at the start
@@ -352,7 +348,6 @@ class Sweep {
 
   // A window passed without an experiment; `filtered` says a filter may be why.
   void note_miss(bool filtered) {
-    ++idle_windows_;
     if (!filtered || early_names_written_ || ++filtered_misses_ < kGraceWindows) return;
     early_names_written_ = true;
     const auto problems = filter_problems();
@@ -506,7 +501,6 @@ class Sweep {
   uint32_t fixed_id_ = kNoRegion;
   std::vector<std::string> fixed_ambiguous_;
   uint64_t windows_ = 0;       // finished experiment windows (written or empty)
-  uint64_t idle_windows_ = 0;  // windows without an experiment
   int filtered_misses_ = 0;
   bool early_names_written_ = false;
   SweepSummary summary_;

@@ -150,11 +150,6 @@ constexpr uint32_t sel_region(uint64_t w) { return static_cast<uint32_t>((w >> 8
 constexpr uint32_t sel_pct(uint64_t w) { return static_cast<uint32_t>(w & 0xFFu); }
 static_assert(kMaxRegions <= 0xFFFFFFu, "region ids must fit the selection word");
 
-bool matches_any(const std::string& name, const std::vector<std::string>& subs) {
-  return std::any_of(subs.begin(), subs.end(),
-                     [&](const std::string& s) { return !s.empty() && name.find(s) != std::string::npos; });
-}
-
 // Registers a region under r.mu. Returns kNoRegion if the table is full.
 uint32_t add_region_locked(Registry& r, RegionKind kind, std::string name) {
   if (r.next_id >= kMaxRegions) {
@@ -477,6 +472,11 @@ std::optional<uint32_t> find_region(std::string_view name) {
     if (reg != nullptr && reg->name == name) return id;
   }
   return std::nullopt;
+}
+
+bool matches_any(std::string_view name, const std::vector<std::string>& entries) noexcept {
+  return std::any_of(entries.begin(), entries.end(),
+                     [&](const std::string& e) { return !e.empty() && name.find(e) != std::string_view::npos; });
 }
 
 std::vector<RegionStats> region_snapshot() {

@@ -46,7 +46,7 @@ void ActorCell::release() noexcept {
   // raced the actor's stop: it was deposited after the final drain.
   uint64_t dropped = 0;
   while (Envelope* e = inbox.pop()) {
-    if (e->system == 0) ++dropped;
+    if (e->system == SystemMail::none) ++dropped;
     e->drop(e);
   }
   if (dropped != 0 && sched != nullptr) count_late_drops(sched, dropped);
@@ -58,7 +58,7 @@ void post(ActorCell* target, Envelope* e) { target->sched->post(target, e); }
 namespace {
 struct StopEnvelope final : Envelope {
   StopEnvelope() {
-    system = 1;
+    system = SystemMail::stop;
     drop = [](Envelope* self) { delete static_cast<StopEnvelope*>(self); };
   }
 };

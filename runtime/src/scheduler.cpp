@@ -28,15 +28,11 @@ struct Stash {
 namespace {
 thread_local Worker* t_worker = nullptr;
 
-constexpr uint32_t kSystemStop = 1;
-constexpr uint32_t kSystemResume = 2;
-constexpr uint32_t kSystemReply = 3;  // coact/runtime/reply.hpp
-
 // The wake of a waiting actor: system mail carrying the wait epoch.
 struct ResumeEnvelope final : Envelope {
   uint64_t epoch;
   explicit ResumeEnvelope(uint64_t ep) : epoch(ep) {
-    system = kSystemResume;
+    system = SystemMail::resume;
     drop = [](Envelope* self) { delete static_cast<ResumeEnvelope*>(self); };
   }
 };
@@ -76,7 +72,6 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   workers_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(this, i));
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
-  futex_waits_at_boot_ = sync::g_futex_waits.load(std::memory_order_relaxed);
   live_schedulers_add(this);
 }
 
@@ -123,7 +118,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
 
 void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
   if (t->token.load() == RunState::dead) {
-    const bool user = e->system == 0;
+    const bool user = e->system == SystemMail::none;
     e->drop(e);
     if (user) count_dropped_dead(1);
     return;
@@ -360,19 +355,19 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
       // user mail is kept aside, in order, for after the coroutine finishes.
       e = c->inbox.pop();
       if (e == nullptr) break;
-      if (e->system == kSystemResume) {
+      if (e->system == SystemMail::resume) {
         const bool current = static_cast<ResumeEnvelope*>(e)->epoch == c->wait_epoch;
         e->drop(e);
         if (!current) continue;  // stale wake: impossible to act on by protocol
         resume_waiting(w, c);
-      } else if (e->system == kSystemReply) {
+      } else if (e->system == SystemMail::reply) {
         auto* r = static_cast<ReplyEnvelopeBase*>(e);
         const bool current = r->epoch == c->wait_epoch && c->reply_slot != nullptr;
         if (current) r->deliver(r, c->reply_slot);
         e->drop(e);
         if (!current) continue;  // a reply after its timeout (or a second reply): stale
         resume_waiting(w, c);
-      } else if (e->system == kSystemStop) {
+      } else if (e->system == SystemMail::stop) {
         e->drop(e);
         c->stop_requested = true;
       } else {
@@ -431,8 +426,8 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
 }
 
 void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
-  if (e->system != 0) {
-    if (e->system == kSystemStop) c->stop_requested = true;
+  if (e->system != SystemMail::none) {
+    if (e->system == SystemMail::stop) c->stop_requested = true;
     e->drop(e);  // a resume with no wait pending is stale
     return;
   }
@@ -468,7 +463,7 @@ void Scheduler::drop_wait_state(ActorCell* c) {
   if (c->stash != nullptr) {
     uint64_t n = 0;
     for (Envelope* e : c->stash->q) {
-      if (e->system == 0) ++n;
+      if (e->system == SystemMail::none) ++n;
       e->drop(e);
     }
     if (n != 0) count_dropped_dead(n);
@@ -498,7 +493,7 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   drop_wait_state(c);
   uint64_t dropped = 0;
   while (Envelope* e = c->inbox.pop()) {
-    if (e->system == 0) ++dropped;
+    if (e->system == SystemMail::none) ++dropped;
     e->drop(e);
   }
   if (dropped != 0) count_dropped_dead(dropped);

@@ -277,3 +277,18 @@ TEST_CASE("virtual speedup: a region begun before the experiment counts only its
   CHECK(added <= (in_experiment + cycles_of(std::chrono::microseconds(200))) / 2);
   ca::credit_resume();
 }
+
+// Two copies of the filter used to disagree on an empty entry: the
+// controller's matched every name with it (std::string::find("") == 0), the
+// region table's matched none. One function now; an empty entry matches
+// nothing (the option lists drop empty items anyway).
+TEST_CASE("matches_any: substring of a non-empty entry; an empty entry matches nothing", "[causal][region]") {
+  using coact::causal::matches_any;
+  CHECK(matches_any("Parser::on(Line)", {"Parser"}));
+  CHECK(matches_any("Parser::on(Line)", {"nope", "on(Line)"}));
+  CHECK_FALSE(matches_any("Parser::on(Line)", {"parser"}));  // case-sensitive
+  CHECK_FALSE(matches_any("Parser::on(Line)", {}));
+  CHECK_FALSE(matches_any("Parser::on(Line)", {""}));
+  CHECK_FALSE(matches_any("", {""}));
+  CHECK(matches_any("Parser::on(Line)", {"", "Line"}));
+}

@@ -169,9 +169,7 @@ class Scheduler {
   std::atomic<uint64_t> dropped_dead_{0};
   std::atomic<uint64_t> dropped_unresolved_{0};
   std::atomic<uint64_t> injector_pushes_{0};
-  std::atomic<uint64_t> delivered_offpool_{0};
   uint64_t futex_wakes_at_boot_ = 0;
-  uint64_t futex_waits_at_boot_ = 0;
 };
 
 /// Aborts with `msg`, naming the actor running on this thread (if any) and a

@@ -55,8 +55,9 @@ class SpinPark {
     wake_one();  // c.
   }
 
-  /// Unparks up to n idle workers regardless of spinners (burst recruitment,
-  /// shutdown). Returns how many were unparked.
+  /// Unparks up to n idle workers regardless of spinners (the timekeeper
+  /// handing a re-armed deadline to an idle sibling). Returns how many were
+  /// unparked. Any thread.
   uint32_t wake_workers(uint32_t n) noexcept {
     uint32_t k = 0;
     while (k < n && wake_one()) ++k;

@@ -28,10 +28,6 @@ using std::memory_order_relaxed;
 using std::memory_order_release;
 using std::memory_order_seq_cst;
 
-/// Full fence. Under TSan a fence is not modelled, so callers that rely on a
-/// fence also use seq_cst accesses on the fenced locations (see spin_park.hpp).
-inline void fence_seq_cst() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
-
 /// One spin-loop hint (PAUSE on x86).
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -41,9 +37,9 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-/// Process-wide counters of futex traffic (relaxed; for tests and stats).
+/// Process-wide count of futex wake syscalls (relaxed; RuntimeStats::futex_wakes
+/// and the "one post wakes at most 2 workers" test).
 inline atomic<uint64_t> g_futex_wakes{0};
-inline atomic<uint64_t> g_futex_waits{0};
 
 /// Result of a futex wait, as a value (model: abseil futex.h).
 enum class WaitResult { woken, value_changed, timed_out, interrupted };
@@ -65,7 +61,6 @@ inline WaitResult futex_wait(atomic<int32_t>* addr, int32_t expected,
     ts.tv_nsec = ns % 1000000000;
     tsp = &ts;
   }
-  g_futex_waits.fetch_add(1, memory_order_relaxed);
   long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp,
                    nullptr, 0);
   if (r == 0) return WaitResult::woken;

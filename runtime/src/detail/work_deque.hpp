@@ -5,10 +5,10 @@
 // seq_cst accesses (ThreadSanitizer does not model fences).
 //
 // The owner pushes and pops at the bottom (LIFO: the freshest hop is the
-// warmest); stealers take from the top (FIFO). Owner and stealer are
-// different handle types, so the compiler enforces who may call what:
-//   DequeOwner<T>   - push, pop, size, steal_oldest (only the owning worker)
-//   DequeStealer<T> - steal (any thread)
+// warmest); stealers take from the top (FIFO). One class, two roles, kept
+// apart by convention only (the compiler does not check it):
+//   owner functions   - push, pop, size (only the owning worker)
+//   stealer function  - steal (any thread)
 // The ring grows by doubling; retired rings are kept until the deque is
 // destroyed (a stealer may still be reading one), so memory is bounded by
 // twice the peak size. T must be a trivially copyable pointer type.

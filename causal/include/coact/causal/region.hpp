@@ -102,6 +102,13 @@ std::optional<uint32_t> find_region(std::string_view name);
 /// thread; takes the registration mutex to read the count only.
 std::vector<RegionStats> region_snapshot();
 
+/// The one name filter of causal profiling (region filter, progress points,
+/// handler-completion points): true iff some non-empty entry of `entries` is
+/// a substring of `name`. An empty entry matches nothing — the option lists
+/// drop empty items, and an empty string would otherwise select every name.
+/// Pure; any thread.
+bool matches_any(std::string_view name, const std::vector<std::string>& entries) noexcept;
+
 /// Handler-completion progress points ("completion of a chosen handler", no
 /// code change): every handler region — registered now or later — whose name
 /// contains one of `substrings` gets a throughput progress point named after

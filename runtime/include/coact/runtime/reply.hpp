@@ -43,7 +43,7 @@ template <class R>
 struct ReplyEnvelope final : ReplyEnvelopeBase {
   R value;
   ReplyEnvelope(uint64_t ep, R v) : value(std::move(v)) {
-    system = 3;  // kSystemReply
+    system = SystemMail::reply;
     epoch = ep;
     drop = [](Envelope* e) { delete static_cast<ReplyEnvelope*>(e); };
     deliver = [](ReplyEnvelopeBase* e, void* slot) {

@@ -46,7 +46,9 @@ struct RuntimeStats {
   uint64_t spawned = 0;           ///< actors spawned
   uint64_t stopped = 0;           ///< actors stopped
   uint64_t live = 0;              ///< actors live now
-  uint64_t delivered = 0;         ///< handler invocations (user mail)
+  uint64_t delivered = 0;         ///< handler runs: user mail dispatched to a handler, plus each
+                                  ///< resumption of a suspended coroutine handler (a handler that
+                                  ///< suspends k times counts k + 1); system mail is not counted
   uint64_t dropped_dead = 0;      ///< mail to an actor that had stopped
   uint64_t dropped_unresolved = 0;///< send by Pid or Name that resolved to nobody
   uint64_t futex_wakes = 0;       ///< futex wake syscalls issued by parkers

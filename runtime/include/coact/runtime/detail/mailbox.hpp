@@ -20,6 +20,15 @@ class ActorBase;
 
 namespace coact::detail {
 
+/// What a system mail asks of the scheduler; user mail is `none`. One list,
+/// used by runtime.cpp (stop), scheduler.cpp (resume) and reply.hpp (reply).
+enum class SystemMail : uint32_t {
+  none = 0,    ///< user mail: dispatched to a handler
+  stop = 1,    ///< stop request (ActorRef::stop)
+  resume = 2,  ///< wake of a waiting coroutine, carrying its wait epoch
+  reply = 3,   ///< a reply for a waiting request (ReplyEnvelopeBase)
+};
+
 /// One mail: type-erased header followed (in TypedEnvelope) by the message.
 struct Envelope {
   // Written by the producer that pushed this node (release store in push),
@@ -31,8 +40,8 @@ struct Envelope {
   void (*drop)(Envelope* self) = nullptr;
   /// Message kind id (detail::kind_id<M>()); 0 for system mail.
   uint32_t kind = 0;
-  /// System mail: 1 = stop request. 0 = user mail.
-  uint32_t system = 0;
+  /// System mail kind; SystemMail::none for user mail.
+  SystemMail system = SystemMail::none;
 };
 
 class Mailbox {
