@@ -4,6 +4,8 @@
 // unknown fixed region. Sweeps move G, so they hold test_ledger_mutex().
 #include <catch2/catch.hpp>
 
+#include "support/spin.hpp"
+
 #include "support/temp_dir.hpp"
 
 #include <unistd.h>
@@ -46,6 +48,7 @@ struct Item {};
 
 using coact::test::TempDir;
 
+using coact::test::spin_for;
 namespace {
 
 std::vector<std::string> read_lines(const fs::path& p) {
@@ -65,12 +68,6 @@ std::vector<json> records(const fs::path& p, const std::string& type) {
     if (j["type"] == type) out.push_back(std::move(j));
   }
   return out;
-}
-
-void spin_for(std::chrono::nanoseconds d) {
-  const uint64_t end = cal::now_cycles() + cal::duration_to_cycles(d);
-  while (cal::now_cycles() < end) {
-  }
 }
 
 // A plain thread looping a body until destroyed; pays its debt each loop like

@@ -4,6 +4,8 @@
 // gate on restore it.
 #include <catch2/catch.hpp>
 
+#include "support/spin.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -27,6 +29,7 @@ template <class T>
 struct Box {};
 }  // namespace region_test
 
+using coact::test::spin_for;
 namespace {
 
 // Turns the sweep gate on for the test's duration (hooks and scopes act).
@@ -39,12 +42,6 @@ struct SweepOn {
 };
 
 uint64_t cycles_of(std::chrono::nanoseconds d) { return cal::duration_to_cycles(d); }
-
-void spin_for(std::chrono::nanoseconds d) {
-  const uint64_t end = cal::now_cycles() + cycles_of(d);
-  while (cal::now_cycles() < end) {
-  }
-}
 
 std::string test_kind_namer(uint32_t kind) { return kind == 7 ? "region_test::Line" : "other#" + std::to_string(kind); }
 

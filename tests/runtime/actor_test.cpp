@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <coact/runtime/runtime.hpp>
 
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 using coact::ActorRef;
@@ -46,16 +47,15 @@ TEST_CASE("run() returns once every actor stopped, and handlers saw all mail", "
   Watchdog wd(30, "actor basic");
   std::atomic<int> destroyed{0};
   std::atomic<int> total{-1};
-  {
-    Runtime rt(tuning_for(workers));
+  const coact::RuntimeStats s = coact::test::run_checked(workers, [&](Runtime& rt) {
     auto c = rt.spawn<Counter>(&destroyed);
     for (int i = 1; i <= 100; ++i) c.send(Add{i});
     c.send(Get{&total});
     c.send(Stop{});
     rt.run();
-    CHECK(rt.stats().live == 0);
-    CHECK(rt.stats().stopped == 1);
-  }
+  });
+  CHECK(s.stopped == 1);
+  CHECK(s.delivered == 102);  // every handler run: 100 Add, Get and Stop
   CHECK(total.load() == 5050);
   CHECK(destroyed.load() == 1);
 }
@@ -126,18 +126,21 @@ TEST_CASE("Name<M> resolves at send time and drops when unbound", "[actor][name]
 }
 
 TEST_CASE("ActorRef::stop stops after the mail queued ahead of it", "[actor]") {
-  const uint32_t workers = GENERATE(1u, 4u);
+  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
   Watchdog wd(30, "ref stop");
-  Runtime rt(tuning_for(workers));
   std::atomic<int> got{-1};
-  auto c = rt.spawn<Counter>();
-  c.send(Add{2});
-  c.send(Get{&got});
-  c.stop();
-  c.send(Add{100});  // after the stop request: dropped
-  rt.run();
+  coact::test::run_checked(
+      workers,
+      [&](Runtime& rt) {
+        auto c = rt.spawn<Counter>();
+        c.send(Add{2});
+        c.send(Get{&got});
+        c.stop();
+        c.send(Add{100});  // after the stop request: dropped and counted
+        rt.run();
+      },
+      {.dead = 1});
   CHECK(got.load() == 2);
-  CHECK(rt.stats().live == 0);
 }
 
 namespace {
@@ -162,12 +165,12 @@ TEST_CASE("actors spawn actors from handlers; run() waits for all of them", "[ac
   const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
   Watchdog wd(60, "spawn tree");
   std::atomic<int> leaves{0};
-  Runtime rt(tuning_for(workers));
-  rt.spawn<Spawner>(&leaves).send(Spawner::Go{6});
-  rt.run();
+  const coact::RuntimeStats s = coact::test::run_checked(workers, [&](Runtime& rt) {
+    rt.spawn<Spawner>(&leaves).send(Spawner::Go{6});
+    rt.run();
+  });
   CHECK(leaves.load() == 729);
-  CHECK(rt.stats().spawned == 1 + 3 + 9 + 27 + 81 + 243 + 729);
-  CHECK(rt.stats().live == 0);
+  CHECK(s.spawned == 1 + 3 + 9 + 27 + 81 + 243 + 729);
 }
 
 TEST_CASE("request_stop makes run() return while actors are live; destructor cleans up", "[actor]") {

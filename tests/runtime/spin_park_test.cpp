@@ -8,12 +8,15 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "support/spin.hpp"
 #include <coact/runtime/runtime.hpp>
 
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
 
+using coact::test::cpu_seconds;
 namespace {
 
 struct Ack {
@@ -35,12 +38,6 @@ struct Relay : coact::Actor<Relay> {
     }
   }
 };
-
-double cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
 
 }  // namespace
 

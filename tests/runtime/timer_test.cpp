@@ -14,6 +14,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "support/spin.hpp"
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
@@ -24,6 +26,7 @@
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+using coact::test::cpu_seconds;
 namespace {
 
 int64_t since_us(Clock::time_point t0) {
@@ -48,12 +51,6 @@ struct Recorder : coact::Actor<Recorder> {
 void wait_for(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
   auto end = Clock::now() + limit;
   while (!pred() && Clock::now() < end) std::this_thread::sleep_for(200us);
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 }  // namespace
