@@ -954,8 +954,9 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ProfileWarning)
-                comps = compare_trials(load_trials(runner.trials_file), 10000, 0)
-                comps = [c for c in comps if c.metric in {r["metric"] for r in rows}]
+                shown = {r["metric"] for r in rows}      # not the one-sided names
+                comps = compare_trials([t for t in load_trials(runner.trials_file)
+                                        if t.metric in shown], 10000, 0)
                 plot_compare(comps, os.path.join(out, "compare.png"), title)
         except Exception as e:   # a plot failure must not lose the verdicts above
             log(f"plotting failed: {e} (coact-plot compare {runner.trials_file} -o x.png)")

@@ -179,7 +179,7 @@ class CommandTest(Base):
 
 class GbenchTest(Base):
     def test_names_compared_units_converted_one_sided_warned(self):
-        p, out, rows = self.pc(["--trials", "5", "--gbench", self.gbench, "--",
+        p, out, rows = self.pc(["--trials", "5", "--plot", "--gbench", self.gbench, "--",
                                 "--benchmark_filter=."],
                                f"GB_FIXTURE={FIX}/gbench_base.json",
                                f"GB_FIXTURE={FIX}/gbench_cand.json")
@@ -193,6 +193,7 @@ class GbenchTest(Base):
         self.assertAlmostEqual(send["cand_median"], 110, delta=1)
         self.assertEqual(send["verdict"], "faster")            # 9% less time per iteration
         self.assertEqual(rows["BM_spawn/64"]["verdict"], NO_CHANGE)
+        self.assertTrue(os.path.getsize(os.path.join(out, "compare.png")) > 0)
 
     def test_planted_slowdown_detected(self):
         fx = f"GB_FIXTURE={FIX}/gbench_cand.json"
