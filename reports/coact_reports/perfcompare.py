@@ -787,8 +787,8 @@ def format_table(rows: List[dict], meta: dict) -> str:
                       _pct(r["median_delta_pct"]), f"[{_pct(lo)}, {_pct(hi)}]",
                       f"{r['noise_floor_pct']:.2f}%", outl or "-", f"{v} ({better} is better)"])
     w = [max(len(r[i]) for r in table) for i in range(len(head))]
-    lines = [f"perf-compare {meta['run']}: base env '{meta['base_env']}' vs cand env "
-             f"'{meta['cand_env']}'" + (" (A/A)" if meta["aa"] else ""),
+    lines = [f"perf-compare {meta['run']}: base {meta['base_label']} vs cand "
+             f"{meta['cand_label']}" + (" (A/A)" if meta["aa"] else ""),
              f"  base: {meta['base_cmd']}", f"  cand: {meta['cand_cmd']}"]
     lines += ["  ".join(c.ljust(w[i]) if i in (0, 7, 8) else c.rjust(w[i])
                         for i, c in enumerate(r)).rstrip() for r in table]
@@ -803,6 +803,28 @@ def format_table(rows: List[dict], meta: dict) -> str:
 # --------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------
+
+def side_labels(a, meta: dict) -> tuple:
+    """What tells the two sides apart, for titles: env, then arguments,
+    prefix, revision, program (only the parts that differ; "env ''" if none)."""
+    parts = {"base": [], "cand": []}
+    for key, what in (("env", "env"), ("args", "args"), ("prefix", "prefix"),
+                      ("rev", "rev"), ("bin", "bin")):
+        vals = {}
+        for side in ("base", "cand"):
+            if key == "env":
+                vals[side] = meta[side + "_env"]
+            elif key in ("args", "prefix"):
+                vals[side] = " ".join(getattr(a, f"{side}_{key}_words"))
+            elif key == "rev":
+                vals[side] = (meta.get(side + "_rev") or "")[:12]
+            else:
+                vals[side] = os.path.basename(meta[side + "_bin"] or "")
+        if vals["base"] != vals["cand"] or (key == "env" and vals["base"]):
+            for side in ("base", "cand"):
+                parts[side].append(f"{what} '{vals[side]}'")
+    return tuple(", ".join(parts[s]) or "env ''" for s in ("base", "cand"))
+
 
 def pair_orders(trials: int, seed: int) -> List[tuple]:
     """Balanced random order: blocks of two pairs, one AB and one BA, which
@@ -877,6 +899,7 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
             "workers": a.workers if a.mode == "peers" else None,
             "ambient": " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                                 if k.startswith("COACT_") and not k.startswith("COACT_BENCH_"))}
+    meta["base_label"], meta["cand_label"] = side_labels(a, meta)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f)
     log(f"run {runner.run_id}: out={out}")
@@ -949,8 +972,8 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
     if a.plot:
         from .perfstats import compare_trials, load_trials
         from .plot_perf import plot_compare
-        title = (f"perf-compare A/A: '{meta['base_env']}'" if a.aa else
-                 f"perf-compare: base '{meta['base_env']}' vs cand '{meta['cand_env']}'")
+        title = (f"perf-compare A/A: {meta['base_label']}" if a.aa else
+                 f"perf-compare: base {meta['base_label']} vs cand {meta['cand_label']}")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ProfileWarning)
