@@ -1,5 +1,75 @@
-// The causal-profiling controller (coact/causal/controller.hpp, whose header
-// comment numbers the steps of a sweep; the step numbers below refer to it).
+// The causal-profiling controller (coact/causal/controller.hpp). The step
+// numbers in the code below refer to this list.
+//
+// The sweep (numbered steps, on the controller's own std::thread; all sleeps
+// are wall-clock condition-variable waits, never virtual time, and are cut
+// short by stop()):
+//  1. calibrate::tsc_hz() (add_delay's precondition), open the outputs, write
+//     the startup records, attach handler-completion points
+//     (Options::progress_handlers), set g_sweep_active, and sleep one cooldown
+//     so regions that run get counted.
+//  2. Progress points: the declared points matching Options::progress (all if
+//     empty) plus the handler-completion points. While there are none, sleep
+//     a window and retry (Coz also waits for its first progress point); no
+//     experiment is recorded.
+//  3. Region: the fixed region if given (Options::fixed_region: an exact name,
+//     else the only region containing it; waits while none matches), else one
+//     drawn among the regions matching Options::region_filter whose visits
+//     grew since the previous pick, i.e. that ran in the last window and
+//     cooldown: with probability proportional to the exclusive time each ran
+//     since that pick (Options::time_weighted, the default: as Coz, whose next
+//     line is the one the next sample lands in), or uniformly. Time weighting
+//     spends a sweep on the regions that can matter: a region's virtual
+//     speedup by s shortens the program by at most s times the time it runs.
+//     Measured on the archiver (100 s sweep, 14 regions): uniform picks gave
+//     the once-per-pass handlers (Start, FilesDone, EndOfStream) as many
+//     experiments as the Compressor (3-13 each, curves within noise). None
+//     ran: sleep a window and retry.
+//  4. Speedup: Options::fixed_speedup_pct if set, else Coz's draw: r uniform in
+//     0..27; r <= 7 gives 0, else (r − 7)·5 %. So P(0) = 8/28 ≈ 0.29 and each
+//     of 5..100 % has 1/28 (SpeedupDivisions = 20, ZeroSpeedupWeight = 7 in
+//     libcoz/profiler.h; its comment's "~25%" and some READMEs' "50%" are
+//     not what the code draws). Since every region's curve needs its own
+//     baseline, ~29 % of each region's experiments are speedup 0.
+//  5. Start: snapshot the progress counters, the region's counters, G and the
+//     wall clock; begin_experiment(region, speedup).
+//  6. Sleep the window (wall clock). stop() during the window abandons the
+//     experiment (nothing is written for it).
+//  7. Stop: end_experiment(); read the clock, G and the counters again.
+//  8. Record: duration_ns = wall time of the window; delay_ns = G's growth
+//     converted with tsc_hz; effective_ns = duration_ns − delay_ns (this goes
+//     into profile.coz's duration=, as Coz does, so its viewer's rates are
+//     right); throughput deltas; latency arrivals, departures and the number
+//     in flight at the end (difference); the region's visits and exclusive
+//     time. An experiment in which no selected progress point moved at all is
+//     not written (every rate would be 0/duration: no information) and is
+//     counted in SweepSummary::empty_experiments.
+//  9. Adapt (Coz): min_delta = the smallest delta over the selected points
+//     (latency: min of arrivals and departures). min_delta < Options::min_delta
+//     doubles the window (capped at max_experiment); min_delta > 2·min_delta
+//     halves it while it is at least twice the initial window.
+// 10. Cooldown (Options::cooldown, wall clock) so threads pay their debt
+//     before the next experiment; then back to 2 unless stop() was called,
+//     max_experiments experiments were written, or duration has passed.
+// 11. End: clear g_sweep_active, detach completion points, write the runtime
+//     and samples records, a "names" record, one "error" record per problem
+//     with its message also on stderr — a filter or fixed region that matched
+//     nothing; and, when no experiment was written, either "no_progress" (no
+//     selected progress point moved during the whole sweep, or none exists)
+//     or "no_experiments" (points moved but no window completed with
+//     progress, and no filter problem explains it) — then a "summary" record.
+//
+// JSON records besides startup / experiment / runtime (profile_writer.hpp),
+// all one line each:
+//   {"type":"names","regions":[{"name":..,"kind":"handler"|"scope","visits":N},..],
+//    "progress":[{"name":..,"kind":"throughput"|"latency","handler":bool,"visits":N},..]}
+//     at the end, and once early when a filter has matched nothing for three
+//     windows (with a "warning" record), so a killed run still lists names.
+//   {"type":"warning"|"error","what":"no_progress"|"no_experiments"|
+//    "unknown_region"|"unknown_progress"|"unknown_handler","message":..,
+//    "names":[the filter entries, or the progress points concerned]}
+//   {"type":"summary","experiments":N,"empty_experiments":N,
+//    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"error"}
 #include <coact/causal/controller.hpp>
 
 #include <unistd.h>

@@ -13,6 +13,7 @@
 // the difference and pays it at its next pay point, which is conservative.
 // L is thread_local and touched only by its own thread: a plain integer.
 #include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/testing.hpp>
 
 #include <time.h>
 

@@ -63,6 +63,7 @@
 // start (it may see a later one if another experiment began meanwhile; the
 // clamp is then tighter, never looser).
 #include <coact/causal/region.hpp>
+#include <coact/causal/testing.hpp>
 
 #include <cxxabi.h>
 

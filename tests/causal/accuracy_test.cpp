@@ -70,6 +70,7 @@
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/controller.hpp>
 #include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
 
 #include "../../bench/causal/known_answer.hpp"

@@ -30,6 +30,7 @@
 #include <coact/causal/hooks.hpp>
 #include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
+#include <coact/causal/testing.hpp>
 
 #include <coact/runtime/tuning.hpp>  // before watchdog.hpp, which includes it inside its namespace
 

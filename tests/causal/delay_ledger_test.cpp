@@ -12,6 +12,7 @@
 
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/testing.hpp>
 
 namespace cal = coact::calibrate;
 namespace ca = coact::causal;

@@ -18,6 +18,7 @@
 #include <coact/causal/hooks.hpp>
 #include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
+#include <coact/causal/testing.hpp>
 
 namespace cal = coact::calibrate;
 namespace ca = coact::causal;

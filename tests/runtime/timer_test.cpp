@@ -19,6 +19,7 @@
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
+#include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
 
 #include "support/watchdog.hpp"

@@ -74,14 +74,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
 namespace coact::causal {
 
 namespace detail {
 // Process-global injected delay G (cycles). Defined in delay_ledger.cpp;
 // declared here so the G == 0 fast paths inline to one relaxed load.
-// Writers: add_delay, add_global_delay, inject_delay_cycles_for_test
+// Writers: add_delay, add_global_delay, inject_delay_cycles_for_test (testing.hpp)
 // (relaxed fetch_add, any thread). Readers: every ledger function and timer delay_stamps (relaxed
 // load, any thread). Relaxed suffices: G is a counter that publishes no other
 // memory; RMWs make the sum exact and per-object coherence keeps each
@@ -167,15 +166,5 @@ inline void credit_resume() noexcept {
   if (detail::g_global_delay.load(std::memory_order_relaxed) == 0) return;
   detail::credit_resume_slow();
 }
-
-/// Test driver: G += cycles without touching the caller's L, so every
-/// registered thread (the caller included) owes `cycles`. Calls
-/// calibrate::tsc_hz() first so later conversions never stall a scheduler
-/// loop (seed 003). Any thread. Errors: as tsc_hz().
-void inject_delay_cycles_for_test(uint64_t cycles);
-
-/// The mutex every delta-sensitive ledger test holds: the ledger is
-/// process-global, so such tests must not interleave. A function-local static.
-std::mutex& test_ledger_mutex();
 
 }  // namespace coact::causal

@@ -30,7 +30,8 @@
 //    "latency":{"lat":{"arrivals":..,"departures":..,"difference":..}}}
 //   {"type":"runtime","time_ns":..}
 //   {"type":"names",..} {"type":"warning",..} {"type":"error",..}
-//   {"type":"summary",..}                  (controller.hpp documents these)
+//   {"type":"summary",..}                  (written by the controller; the
+//                                           fields: causal/src/controller.cpp)
 // "progress" holds throughput counts and latency objects together, the form
 // coact_plot.py's reader takes; "latency" repeats the latency points alone.
 //

@@ -150,8 +150,6 @@ void pop_region(uint32_t id, int index) noexcept;
 /// Runtime hooks (called by hooks.cpp while a sweep is active).
 void enter_handler(const void* actor_type, uint32_t kind) noexcept;
 void exit_handler(const void* actor_type, uint32_t kind) noexcept;
-/// Depth of the calling thread's region stack (tests).
-uint32_t region_depth() noexcept;
 /// Live accrual (region.cpp, file comment step 5): publishes into G
 /// (add_global_delay) the part of the selected region that has run so far on
 /// *other* threads, and returns the delay added (cycles). Called by every pay

@@ -1,0 +1,31 @@
+// coact/causal/testing.hpp: hooks for tests of the causal profiler and of the
+// runtime's causal paths; a program never needs them.
+//
+// Provides: inject_delay_cycles_for_test (drive the delay ledger without a
+// sweep), test_ledger_mutex (serialise tests that read ledger deltas) and
+// detail::region_depth (the calling thread's region stack depth).
+// Threads: any. Blocking: test_ledger_mutex() is a mutex the caller locks.
+// Lifetime: process-wide, like the ledger.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+namespace coact::causal {
+
+/// G += cycles without touching the caller's L, so every registered thread
+/// (the caller included) owes `cycles` (delay_ledger.hpp). Calls
+/// calibrate::tsc_hz() first so later conversions never stall a scheduler
+/// loop (seed 003). Any thread. Errors: as tsc_hz().
+void inject_delay_cycles_for_test(uint64_t cycles);
+
+/// The mutex every delta-sensitive ledger test holds: the ledger is
+/// process-global, so such tests must not interleave. A function-local static.
+std::mutex& test_ledger_mutex();
+
+namespace detail {
+/// Depth of the calling thread's region stack (region.hpp). Never blocks.
+uint32_t region_depth() noexcept;
+}  // namespace detail
+
+}  // namespace coact::causal
