@@ -380,9 +380,13 @@ std::string parse_toml(const Key& k, const toml::node& node, std::string_view pa
 }
 
 // POSIX read() rather than ifstream so a directory reports EISDIR and a pipe works.
-std::string read_whole_file(const std::string& path) {
+// `named_by` is the key that named the file ("COACT_CONFIG", "--coact-config")
+// or "" for Sources::config_path.
+std::string read_whole_file(const std::string& path, std::string_view named_by) {
   auto fail = [&](int err) {
-    return option_error(fmt::format("config file '{}': cannot read: {}", path, std::strerror(err)));
+    if (named_by.empty()) return option_error(fmt::format("config file '{}': cannot read: {}", path, std::strerror(err)));
+    return option_error(fmt::format("{}={}: cannot read the config file: {} (expected a readable TOML file)", named_by,
+                                    quoted(path), std::strerror(err)));
   };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw fail(errno);
@@ -413,8 +417,8 @@ void set(std::vector<Entry>& entries, const Key* k, std::string text, Source src
   e.origin = std::move(origin);
 }
 
-void apply_config_file(std::vector<Entry>& entries, const std::string& path) {
-  const std::string text = read_whole_file(path);
+void apply_config_file(std::vector<Entry>& entries, const std::string& path, std::string_view named_by) {
+  const std::string text = read_whole_file(path, named_by);
   toml::table doc;
   try {
     doc = toml::parse(text, path);
@@ -662,7 +666,7 @@ Values resolve(const Sources& sources) {
   g_read[index_of(find("COACT_CONFIG"))].store(true, std::memory_order_relaxed);
   if (!path.empty()) {
     set(v.entries_, find("COACT_CONFIG"), path, path_source, path_origin);
-    apply_config_file(v.entries_, path);
+    apply_config_file(v.entries_, path, sources.config_path.empty() ? std::string_view(path_origin) : "");
   }
 
   // Step 3: the environment.

@@ -45,7 +45,7 @@ const std::vector<BadInput>& bad_inputs() {
       {"COACT_WORKERS=-1", "COACT_WORKERS='-1'", "0..1024"},
       {"COACT_SPIN_WINDOW_US=abc", "COACT_SPIN_WINDOW_US='abc'", "0..1000000"},
       {"COACT_PEER_STEAL=maybe", "COACT_PEER_STEAL='maybe'", "1/0/true/false/yes/no/on/off"},
-      {"COACT_CONFIG=/nonexistent", "config file '/nonexistent'", "No such file or directory"},
+      {"COACT_CONFIG=/nonexistent", "COACT_CONFIG='/nonexistent'", "No such file or directory (expected a readable TOML file)"},
       {"COACT_SPIN_WINDOW_USEC=20", "COACT_SPIN_WINDOW_USEC", "use COACT_SPIN_WINDOW_US"},
       {"COACT_TSC_HZ=fast", "COACT_TSC_HZ='fast'", "or 'auto'"},
       {"COACT_CAUSAL_EXPRIMENT_MS=5", "COACT_CAUSAL_EXPRIMENT_MS", "did you mean COACT_CAUSAL_EXPERIMENT_MS?"},

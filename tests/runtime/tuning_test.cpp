@@ -479,7 +479,12 @@ TEST_CASE("tuning error: unreadable config file names the path and the reason", 
   SECTION("nonexistent path named by COACT_CONFIG") {
     TuningSources s;
     s.env = std::vector<std::string>{"COACT_CONFIG=" + dir.path.string() + "/nope.toml"};
-    REQUIRE_THROWS_WITH(resolve_tuning(s), Contains("config file '" + dir.path.string() + "/nope.toml'"));
+    CHECK(error_of(s) == "COACT_CONFIG='" + dir.path.string() +
+                             "/nope.toml': cannot read the config file: No such file or directory (expected a "
+                             "readable TOML file)");
+    s.env = std::vector<std::string>{};
+    s.args = {"--coact-config", dir.path.string() + "/nope.toml"};
+    CHECK_THAT(error_of(s), Contains("--coact-config='" + dir.path.string() + "/nope.toml': cannot read"));
   }
   SECTION("a directory") {
     TuningSources s = isolated();
