@@ -67,6 +67,9 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   } else {
     handoff_ = std::make_unique<calibrate::HandoffEstimate>(boot_handoff_cost());
   }
+  // The timekeeper's wake latency: seeded with the hand-off cost (the same
+  // kernel wake-up path), refined by every timed-out park (spin_window.hpp).
+  wake_latency_ = std::make_unique<WakeLatency>(uint64_t(handoff_->cost().count()));
   if (tuning_.local_time_budget_us) valve_pin_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
   batch_max_ns_ = uint64_t(tuning_.batch_max_us) * 1000;
   workers_.reserve(n);
@@ -251,14 +254,18 @@ ActorCell* Scheduler::take_shared(Worker& w, bool& more) {
   return nullptr;
 }
 
-// SpinPark, steps as in spin_park.hpp.
+// SpinPark, steps as in spin_park.hpp; the window and the timekeeper's early
+// wake as in spin_window.hpp.
 ActorCell* Scheduler::idle(Worker& w) {
-  const uint64_t spin_ns = uint64_t(tuning_.spin_window_us) * 1000;
+  const uint64_t ceiling = uint64_t(tuning_.spin_window_us) * 1000;
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;
+    const uint64_t spin_ns = w.spin_window.window_ns(ceiling);
     spin_park_.begin_spin();  // 1.
-    const uint64_t deadline = sync::now_ns() + spin_ns;
+    const uint64_t spin_start = sync::now_ns();
+    const uint64_t deadline = spin_start + spin_ns;
+    uint64_t now = spin_start;
     for (;;) {
       if (ActorCell* c = take_shared(w, more)) {
         spin_park_.end_spin();
@@ -267,13 +274,15 @@ ActorCell* Scheduler::idle(Worker& w) {
         causal::on_resume();
         if (more) spin_park_.notify();
         w.clock_ns = sync::now_ns();
+        w.spin_window.found(w.clock_ns - spin_start, ceiling);
         return c;
       }
       if (stopping_.load(std::memory_order_acquire)) {
         spin_park_.end_spin();
         return nullptr;
       }
-      uint64_t now = 0;
+      // A timer fired here is neither evidence for nor against spinning
+      // (spin_window.hpp): deadlines are the timekeeper's business.
       if (timers_due(now)) {
         spin_park_.end_spin();
         fire_due(&w, now);
@@ -283,9 +292,11 @@ ActorCell* Scheduler::idle(Worker& w) {
         }
         spin_park_.begin_spin();
       }
-      if (sync::now_ns() >= deadline) break;
+      now = sync::now_ns();
+      if (now >= deadline) break;
       for (int i = 0; i < 16; ++i) sync::cpu_relax();
     }
+    const uint64_t spun = now - spin_start;
     // No pay point before parking: an idle worker is credited when it resumes
     // (woken by a thread that paid), so paying here would only make it late
     // to take new work while it is virtually idle.
@@ -295,6 +306,7 @@ ActorCell* Scheduler::idle(Worker& w) {
       causal::on_resume();
       if (more) spin_park_.notify();
       w.clock_ns = sync::now_ns();
+      w.spin_window.found(w.clock_ns - spin_start, ceiling);
       return c;
     }
     if (stopping_.load(std::memory_order_seq_cst)) {
@@ -310,28 +322,27 @@ ActorCell* Scheduler::idle(Worker& w) {
       keeper = timekeeper_.compare_exchange_strong(none, int32_t(w.index), std::memory_order_seq_cst);
     }
     bool timed_out = false;
+    uint64_t slept = 0;
     if (keeper) {
       const uint64_t next = timers_.next_deadline(std::memory_order_seq_cst);  // re-read: handshake
-      const uint64_t now = sync::now_ns();
-      if (next == TimerHeap::kNone) {
-        spin_park_.park(w.index);
-      } else if (next > now) {
-        sync::RelativeTimeout t{std::chrono::nanoseconds(next - now)};
-        timed_out = !spin_park_.park(w.index, &t);
-      }
+      timed_out = keep_time(w, next, ceiling, slept);
       timekeeper_.store(-1, std::memory_order_seq_cst);
     } else {
+      const uint64_t p0 = sync::now_ns();
       spin_park_.park(w.index);
+      slept = sync::now_ns() - p0;
     }
     if (!timed_out) {
       // Live refinement of the hand-off cost from a real cross-thread wake.
       const uint64_t woke = sync::now_ns(), sent = spin_park_.parker(w.index).last_unpark_ns();
       if (sent != 0 && woke > sent) handoff_->observe(std::chrono::nanoseconds(woke - sent));
     }
+    w.spin_window.parked(spun, slept, !timed_out && !injector_.empty(), uint64_t(handoff_->wake_break_even().count()),
+                         ceiling);
     causal::on_resume();       // woken by a thread that paid: credit
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     w.clock_ns = sync::now_ns();
-    uint64_t now = 0;
+    now = 0;
     if (timers_due(now)) fire_due(&w, now);
     if (keeper && !timed_out && !injector_.empty() && timers_.next_deadline() != TimerHeap::kNone &&
         spin_park_.idle() > 0) {
@@ -341,6 +352,39 @@ ActorCell* Scheduler::idle(Worker& w) {
     }
     if (ActorCell* c = w.own.pop()) return c;
   }
+}
+
+bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns) {
+  slept_ns = 0;
+  if (next == TimerHeap::kNone) {
+    const uint64_t p0 = sync::now_ns();
+    spin_park_.park(w.index);
+    slept_ns = sync::now_ns() - p0;
+    return false;
+  }
+  const uint64_t now = sync::now_ns();
+  if (next <= now) return true;
+  // Wake early by the measured wake latency, then spin the rest (spin_window.hpp).
+  const uint64_t wake_at = next - wake_latency_->margin_ns(next - now, ceiling_ns);
+  if (wake_at > now) {
+    sync::RelativeTimeout t{std::chrono::nanoseconds(wake_at - now)};
+    const bool woken = spin_park_.park(w.index, &t);
+    const uint64_t woke = sync::now_ns();
+    slept_ns = woke - now;
+    if (woken) return false;
+    wake_latency_->observe(woke > wake_at ? woke - wake_at : 0);
+  }
+  // Still on the idle list and still timekeeper while spinning: a notify
+  // that pops us leaves a token (a spurious wake later), an earlier deadline
+  // armed meanwhile is seen by timers_due, shared work by the injector check.
+  for (;;) {
+    uint64_t t = 0;
+    if (timers_due(t)) break;
+    if (t == 0) t = sync::now_ns();
+    if (t >= next || !injector_.empty() || stopping_.load(std::memory_order_relaxed)) break;
+    for (int i = 0; i < 16; ++i) sync::cpu_relax();
+  }
+  return true;
 }
 
 // Steps 2-5.

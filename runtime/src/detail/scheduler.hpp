@@ -6,7 +6,8 @@
 //   1. acquire: own deque (LIFO; every local_chain_backstop-th consecutive own
 //      pop probes the injector first), then the injector (chain rule: if more
 //      remains and a sibling is parked, wake one), then peer steal (if
-//      enabled), then SpinPark (spin spin_window_us, then park).
+//      enabled), then SpinPark (spin an adaptive window of at most
+//      spin_window_us, then park; spin_window.hpp).
 //   2. enter_running on the popped actor (Ready -> Running).
 //   3. drain its inbox under BatchBudget: per mail, run the handler, then flush
 //      the handler's outbound mail (the one flush point), then honour stop().
@@ -43,6 +44,7 @@
 #include "injector.hpp"
 #include "registry.hpp"
 #include "spin_park.hpp"
+#include "spin_window.hpp"
 #include "timer_heap.hpp"
 #include "work_deque.hpp"
 
@@ -64,6 +66,7 @@ struct Worker {
   uint32_t stride_count = 0;     // dispatches since the last clock read
   uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
   uint64_t cascade_start_ns = 0; // when the current local cascade began
+  SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
   // Counters: written by this worker (relaxed), read by stats().
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> parks{0};
@@ -118,6 +121,10 @@ class Scheduler {
   ActorCell* acquire(Worker& w);
   ActorCell* take_shared(Worker& w, bool& more);
   ActorCell* idle(Worker& w);
+  /// Timekeeper: parks until `next` minus the wake-latency margin, then spins
+  /// until a timer is due, shared work appears or shutdown. Returns whether
+  /// the park timed out (false: woken by an unpark).
+  bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns);
   void run_cell(Worker& w, ActorCell* c);
   void dispatch(Worker& w, ActorCell* c, Envelope* e);
   void flush(Worker& w);
@@ -139,6 +146,7 @@ class Scheduler {
   SchedulerTuning tuning_;
   std::optional<uint64_t> valve_pin_ns_;  // COACT_LOCAL_TIME_BUDGET_US (0 = valve off)
   std::unique_ptr<calibrate::HandoffEstimate> handoff_;  // live-refined by real wakes
+  std::unique_ptr<WakeLatency> wake_latency_;  // timekeeper's early wake (spin_window.hpp)
   uint64_t batch_max_ns_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   Injector<ActorCell*> injector_;
