@@ -42,10 +42,23 @@ constexpr uint64_t kOvershootCycles = 5'000;
 
 }  // namespace
 
-void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler(actor_type, kind); }
-void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler(actor_type, kind); }
+// hook_handler_enter / hook_handler_exit are defined in region.cpp (next to
+// their fast paths, so a hook is one call).
+
+namespace {
+[[gnu::noinline]] void pay_point_slow() noexcept;
+}  // namespace
 
 void hook_pay_point() noexcept {
+  // While no delay was ever injected (a sweep at speedup 0) a pay point is
+  // this one load: the slow path's frame (try/catch, the pay loop) is not set
+  // up twice per message for nothing.
+  if (global_delay_cycles() == 0) return;
+  pay_point_slow();
+}
+
+namespace {
+void pay_point_slow() noexcept {
   // Pay until caught up: first publish what the selected region has run so
   // far on other threads (it is owed now, not when the region ends), then
   // wait; delay that accrues while waiting is owed too. A thread must not
@@ -70,7 +83,6 @@ void hook_pay_point() noexcept {
   // from 0.47 to 0.36-0.44 (truth 0.49). Coz keeps such overshoot as the
   // overshooting thread's "excess delay" instead; here it would be lost at
   // once, since a worker that paid is usually credited on its next resume.
-  if (global_delay_cycles() == 0) return;
   try {
     (void)materialize_live();
     uint64_t g = global_delay_cycles();
@@ -95,6 +107,7 @@ void hook_pay_point() noexcept {
     // calls tsc_hz() before activating a sweep, so this is unreachable there.
   }
 }
+}  // namespace
 
 void hook_resume() noexcept { credit_resume(); }
 #endif

@@ -1,9 +1,11 @@
 // The region table, the per-thread region stack, the experiment selection.
 //
 // Region stack protocol (one stack per thread, touched only by its thread):
-//  1. push(id): read the TSC once; the frame below (if any) adds the time since
-//     its segment started to its accumulated exclusive time; the new frame
-//     starts a segment now and remembers the experiment epoch it began in.
+//  1. push(id): the frame below (if any) adds the time since its segment
+//     started to its accumulated exclusive time (if it is timed); the new
+//     frame starts a segment now. The TSC is read only if one of the two
+//     frames is timed or live: a scope, a live region (selected, s > 0) or a
+//     sampled handler run (see "Handler-run sampling" below).
 //  2. pop(id, index): if the frame at `index` no longer holds `id` (it was
 //     dropped as stale) nothing happens. Otherwise frames above it (leaked by a
 //     missing exit) are dropped unaccounted, the frame adds its last segment,
@@ -24,8 +26,11 @@
 //     The slot names the region of the thread's innermost running frame and
 //     `from`, the TSC from which that segment's virtual speedup is not yet in
 //     G. Opening a segment (push, or the frame below resuming at a pop) sets
-//     region and from = now; closing it (a push above it, or its pop) clears
-//     the region.
+//     the region, and from = now if the region is live (else the slot is
+//     "untimed": from is the experiment's start for whoever publishes it,
+//     since a segment opened while its region was not live began before any
+//     experiment that makes it live); closing it (a push above it, or its
+//     pop) clears the region.
 //  5. materialize_live(), called by every pay point (hooks.cpp) before it
 //     reads its debt and by end_experiment: for each other thread's slot
 //     running the selected region with s > 0, G += s·(now − max(from,
@@ -40,6 +45,14 @@
 //     into G on its behalf (add_global_delay), which it must not owe.
 //     Whatever else it owes it pays at its next pay point, never inside a
 //     region (a wait there would count as the region's running time).
+//  Cost of a handler run whose region is not live (the common case, and
+//  every run at speedup 0): no TSC read (but for one run in ~16, sampled),
+//  one store opening the slot untimed, one load and one store closing it,
+//  one visit count (region.cpp enter_handler / exit_handler fast paths).
+//  Measured with callgrind on the zero-work ping-pong (1 worker, 4e5
+//  messages, a sweep at speedup 0): 388 extra instructions per message
+//  before (two TSC reads, slot from/published stores, the pay-point frame),
+//  193 after.
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
@@ -193,22 +206,44 @@ constexpr uint32_t kMaxLiveSlots = 256;
 constexpr uint32_t kNoSlot = UINT32_MAX;
 
 // Slot protocol (lock-free for the owner: one release store to open, one
-// CAS to close). `state` is kNoRegion (no open segment) or the open
-// segment's region, with kBusy set while a payer publishes for it.
-//   owner, open:  from, published (relaxed); state = region (release).
-//   payer:        CAS state region -> region|kBusy (acquire); read from, add
-//                 s·(now − from) to G and to published, from = now
-//                 (relaxed); CAS state region|kBusy -> region (release). A
-//                 failed first CAS (the owner closed or moved on) skips the
-//                 slot: the owner adds that part itself.
-//   owner, close: if its region is not the selected one or s = 0 (no payer
-//                 claims it any more), a plain store (close_segment says why that is
-//                 safe); else wait while kBusy, then CAS state -> kNoRegion
-//                 (acq_rel); from and published are then the last payer's
-//                 (synchronised by its release).
+// CAS or store to close). `state` is kNoRegion (no open segment) or the open
+// segment's region, with kUntimed set while `from` and `published` are not
+// the segment's (it was opened without a TSC read: its region was not live),
+// and kBusy set while a payer publishes for it.
+//   owner, open live (the selected region, s > 0):
+//                 from = now, published = 0 (relaxed); state = region (release).
+//   owner, open otherwise: state = region|kUntimed (release): one store, no
+//                 TSC read. If an experiment selects the region while the
+//                 segment runs, the segment began before that experiment, so
+//                 its unpublished part starts at the experiment's start:
+//                 payers and the owner read an untimed slot's `from` as 0,
+//                 which accrued() clamps to the start.
+//   payer:        CAS state (region or region|kUntimed) -> region|kBusy
+//                 (acquire); re-read the selection and give the slot back
+//                 untouched if it changed since the payer chose to publish
+//                 (a stale payer must not publish for an untimed segment of
+//                 a later experiment); else add s·(now − from) to G and to
+//                 published (from, published = 0 if it was untimed), from =
+//                 now (relaxed); CAS state region|kBusy -> region (release):
+//                 the slot is timed from now on. A failed first CAS (the
+//                 owner closed or moved on) skips the slot: the owner adds
+//                 that part itself.
+//   owner, close: if its region is not live (no payer claims it any more), a
+//                 plain store (close_segment says why that is safe); else
+//                 wait while kBusy, then CAS state -> kNoRegion (acq_rel);
+//                 from and published are then the last payer's (synchronised
+//                 by its release), or the segment's own if still untimed.
 // A payer that read `state` of an earlier segment and wins the CAS on a new
 // one of the same region reads that segment's `from`: still consistent.
+// Straddlers (why the slot is opened for every segment, not only for live
+// ones): a segment opened before an experiment selects its region is live
+// at that experiment's start (payers find it by its state), and one that
+// outlives its experiment is published up to the end by end_experiment's
+// materialize_live before the selection is cleared, and credited by its owner
+// at close. (Opening slots only for live segments lost such a segment's delay.)
 constexpr uint32_t kBusy = 0x80000000u;
+constexpr uint32_t kUntimed = 0x40000000u;
+static_assert(kMaxRegions < kUntimed, "region ids must not reach the slot flags");
 struct alignas(64) LiveSlot {
   std::atomic<uint32_t> state{kNoRegion};
   std::atomic<uint64_t> from{0};       // the open segment's unpublished part starts here (TSC)
@@ -224,88 +259,138 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+// Whether `region` is live under selection word `sel`: selected with s > 0
+// (its running time is virtually sped up, so it is timed exactly).
+inline bool live_for(uint64_t sel, uint32_t region) noexcept {
+  return region != kNoRegion && sel_region(sel) == region && sel_pct(sel) != 0;
+}
+
 // s·(now − max(from, experiment start)) for the current selection, if it is
 // `region` with s > 0; else 0. Δ < 2^57 cycles (years): Δ·100 does not overflow.
 uint64_t accrued(uint64_t sel, uint32_t region, uint64_t from, uint64_t now) noexcept {
-  const uint32_t pct = sel_pct(sel);
-  if (region == kNoRegion || sel_region(sel) != region || pct == 0) return 0;
+  if (!live_for(sel, region)) return 0;
   const uint64_t start = std::max(from, g_experiment_start_cycles.load(std::memory_order_relaxed));
-  return now > start ? (now - start) * pct / 100 : 0;
+  return now > start ? (now - start) * sel_pct(sel) / 100 : 0;
+}
+
+// The TSC, read at most once per hook: `now` is 0 until read.
+inline uint64_t tsc(uint64_t& now) noexcept {
+  if (now == 0) now = calibrate::now_cycles();
+  return now;
 }
 
 // ---- per-thread state ------------------------------------------------------
 
+// A frame's running time is measured (timed) when its region is live at
+// push, for every scope, and for a sample of the other handler runs (the
+// per-thread handler cache below decides). `weight` is how many runs the
+// frame's measured exclusive time stands for in the region's cycle total
+// (1 for an exact frame; the runs skipped since the last sample + 1 for a
+// sampled one); 0: not timed (visits only).
 struct Frame {
   uint32_t region;
-  uint32_t epoch;       // experiment epoch at push
-  uint64_t seg_start;   // TSC at which the current running segment began
-  uint64_t acc;         // exclusive cycles accumulated in earlier segments
+  uint32_t weight;
+  uint64_t seg_start;   // timed frames: TSC at which the current running segment began
+  uint64_t acc;         // timed frames: exclusive cycles accumulated in earlier segments
   const void* type;     // handler frames: actor type; scope frames: null
   uint32_t kind;        // handler frames: message kind
   bool handler;
 };
+
+// Handler-run sampling (the cheap sweep): a handler region that is not live
+// is timed once every kSampleStrideMin..kSampleStrideMin+15 runs on a thread
+// (a jittered stride, so a periodic pattern of handler costs cannot alias
+// with it), and its sample's time is weighted by the runs it stands for:
+// an unbiased estimate of the region's exclusive cycles, for the controller's
+// time-weighted draw and for region_ns. A run at least kExactCycles long
+// (~3 µs; two TSC reads are then < 1% of it) makes the next run timed too,
+// so long handlers (the archiver's compressor) stay exact. Visits, progress
+// points and virtual speedup (live regions) are always exact.
+constexpr uint32_t kSampleStrideMin = 8;
+constexpr uint64_t kExactCycles = 8192;
 
 constexpr uint32_t kCacheSlots = 64;  // power of two
 struct CacheEntry {
   const void* type;
   uint32_t kind;
   uint32_t region;
+  uint32_t countdown;  // untimed runs left before the next sample
+  uint32_t skipped;    // untimed runs since the last timed one
   bool valid;
 };
+
+// Per-thread counter block (below); declared here for the cached pointer.
+struct ThreadCounters;
 
 struct ThreadRegions {
   uint32_t depth;
   uint32_t slot_plus1;  // 0: no live slot taken yet; kNoSlot: none was free; else slot index + 1
+  LiveSlot* slot;             // &g_slots[slot_plus1 - 1] once taken
+  ThreadCounters* counters;   // this thread's counter block once allocated
+  uint32_t rng;               // sampling stride jitter (xorshift32)
   Frame frames[kMaxRegionDepth];
   CacheEntry cache[kCacheSlots];
 };
 // Touched only by its own thread. constinit: no TLS init guard on access.
 constinit thread_local ThreadRegions t_regions{};
 
-LiveSlot* live_slot(ThreadRegions& t) noexcept {
+LiveSlot* take_live_slot(ThreadRegions& t) noexcept {
   if (t.slot_plus1 == 0) {
     const uint32_t i = g_slots_used.fetch_add(1, std::memory_order_relaxed);
     if (i < kMaxLiveSlots) {
       t.slot_plus1 = i + 1;
+      t.slot = &g_slots[i];
     } else {
       g_slots_used.fetch_sub(1, std::memory_order_relaxed);
       t.slot_plus1 = kNoSlot;
     }
   }
-  return t.slot_plus1 == kNoSlot ? nullptr : &g_slots[t.slot_plus1 - 1];
+  return t.slot;
+}
+inline LiveSlot* live_slot(ThreadRegions& t) noexcept {
+  if (t.slot != nullptr) [[likely]]
+    return t.slot;
+  return take_live_slot(t);
 }
 
-// Opens the running segment of `region` on this thread at `now` (step 4).
-void open_segment(ThreadRegions& t, uint32_t region, uint64_t now) noexcept {
+// Opens the running segment of `region` on this thread (step 4): timed at
+// `now` if the region is live, else untimed (no TSC read).
+void open_segment(ThreadRegions& t, uint32_t region, uint64_t sel, uint64_t& now) noexcept {
   if (region == kNoRegion) return;
-  if (LiveSlot* s = live_slot(t)) {
-    s->from.store(now, std::memory_order_relaxed);
+  LiveSlot* s = live_slot(t);
+  if (s == nullptr) return;
+  if (live_for(sel, region)) {
+    s->from.store(tsc(now), std::memory_order_relaxed);
     s->published.store(0, std::memory_order_relaxed);
     s->state.store(region, std::memory_order_release);
+  } else {
+    s->state.store(region | kUntimed, std::memory_order_release);
   }
 }
 
-// Closes this thread's running segment (of `region`, begun at `seg_start`)
-// at `now` (step 6): adds the unpublished tail with add_delay and credits (credit_local)
-// what others published for it.
-void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_start, uint64_t now) noexcept {
-  uint64_t from = seg_start;
+// Closes this thread's running segment of `region` (step 6); `seg_from`: the
+// segment's start if its frame is timed, else 0 (accrued() clamps it to the
+// experiment's start). Adds the unpublished tail with add_delay if the region
+// is live (reading the TSC only then) and credits (credit_local) what others
+// published for it.
+void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_from, uint64_t sel, uint64_t& now) noexcept {
+  if (region == kNoRegion) return;
+  uint64_t from = seg_from;
   uint64_t published = 0;
-  const uint64_t sel = g_selection.load(std::memory_order_acquire);
-  if (t.slot_plus1 != 0 && t.slot_plus1 != kNoSlot) {
-    LiveSlot& s = g_slots[t.slot_plus1 - 1];
+  const bool live = live_for(sel, region);
+  if (LiveSlot* sp = t.slot) {
+    LiveSlot& s = *sp;
     // acquire: if a payer's release put `region` back, its from/published are visible.
     uint32_t st = s.state.load(std::memory_order_acquire);
-    if ((sel_region(sel) != region || sel_pct(sel) == 0) && (st & kBusy) == 0) {
-      // Not the selected region, or s = 0 (the common case): payers no longer claim
-      // this slot, so a plain store closes it (no RMW on the hot path). What
-      // end_experiment published for it is visible through the selection
-      // word (release after its publications, acquired above). A payer
-      // that read an older selection and claims the slot between our load
-      // and store loses its release CAS, so it cannot reopen the slot; its
-      // publication is then not absorbed and this thread pays it once
-      // (overpays by one payer's increment: a race of nanoseconds at an
-      // experiment's end).
+    if (!live && (st & kBusy) == 0) {
+      // Not live (the common case): payers no longer claim this slot, so a
+      // plain store closes it (no RMW on the hot path). What end_experiment
+      // published for it is visible through the selection word (release
+      // after its publications, acquired by our caller). A payer that read
+      // an older selection and claims the slot between our load and store
+      // loses its release CAS, so it cannot reopen the slot; its publication
+      // is then not absorbed and this thread pays it once (overpays by one
+      // payer's increment: a race of nanoseconds at an experiment's edge).
       if (st == region) {
         from = std::max(from, s.from.load(std::memory_order_relaxed));
         published = s.published.load(std::memory_order_relaxed);
@@ -329,14 +414,26 @@ void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_start, uint64
       }
     }
   }
-  const uint64_t tail = accrued(sel, region, from, now);
-  if (tail != 0) add_delay(tail);
+  if (live) {
+    const uint64_t tail = accrued(sel, region, from, tsc(now));
+    if (tail != 0) add_delay(tail);
+  }
   if (published != 0) credit_local(published);
 }
 
 uint32_t cache_slot(const void* type, uint32_t kind) {
   const auto h = (reinterpret_cast<uintptr_t>(type) >> 4) ^ (uintptr_t{kind} * 0x9E3779B1u);
   return static_cast<uint32_t>(h ^ (h >> 17)) & (kCacheSlots - 1);
+}
+
+// The next sampling stride's countdown (kSampleStrideMin - 1 .. +15).
+uint32_t next_countdown(ThreadRegions& t) noexcept {
+  uint32_t x = t.rng != 0 ? t.rng : 0x9E3779B9u ^ static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&t));
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  t.rng = x;
+  return kSampleStrideMin - 1 + (x & 15u);
 }
 
 // Per-thread (sharded) visit and cycle counters, one block per live slot
@@ -374,21 +471,22 @@ void account(ThreadRegions& t, const Frame& f) noexcept {
   if (f.region == kNoRegion) return;
   Region* r = g_table[f.region].load(std::memory_order_acquire);
   if (r == nullptr) return;
-  ThreadCounters* c = nullptr;
-  if (LiveSlot* s = live_slot(t)) {
-    const size_t i = static_cast<size_t>(s - g_slots);
-    c = g_counters[i].load(std::memory_order_relaxed);  // only this thread writes it
-    if (c == nullptr) {
+  ThreadCounters* c = t.counters;
+  if (c == nullptr) [[unlikely]] {
+    if (LiveSlot* s = live_slot(t)) {
+      const size_t i = static_cast<size_t>(s - g_slots);
       c = static_cast<ThreadCounters*>(std::calloc(1, sizeof(ThreadCounters)));
       if (c != nullptr) g_counters[i].store(c, std::memory_order_release);
+      t.counters = c;
     }
   }
+  const uint64_t cycles = f.acc * f.weight;  // 0 for an untimed frame
   if (c != nullptr) {
     bump(c->visits[f.region], 1);
-    bump(c->cycles[f.region], f.acc);
+    if (cycles != 0) bump(c->cycles[f.region], cycles);
   } else {
     r->visits.fetch_add(1, std::memory_order_relaxed);
-    r->cycles.fetch_add(f.acc, std::memory_order_relaxed);
+    r->cycles.fetch_add(cycles, std::memory_order_relaxed);
   }
   if (ProgressPoint* p = r->completion.load(std::memory_order_acquire)) p->visit();
 }
@@ -541,19 +639,27 @@ uint64_t materialize_live() noexcept {
   uint64_t total = 0;
   for (uint32_t i = 0; i < n; ++i) {
     LiveSlot& s = g_slots[i];
-    uint32_t st = region;
-    if (i + 1 == own || s.state.load(std::memory_order_relaxed) != region) continue;
+    uint32_t st = s.state.load(std::memory_order_relaxed);
+    if (i + 1 == own || (st & ~kUntimed) != region) continue;  // (a busy slot has kBusy: skipped)
     if (!s.state.compare_exchange_strong(st, region | kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
       continue;  // the owner closed or moved on: it adds that part itself
     }
+    if (g_selection.load(std::memory_order_acquire) != sel) {
+      // Another experiment began since `sel` was read: give the slot back as it was.
+      uint32_t busy = region | kBusy;
+      (void)s.state.compare_exchange_strong(busy, st, std::memory_order_release, std::memory_order_relaxed);
+      continue;
+    }
+    const bool untimed = (st & kUntimed) != 0;
     const uint64_t now = calibrate::now_cycles();
-    const uint64_t from = s.from.load(std::memory_order_relaxed);
+    const uint64_t from = untimed ? 0 : s.from.load(std::memory_order_relaxed);
+    const uint64_t before = untimed ? 0 : s.published.load(std::memory_order_relaxed);
     const uint64_t x = accrued(sel, region, from, now);
     if (x != 0) {
       add_global_delay(x);
-      s.published.store(s.published.load(std::memory_order_relaxed) + x, std::memory_order_relaxed);
       total += x;
     }
+    s.published.store(before + x, std::memory_order_relaxed);
     s.from.store(std::max(from, now), std::memory_order_relaxed);
     uint32_t busy = region | kBusy;  // a CAS, not a store: the owner may have closed the slot meanwhile (close_segment)
     (void)s.state.compare_exchange_strong(busy, region, std::memory_order_release, std::memory_order_relaxed);
@@ -562,79 +668,171 @@ uint64_t materialize_live() noexcept {
 }
 
 namespace {
-int push_frame(uint32_t id, const void* type, uint32_t kind, bool handler) noexcept {
-  ThreadRegions& t = t_regions;
+// Pushes a frame of `id` under selection `sel`. `weight`: what the frame's
+// time stands for if the region is not live (0: untimed); a live region is
+// always timed exactly (weight 1). Reads the TSC only if this frame or the
+// one it pauses is timed or live.
+int push_frame(ThreadRegions& t, uint32_t id, const void* type, uint32_t kind, bool handler, uint32_t weight,
+               uint64_t sel) noexcept {
   if (t.depth >= kMaxRegionDepth) return -1;
-  const uint64_t now = calibrate::now_cycles();
+  if (live_for(sel, id)) weight = 1;
+  uint64_t now = 0;
   if (t.depth > 0) {
     Frame& below = t.frames[t.depth - 1];
-    below.acc += now - below.seg_start;
-    close_segment(t, below.region, below.seg_start, now);
+    if (below.weight != 0) below.acc += tsc(now) - below.seg_start;
+    close_segment(t, below.region, below.weight != 0 ? below.seg_start : 0, sel, now);
   }
-  const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_acquire));
-  t.frames[t.depth] = Frame{id, epoch, now, 0, type, kind, handler};
-  open_segment(t, id, now);
+  t.frames[t.depth] = Frame{id, weight, weight != 0 ? tsc(now) : 0, 0, type, kind, handler};
+  open_segment(t, id, sel, now);
   return static_cast<int>(t.depth++);
+}
+
+// Pops the frame at `index` if it still holds `id` (see pop_region); the
+// popped frame is copied to `out`. Returns whether it was popped.
+bool pop_frame(ThreadRegions& t, uint32_t id, int index, Frame& out) noexcept {
+  if (index < 0 || static_cast<uint32_t>(index) >= t.depth) return false;
+  Frame f = t.frames[index];
+  if (f.region != id) return false;
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  uint64_t now = 0;
+  // The running segment is the top frame's (f's own unless frames leaked above it).
+  const Frame& top = t.frames[t.depth - 1];
+  close_segment(t, top.region, top.weight != 0 ? top.seg_start : 0, sel, now);
+  if (f.weight != 0) f.acc += tsc(now) - f.seg_start;
+  t.depth = static_cast<uint32_t>(index);  // drops leaked frames above, unaccounted
+  if (t.depth > 0) {
+    Frame& below = t.frames[t.depth - 1];
+    if (below.weight != 0) below.seg_start = tsc(now);
+    open_segment(t, below.region, sel, now);
+  }
+  account(t, f);
+  out = f;
+  return true;
 }
 }  // namespace
 
-int push_region(uint32_t id) noexcept { return push_frame(id, nullptr, 0, false); }
+int push_region(uint32_t id) noexcept {
+  return push_frame(t_regions, id, nullptr, 0, false, 1, g_selection.load(std::memory_order_acquire));
+}
 
 void pop_region(uint32_t id, int index) noexcept {
-  ThreadRegions& t = t_regions;
-  if (index < 0 || static_cast<uint32_t>(index) >= t.depth) return;
-  Frame f = t.frames[index];
-  if (f.region != id) return;
-  const uint64_t now = calibrate::now_cycles();
-  // The running segment is the top frame's (f's own unless frames leaked above it).
-  const Frame& top = t.frames[t.depth - 1];
-  close_segment(t, top.region, top.seg_start, now);
-  f.acc += now - f.seg_start;
-  t.depth = static_cast<uint32_t>(index);  // drops leaked frames above, unaccounted
-  if (t.depth > 0) {
-    t.frames[t.depth - 1].seg_start = now;
-    open_segment(t, t.frames[t.depth - 1].region, now);
-  }
-  account(t, f);
+  Frame f;
+  (void)pop_frame(t_regions, id, index, f);
 }
+
+namespace {
+void enter_handler_slow(ThreadRegions& t, CacheEntry& c, const void* actor_type, uint32_t kind, uint64_t sel) noexcept;
+void exit_handler_slow(ThreadRegions& t, const void* actor_type, uint32_t kind) noexcept;
+}  // namespace
 
 void enter_handler(const void* actor_type, uint32_t kind) noexcept {
   ThreadRegions& t = t_regions;
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
+  // Fast path (a worker between handlers, a known handler, not live, not
+  // sampled this run): a frame without a TSC read and one store opening the
+  // slot untimed. Everything else takes the general path below.
+  if (t.depth == 0 && t.slot != nullptr && c.valid && c.type == actor_type && c.kind == kind && c.countdown != 0 &&
+      !live_for(sel, c.region)) [[likely]] {
+    --c.countdown;
+    ++c.skipped;
+    Frame& f = t.frames[0];
+    f.region = c.region;
+    f.weight = 0;
+    f.type = actor_type;
+    f.kind = kind;
+    f.handler = true;
+    if (c.region != kNoRegion) t.slot->state.store(c.region | kUntimed, std::memory_order_release);
+    t.depth = 1;
+    return;
+  }
+  enter_handler_slow(t, c, actor_type, kind, sel);
+}
+
+namespace {
+// Kept out of line so that the fast paths' callers set up no large frame.
+[[gnu::noinline]] void enter_handler_slow(ThreadRegions& t, CacheEntry& c, const void* actor_type, uint32_t kind,
+                                          uint64_t sel) noexcept {
   // Drop a handler frame left by an exit the gate skipped (step 3).
   for (uint32_t i = 0; i < t.depth; ++i) {
     if (t.frames[i].handler) {
-      const uint64_t now = calibrate::now_cycles();
+      uint64_t now = 0;
       const Frame& top = t.frames[t.depth - 1];
-      close_segment(t, top.region, top.seg_start, now);
+      close_segment(t, top.region, top.weight != 0 ? top.seg_start : 0, sel, now);
       t.depth = i;
       if (t.depth > 0) {  // the frame below runs again (push_frame pauses it at once)
-        t.frames[t.depth - 1].seg_start = now;
-        open_segment(t, t.frames[t.depth - 1].region, now);
+        Frame& below = t.frames[t.depth - 1];
+        if (below.weight != 0) below.seg_start = tsc(now);
+        open_segment(t, below.region, sel, now);
       }
       break;
     }
   }
-  CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
-  uint32_t id;
-  if (c.valid && c.type == actor_type && c.kind == kind) {
-    id = c.region;
-  } else {
-    id = handler_region(actor_type, kind);
-    c = CacheEntry{actor_type, kind, id, true};
+  if (!c.valid || c.type != actor_type || c.kind != kind) {
+    c = CacheEntry{actor_type, kind, handler_region(actor_type, kind), 0, 0, true};
   }
-  (void)push_frame(id, actor_type, kind, true);
+  // Sampling (see kSampleStrideMin): a live region is timed regardless.
+  uint32_t weight = 0;
+  if (live_for(sel, c.region)) {
+    c.skipped = 0;
+  } else if (c.countdown == 0) {
+    weight = c.skipped + 1;
+    c.skipped = 0;
+  } else {
+    --c.countdown;
+    ++c.skipped;
+  }
+  (void)push_frame(t, c.region, actor_type, kind, true, weight, sel);
 }
 
-void exit_handler(const void* actor_type, uint32_t kind) noexcept {
-  ThreadRegions& t = t_regions;
+[[gnu::noinline]] void exit_handler_slow(ThreadRegions& t, const void* actor_type, uint32_t kind) noexcept {
   for (uint32_t i = t.depth; i-- > 0;) {
     const Frame& f = t.frames[i];
     if (f.handler) {
-      if (f.type == actor_type && f.kind == kind) pop_region(f.region, static_cast<int>(i));
+      if (f.type != actor_type || f.kind != kind) return;
+      Frame done;
+      if (pop_frame(t, f.region, static_cast<int>(i), done) && done.weight != 0) {
+        // A timed run sets when the next one is timed (kExactCycles).
+        CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
+        if (c.valid && c.type == actor_type && c.kind == kind) {
+          c.countdown = done.acc >= kExactCycles ? 0 : next_countdown(t);
+        }
+      }
       return;
     }
   }
 }
+}  // namespace
+
+void exit_handler(const void* actor_type, uint32_t kind) noexcept {
+  ThreadRegions& t = t_regions;
+  // Fast path, the counterpart of enter_handler's: an untimed handler frame
+  // alone on the stack whose region is not live and whose slot no payer
+  // touched: one store closes the slot, one counter counts the visit.
+  if (t.depth == 1) [[likely]] {
+    const Frame& f = t.frames[0];
+    if (f.handler && f.weight == 0 && f.type == actor_type && f.kind == kind && f.region != kNoRegion &&
+        t.counters != nullptr && t.slot != nullptr) {
+      const uint64_t sel = g_selection.load(std::memory_order_acquire);
+      if (!live_for(sel, f.region) && t.slot->state.load(std::memory_order_acquire) == (f.region | kUntimed)) {
+        t.slot->state.store(kNoRegion, std::memory_order_relaxed);  // as close_segment's non-live close
+        t.depth = 0;
+        bump(t.counters->visits[f.region], 1);
+        if (Region* r = g_table[f.region].load(std::memory_order_acquire)) {
+          if (ProgressPoint* p = r->completion.load(std::memory_order_acquire)) p->visit();
+        }
+        return;
+      }
+    }
+  }
+  exit_handler_slow(t, actor_type, kind);
+}
+
+#if COACT_CAUSAL_ENABLED
+// The runtime's handler hooks (hooks.hpp) land here directly: one call per hook.
+void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler(actor_type, kind); }
+void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler(actor_type, kind); }
+#endif
 
 uint32_t region_depth() noexcept { return t_regions.depth; }
 

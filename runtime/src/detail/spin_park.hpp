@@ -30,6 +30,15 @@
 // A worker popped from the idle list (c.) while it was still rechecking finds a
 // token in its parker; its next park returns at once: a spurious wake, never a
 // lost one.
+// The argument holds for any spin window, including an empty one: step 1's
+// length is decided per episode by the worker's adaptive SpinWindow
+// (spin_window.hpp; at most spin_window_usec), and every exit from the spin
+// state still goes through steps 2-4. The timekeeper's early wake spins
+// outside the spin state (spinning_ is not raised): it stays registered on
+// the idle list, so a notifier that pops it leaves a token (a spurious wake
+// later), and it leaves its spin as soon as shared work is published.
+// Fairness: the window sets how long an idle worker looks for work, never the
+// order in which work is taken.
 #pragma once
 
 #include <cstdint>

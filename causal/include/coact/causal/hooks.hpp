@@ -15,6 +15,9 @@
 // Cost: with COACT_CAUSAL compiled out (COACT_CAUSAL_ENABLED == 0) every hook
 // is an empty inline function. Compiled in, each hook is one relaxed load of
 // `g_sweep_active` and a predictable branch until a sweep activates it.
+// During a sweep, a handler whose region is not being sped up reads no clock
+// (but for a sample of runs; region.hpp), and a pay point while no delay was
+// ever injected (a sweep at speedup 0) is one load.
 // Threads: hooks are called on the worker thread they describe.
 // set_kind_namer: any thread, typically once at runtime boot.
 #pragma once

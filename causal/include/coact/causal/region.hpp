@@ -28,9 +28,14 @@
 // Threads: every function may be called from any thread. Registration takes a
 // mutex once per new region (handler regions are then served from a per-thread
 // cache: a direct-mapped table keyed by (type_info*, kind), no lock, no
-// allocation). Enter/exit touch only the calling thread's stack, one TSC read,
-// and on exit two single-writer relaxed adds on the calling thread's own
-// counter block (sharded: readers sum the blocks; region.cpp ThreadCounters).
+// allocation). Enter/exit touch only the calling thread's stack and live slot,
+// and on exit single-writer relaxed adds on the calling thread's own counter
+// block (sharded: readers sum the blocks; region.cpp ThreadCounters). The TSC
+// is read for scopes, for the selected region while its speedup is > 0, and
+// for a sample of the other handler runs (about one in 16, and every run
+// after one that lasted >= ~3 µs): a handler region's `cycles` is then an
+// unbiased estimate (each sample weighted by the runs it stands for), its
+// `visits` exact; delay (virtual speedup) is always computed from exact times.
 // Blocking: nothing blocks except the registration mutex (first use of a name).
 // Memory ordering: region pointers are published with release and read with
 // acquire (the name and kind are immutable after publication). The counters
