@@ -32,7 +32,7 @@
 // lost one.
 // The argument holds for any spin window, including an empty one: step 1's
 // length is decided per episode by the worker's adaptive SpinWindow
-// (spin_window.hpp; at most spin_window_usec), and every exit from the spin
+// (spin_window.hpp; at most spin_window_us), and every exit from the spin
 // state still goes through steps 2-4. The timekeeper's early wake spins
 // outside the spin state (spinning_ is not raised): it stays registered on
 // the idle list, so a notifier that pops it leaves a token (a spurious wake
