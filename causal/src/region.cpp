@@ -721,38 +721,42 @@ void pop_region(uint32_t id, int index) noexcept {
 }
 
 namespace {
-void enter_handler_slow(ThreadRegions& t, CacheEntry& c, const void* actor_type, uint32_t kind, uint64_t sel) noexcept;
-void exit_handler_slow(ThreadRegions& t, const void* actor_type, uint32_t kind) noexcept;
+void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept;
+void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept;
 }  // namespace
 
 void enter_handler(const void* actor_type, uint32_t kind) noexcept {
   ThreadRegions& t = t_regions;
-  const uint64_t sel = g_selection.load(std::memory_order_acquire);
   CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
   // Fast path (a worker between handlers, a known handler, not live, not
   // sampled this run): a frame without a TSC read and one store opening the
-  // slot untimed. Everything else takes the general path below.
-  if (t.depth == 0 && t.slot != nullptr && c.valid && c.type == actor_type && c.kind == kind && c.countdown != 0 &&
-      !live_for(sel, c.region)) [[likely]] {
-    --c.countdown;
-    ++c.skipped;
-    Frame& f = t.frames[0];
-    f.region = c.region;
-    f.weight = 0;
-    f.type = actor_type;
-    f.kind = kind;
-    f.handler = true;
-    if (c.region != kNoRegion) t.slot->state.store(c.region | kUntimed, std::memory_order_release);
-    t.depth = 1;
-    return;
+  // slot untimed. Everything else takes the general path (a tail call with
+  // the same arguments, so the fast path sets up no frame).
+  if (t.depth == 0 && c.countdown != 0 && c.type == actor_type && c.kind == kind && c.valid && t.slot != nullptr) {
+    const uint64_t sel = g_selection.load(std::memory_order_acquire);
+    if (!live_for(sel, c.region)) [[likely]] {
+      --c.countdown;
+      ++c.skipped;
+      Frame& f = t.frames[0];
+      f.region = c.region;
+      f.weight = 0;
+      f.type = actor_type;
+      f.kind = kind;
+      f.handler = true;
+      if (c.region != kNoRegion) t.slot->state.store(c.region | kUntimed, std::memory_order_release);
+      t.depth = 1;
+      return;
+    }
   }
-  enter_handler_slow(t, c, actor_type, kind, sel);
+  enter_handler_slow(actor_type, kind);
 }
 
 namespace {
 // Kept out of line so that the fast paths' callers set up no large frame.
-[[gnu::noinline]] void enter_handler_slow(ThreadRegions& t, CacheEntry& c, const void* actor_type, uint32_t kind,
-                                          uint64_t sel) noexcept {
+[[gnu::noinline]] void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
+  ThreadRegions& t = t_regions;
+  CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
   // Drop a handler frame left by an exit the gate skipped (step 3).
   for (uint32_t i = 0; i < t.depth; ++i) {
     if (t.frames[i].handler) {
@@ -785,7 +789,8 @@ namespace {
   (void)push_frame(t, c.region, actor_type, kind, true, weight, sel);
 }
 
-[[gnu::noinline]] void exit_handler_slow(ThreadRegions& t, const void* actor_type, uint32_t kind) noexcept {
+[[gnu::noinline]] void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
+  ThreadRegions& t = t_regions;
   for (uint32_t i = t.depth; i-- > 0;) {
     const Frame& f = t.frames[i];
     if (f.handler) {
@@ -825,7 +830,7 @@ void exit_handler(const void* actor_type, uint32_t kind) noexcept {
       }
     }
   }
-  exit_handler_slow(t, actor_type, kind);
+  exit_handler_slow(actor_type, kind);
 }
 
 #if COACT_CAUSAL_ENABLED

@@ -29,6 +29,9 @@
 #ifndef COACT_CAUSAL_ENABLED
 #define COACT_CAUSAL_ENABLED 0
 #endif
+#if COACT_CAUSAL_ENABLED
+#include <coact/causal/delay_ledger.hpp>  // detail::g_global_delay, for the inline G == 0 tests
+#endif
 
 namespace coact::causal {
 
@@ -72,13 +75,17 @@ inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
     detail::hook_handler_exit(actor_type, kind);
 }
 /// Before this thread makes another thread or actor runnable, and between dispatches.
+/// While no delay was ever injected (G == 0: a sweep at speedup 0) there is
+/// nothing to pay: one more relaxed load, no call.
 inline void on_pay_point() noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
+  if (g_sweep_active.load(std::memory_order_relaxed) && detail::g_global_delay.load(std::memory_order_relaxed) != 0)
+      [[unlikely]]
     detail::hook_pay_point();
 }
 /// A parked thread was woken by another thread (which paid before waking it).
 inline void on_resume() noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
+  if (g_sweep_active.load(std::memory_order_relaxed) && detail::g_global_delay.load(std::memory_order_relaxed) != 0)
+      [[unlikely]]
     detail::hook_resume();
 }
 #else
