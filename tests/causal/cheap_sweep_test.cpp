@@ -19,6 +19,8 @@
 #include <coact/causal/hooks.hpp>
 #include <coact/causal/region.hpp>
 
+#include "support/spin.hpp"
+
 namespace cal = coact::calibrate;
 namespace ca = coact::causal;
 
@@ -39,12 +41,7 @@ struct SweepOn {
 };
 
 uint64_t cycles_of(std::chrono::nanoseconds d) { return cal::duration_to_cycles(d); }
-
-void spin_for(std::chrono::nanoseconds d) {
-  const uint64_t end = cal::now_cycles() + cycles_of(d);
-  while (cal::now_cycles() < end) {
-  }
-}
+using coact::test::spin_for;
 
 }  // namespace
 
