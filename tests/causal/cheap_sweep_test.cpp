@@ -18,6 +18,7 @@
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
 #include <coact/causal/region.hpp>
+#include <coact/causal/testing.hpp>
 
 #include "support/spin.hpp"
 
