@@ -63,8 +63,10 @@ void check_usage_error(const ProgramResult& r, const std::string& prog, const Ba
 
 // Every bad input (one SECTION each) ends `argv` with one line and exit 2;
 // COACT_HANDOFF_COST_NS=auto from the environment and `extra` arguments
-// (--coact-* among the program's own) run to exit 0.
-void check_program(std::vector<std::string> argv, const std::string& prog, const std::vector<std::string>& extra) {
+// (--coact-* among the program's own) run to exit 0. Unused where the
+// benchmarks and examples are not built (a sanitizer build).
+[[maybe_unused]] void check_program(std::vector<std::string> argv, const std::string& prog,
+                                    const std::vector<std::string>& extra) {
   for (const BadInput& b : bad_inputs()) {
     SECTION(b.env) { check_usage_error(run_program(argv, {b.env}), prog, b); }
   }
