@@ -1,7 +1,8 @@
 // coact-known-answer: the causal profiler's known-answer workloads
 // (known_answer.hpp) as one program.
 //
-//   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage|farm
+//   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage|farm|
+//                                 sleepers|sleepers_spin|sleepers_send
 //                      --seconds S [--speed STAGE=S]... [--unit-us U]
 //                      [--warmup-s W] [--queue N]
 //   coact-known-answer --list
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> speeds;
   bool list = false;
   app.add_flag("--list", list, "Print the workloads, stages, regions and ideal curves as JSON and exit");
-  app.add_option("--workload", workload_name, "fork_join | pipeline | ping_pong | timer_stage | farm");
+  app.add_option("--workload", workload_name, "fork_join | pipeline | ping_pong | timer_stage | farm | sleepers | sleepers_spin | sleepers_send");
   app.add_option("--seconds", seconds, "Measured run time after the warm-up, s")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 86400.0));
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   }
   const auto w = ka::parse_workload(workload_name);
   if (!w) {
-    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected fork_join, pipeline, ping_pong, timer_stage or farm\n",
+    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected fork_join, pipeline, ping_pong, timer_stage, farm, sleepers, sleepers_spin or sleepers_send\n",
                  workload_name.c_str());
     return 2;
   }
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
 
   (void)coact::calibrate::tsc_hz();  // before the clock starts
   ka::Shared sh;
-  auto tuning = ka::workload_tuning(coact::resolve_tuning(), c.unit);
+  auto tuning = ka::workload_tuning(coact::resolve_tuning(), c.unit, c.workload);
   using clock = std::chrono::steady_clock;
   uint64_t n0 = 0, n1 = 0;
   clock::time_point t0, t1;

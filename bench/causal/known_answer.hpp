@@ -69,10 +69,21 @@ namespace coact::known_answer {
 /// The throughput progress point every workload visits once per iteration.
 inline constexpr const char* kProgressPoint = "known_answer.iteration";
 
-enum class Workload { fork_join, pipeline, ping_pong, timer_stage, farm };
+enum class Workload { fork_join, pipeline, ping_pong, timer_stage, farm, sleepers, sleepers_spin, sleepers_send };
 
-inline constexpr Workload kAllWorkloads[] = {Workload::fork_join, Workload::pipeline, Workload::ping_pong,
-                                             Workload::timer_stage, Workload::farm};
+inline constexpr Workload kAllWorkloads[] = {Workload::fork_join,     Workload::pipeline,     Workload::ping_pong,
+                                             Workload::timer_stage,   Workload::farm,         Workload::sleepers,
+                                             Workload::sleepers_spin, Workload::sleepers_send};
+
+/// sleepers*: per round A computes kSleepersA units then waits kSleepersAWait
+/// units, B computes kSleepersB then waits kSleepersBWait (virtual timers);
+/// the round ends when both are done (14 ms at the default unit: B's path).
+inline constexpr double kSleepersA = 4, kSleepersAWait = 5, kSleepersB = 8, kSleepersBWait = 20;
+
+/// True for the three shapes of the sleepers workload.
+inline constexpr bool is_sleepers(Workload w) noexcept {
+  return w == Workload::sleepers || w == Workload::sleepers_spin || w == Workload::sleepers_send;
+}
 
 /// farm: jobs in flight (one per worker actor), and the stages' costs in units.
 inline constexpr int kFarmWorkers = 4;
@@ -86,6 +97,9 @@ inline std::string_view to_string(Workload w) noexcept {
     case Workload::ping_pong: return "ping_pong";
     case Workload::timer_stage: return "timer_stage";
     case Workload::farm: return "farm";
+    case Workload::sleepers: return "sleepers";
+    case Workload::sleepers_spin: return "sleepers_spin";
+    case Workload::sleepers_send: return "sleepers_send";
   }
   return "?";
 }
@@ -118,6 +132,10 @@ inline std::vector<Stage> stages(Workload w) {
       return {{"A", "timer_stage::A::on(timer_stage::Go)", 2}, {"T", "timer_stage::T::on(timer_stage::Go)", 0}};
     case Workload::farm:
       return {{"A", "farm::W::on(farm::Job)", kFarmUnitsA}, {"B", "farm::D::on(farm::Done)", kFarmUnitsB}};
+    case Workload::sleepers:
+    case Workload::sleepers_spin:
+    case Workload::sleepers_send:
+      return {{"A", "sleepers::A::on(sleepers::Go)", kSleepersA}, {"B", "sleepers::B::on(sleepers::Go)", kSleepersB}};
   }
   return {};
 }
@@ -139,6 +157,14 @@ inline double ideal_speedup(Workload w, std::string_view key, double s) {
       const double p0 = (kFarmUnitsA + kFarmUnitsB) / 2;
       return 1.0 - std::max((a + b) / 2, b) / p0;
     }
+    case Workload::sleepers:
+    case Workload::sleepers_spin:
+    case Workload::sleepers_send: {
+      // period = max(A's path, B's path), a stage's compute scaled by (1 - s).
+      const double pa = kSleepersA * (key == "A" ? 1.0 - s : 1.0) + kSleepersAWait;
+      const double pb = kSleepersB * (key == "B" ? 1.0 - s : 1.0) + kSleepersBWait;
+      return 1.0 - std::max(pa, pb) / (kSleepersB + kSleepersBWait);
+    }
   }
   return 0.0;
 }
@@ -150,6 +176,9 @@ inline double ideal_period_units(Workload w) noexcept {
   switch (w) {
     case Workload::ping_pong: return 3.0;
     case Workload::farm: return (kFarmUnitsA + kFarmUnitsB) / 2;
+    case Workload::sleepers:
+    case Workload::sleepers_spin:
+    case Workload::sleepers_send: return kSleepersB + kSleepersBWait;
     default: return 2.0;
   }
 }
@@ -170,6 +199,8 @@ struct Shared {
   std::atomic<uint64_t> b_cycles{0};
   uint64_t unit_cycles = 0;  ///< One unit, TSC cycles (set by start()).
   std::chrono::nanoseconds sleep{0};  ///< timer_stage: T's virtual sleep.
+  std::chrono::nanoseconds a_wait{0}, b_wait{0};  ///< sleepers: A's and B's virtual waits.
+  bool send_after = false;  ///< sleepers_send: wait with send_after instead of co_await sleep.
   uint32_t queue = 4;
   std::atomic<uint64_t> iterations{0};  ///< Completed iterations (relaxed counter).
   /// Set by stop(): handlers stop passing work on, so the actors quiesce (a
@@ -406,15 +437,89 @@ inline void W::on(Job& j) {
 }
 }  // namespace farm
 
+namespace sleepers {
+// The shape of a program where the compute that looks busy is off the
+// critical path: A's branch (compute + wait) is shorter than B's, so only B's
+// compute moves the period. A virtual wait armed by a thread that still owes
+// injected delay must fire that much later (issue: predicted A ≈ 2s/14).
+namespace ka = coact::known_answer;
+struct Join;
+struct Go {
+  coact::ActorRef<Join> join;
+};
+struct Done {
+  int branch;
+};
+struct Start {};
+struct Fire {  // sleepers_send: the timer's mail to the branch itself
+  coact::ActorRef<Join> join;
+};
+template <class Self>
+struct Branch : coact::Actor<Self> {
+  ka::Shared* sh;
+  int index;
+  Branch(ka::Shared* s, int i) : sh(s), index(i) {}
+  coact::Task on(Go& g);
+  void on(Fire& f);
+};
+struct A : Branch<A> {
+  explicit A(ka::Shared* s) : Branch<A>(s, 0) {}
+};
+struct B : Branch<B> {
+  explicit B(ka::Shared* s) : Branch<B>(s, 1) {}
+};
+struct Join : coact::Actor<Join> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;
+  coact::ActorRef<B> b;
+  int pending = 0;
+  Join(ka::Shared* s, coact::ActorRef<A> ra, coact::ActorRef<B> rb) : sh(s), a(std::move(ra)), b(std::move(rb)) {}
+  void fork() {
+    pending = 2;
+    a.send(Go{self()});
+    b.send(Go{self()});
+  }
+  void on(Start&) { fork(); }
+  void on(Done&) {
+    if (--pending > 0) return;
+    ka::iteration_done(*sh);
+    if (sh->running()) fork();
+  }
+};
+template <class Self>
+coact::Task Branch<Self>::on(Go& g) {
+  const auto& cycles = index == 0 ? sh->a_cycles : sh->b_cycles;
+  const auto wait = index == 0 ? sh->a_wait : sh->b_wait;
+  ka::spin_cycles(cycles.load(std::memory_order_relaxed));
+  if (sh->send_after) {
+    this->runtime().send_after(this->self(), wait, Fire{g.join});
+    co_return;
+  }
+  co_await coact::sleep(wait);  // virtual time: shifts with injected delay
+  g.join.send(Done{index});
+}
+template <class Self>
+void Branch<Self>::on(Fire& f) {
+  f.join.send(Done{index});
+}
+}  // namespace sleepers
+
 namespace coact::known_answer {
 
 /// The runtime tuning the known answers assume (header comment), starting
 /// from `base` (e.g. resolve_tuning(): COACT_* knobs still apply to the rest).
-inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::microseconds unit) {
+/// sleepers_spin: an idle worker spins through the whole round (it never
+/// parks); sleepers: the pool parks while both branches wait.
+inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::microseconds unit,
+                                       Workload w = Workload::fork_join) {
   base.workers = 2;
   base.peer_steal = true;
   // Longer than the longest idle gap (2 units) plus slack.
   base.spin_window_us = static_cast<uint32_t>(std::max<int64_t>(base.spin_window_us, 4 * unit.count()));
+  if (w == Workload::sleepers_spin) {
+    const double round = kSleepersB + kSleepersBWait;  // longer than any idle gap of the round
+    base.spin_window_us = static_cast<uint32_t>(2 * round * static_cast<double>(unit.count()));
+  }
   return base;
 }
 
@@ -464,6 +569,21 @@ inline void start(Runtime& rt, const Config& c, Shared& sh) {
       auto t = rt.spawn<timer_stage::T>(&sh);
       auto j = rt.spawn<timer_stage::Join>(&sh, a, t);
       j.send(timer_stage::Start{});
+      break;
+    }
+    case Workload::sleepers:
+    case Workload::sleepers_spin:
+    case Workload::sleepers_send: {
+      auto units = [&](double u) {
+        return std::chrono::nanoseconds(static_cast<int64_t>(u * static_cast<double>(c.unit.count()) * 1000.0));
+      };
+      sh.a_wait = units(kSleepersAWait);
+      sh.b_wait = units(kSleepersBWait);
+      sh.send_after = c.workload == Workload::sleepers_send;
+      auto a = rt.spawn<sleepers::A>(&sh);
+      auto b = rt.spawn<sleepers::B>(&sh);
+      auto j = rt.spawn<sleepers::Join>(&sh, a, b);
+      j.send(sleepers::Start{});
       break;
     }
     case Workload::farm: {

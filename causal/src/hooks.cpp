@@ -110,6 +110,14 @@ void pay_point_slow() noexcept {
 }  // namespace
 
 void hook_resume() noexcept { credit_resume(); }
+
+uint64_t hook_timer_stamp() noexcept {
+  // The running region's speedup so far goes into G and this thread's L
+  // first (settle_running_segment): else the part of it not yet in L would
+  // shift the thread's own timer by its own speedup.
+  settle_running_segment();
+  return std::min(local_delay_cycles(), global_delay_cycles());
+}
 #endif
 
 }  // namespace detail

@@ -841,5 +841,16 @@ void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_ha
 
 uint32_t region_depth() noexcept { return t_regions.depth; }
 
+void settle_running_segment() noexcept {
+  ThreadRegions& t = t_regions;
+  if (t.depth == 0) return;
+  Frame& top = t.frames[t.depth - 1];
+  const uint64_t now = calibrate::now_cycles();
+  close_segment(t, top.region, top.seg_start, now);
+  top.acc += now - top.seg_start;
+  top.seg_start = now;
+  open_segment(t, top.region, now);
+}
+
 }  // namespace detail
 }  // namespace coact::causal

@@ -591,6 +591,10 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
 }
 
 void Scheduler::arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out) {
+  // Virtual timers start from the arming thread's ledger position (its debt
+  // shifts them; timer_heap.hpp); the stamp before the clock read, so a
+  // settle of this thread's live slot is not part of the timer's wait.
+  if (e.anchor == Anchor::virtual_time) e.stamp_cycles = causal::timer_stamp_cycles();
   e.deadline_ns = sync::now_ns() + delay_ns;
   auto [seq, earliest] = timers_.insert(e);
   if (seq_out != nullptr) *seq_out = seq;

@@ -88,7 +88,12 @@ namespace {
 constexpr int kRounds = 3;        // rounds per s on a curve
 constexpr int kRoundsSingle = 5;  // rounds for a single-s case (a zero)
 constexpr int kMaxRetries = 2;
-constexpr auto kWindow = 300ms;
+constexpr std::chrono::milliseconds kWindow = 300ms;
+// sleepers*: a 14 ms round, so 300 ms would hold only ~21 iterations (±5 %
+// from where the window boundaries fall); 1 s holds ~70.
+constexpr std::chrono::milliseconds kSleepersWindow = 1000ms;
+
+std::chrono::milliseconds window_for(ka::Workload w) { return ka::is_sleepers(w) ? kSleepersWindow : kWindow; }
 constexpr double kContendedFactor = 1.15;
 constexpr double kSlopeTol = 0.08;
 constexpr double kPointTol = 0.05;
@@ -101,12 +106,13 @@ struct Window {
 
 // One experiment through the Controller API: fixed region, fixed speedup,
 // one window. Returns the experiment's rate over effective time.
-Window controller_window(const fs::path& dir, const std::string& region, uint32_t pct) {
+Window controller_window(const fs::path& dir, const std::string& region, uint32_t pct,
+                         std::chrono::milliseconds window = kWindow) {
   ca::Options o;
   o.progress = {ka::kProgressPoint};
   o.fixed_region = region;
   o.fixed_speedup_pct = pct;
-  o.experiment = std::chrono::duration_cast<std::chrono::milliseconds>(kWindow);
+  o.experiment = window;
   o.max_experiment = o.experiment;
   o.cooldown = 20ms;
   o.max_experiments = 1;
@@ -154,8 +160,9 @@ Curve measure(ka::Workload w, const std::string& key, const std::vector<double>&
   (void)coact::calibrate::tsc_hz();
   TempDir dir;
   ka::Shared sh;
-  coact::Runtime rt(ka::workload_tuning(coact::SchedulerTuning{}, cfg.unit));
+  coact::Runtime rt(ka::workload_tuning(coact::SchedulerTuning{}, cfg.unit, w));
   ka::start(rt, cfg, sh);
+  const auto window = window_for(w);
   const double ideal_us = ka::ideal_period_units(w) * static_cast<double>(cfg.unit.count());
   (void)controller_window(dir.path, region, 0);  // registers the regions, warms up
   Curve c;
@@ -164,9 +171,9 @@ Curve measure(ka::Workload w, const std::string& key, const std::vector<double>&
     const int rounds = speeds.size() == 1 ? kRoundsSingle : kRounds;
     for (int round = 0; round < rounds; ++round) {
       for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
-        const Window b0 = controller_window(dir.path, region, 0);
-        const Window v = controller_window(dir.path, region, static_cast<uint32_t>(std::lround(s * 100)));
-        const Window b1 = controller_window(dir.path, region, 0);
+        const Window b0 = controller_window(dir.path, region, 0, window);
+        const Window v = controller_window(dir.path, region, static_cast<uint32_t>(std::lround(s * 100)), window);
+        const Window b1 = controller_window(dir.path, region, 0, window);
         if (!b0.ok || !v.ok || !b1.ok) continue;
         const bool quiet = b0.period_us < kContendedFactor * ideal_us && b1.period_us < kContendedFactor * ideal_us;
         if (!quiet && attempt < kMaxRetries) continue;
@@ -198,14 +205,14 @@ std::vector<double> measure_real(ka::Workload w, const std::string& key, const s
   const ka::Config cfg{.workload = w};
   (void)coact::calibrate::tsc_hz();
   ka::Shared sh;
-  coact::Runtime rt(ka::workload_tuning(coact::SchedulerTuning{}, cfg.unit));
+  coact::Runtime rt(ka::workload_tuning(coact::SchedulerTuning{}, cfg.unit, w));
   ka::start(rt, cfg, sh);
   auto rate = [&](double s) {
     ka::set_speed(sh, w, key == "A" ? s : 0.0, key == "B" ? s : 0.0);
     std::this_thread::sleep_for(20ms);  // the stage's next runs take the new cost
     const uint64_t n0 = sh.iterations.load(std::memory_order_relaxed);
     const auto t0 = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(kWindow);
+    std::this_thread::sleep_for(window_for(w));
     const uint64_t n1 = sh.iterations.load(std::memory_order_relaxed);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return static_cast<double>(n1 - n0) / secs;
@@ -338,4 +345,42 @@ TEST_CASE("accuracy: farm (short instances of one handler on both workers) predi
       CHECK(c.y[i] == Approx(real[i]).margin(kPointTol));
     }
   }
+}
+
+namespace {
+// The sleepers shape (known_answer.hpp): A's compute is off the critical
+// path (A: 4 units + a 5-unit wait, B: 8 units + a 20-unit wait, joined), so
+// A's true curve is 0 and B's is the really-faster program's. Before the
+// wait was stamped with the arming thread's own virtual time, the delay that
+// A's speedup owed B's thread when B armed its wait was forgiven: A predicted
+// about s·4/28 (10.7 points at 0.75).
+void check_sleepers(ka::Workload w) {
+  if (skip_if_sanitized()) return;
+  std::lock_guard lock(ca::test_ledger_mutex());
+  const Curve a = measure(w, "A", {0.75});
+  if (!skip_if_contended(a)) {
+    INFO(ka::to_string(w) << " A: y(0.75)=" << a.y[0]);
+    CHECK(a.y[0] == Approx(0.0).margin(kPointTol));
+  }
+  const Curve b = measure(w, "B", {0.5});
+  if (skip_if_contended(b)) return;
+  const std::vector<double> real = measure_real(w, "B", {0.5});
+  INFO(ka::to_string(w) << " B at s=0.5: predicted " << b.y[0] << ", really faster " << real[0]);
+  CHECK(b.y[0] == Approx(real[0]).margin(kPointTol));
+}
+}  // namespace
+
+TEST_CASE("accuracy: sleepers (co_await sleep, parked pool): off-path A predicts 0, B the faster program",
+          "[causal][accuracy]") {
+  check_sleepers(ka::Workload::sleepers);
+}
+
+TEST_CASE("accuracy: sleepers_spin (the sleeper's worker spins): A predicts 0, B the faster program",
+          "[causal][accuracy]") {
+  check_sleepers(ka::Workload::sleepers_spin);
+}
+
+TEST_CASE("accuracy: sleepers_send (send_after instead of sleep): A predicts 0, B the faster program",
+          "[causal][accuracy]") {
+  check_sleepers(ka::Workload::sleepers_send);
 }

@@ -477,3 +477,97 @@ TEST_CASE("run() credits its caller: a driver looping over runs does not pay the
   coact::causal::credit_resume();
   coact::causal::g_sweep_active.store(false);
 }
+
+namespace {
+// Owes D, then arms a timer of T: the thread's debt at arming is part of the
+// timer's virtual wait (hooks.hpp timer_stamp_cycles). The handler injects D
+// itself, so its worker owes D (its L is untouched) when it arms.
+struct OwingArmer : coact::Actor<OwingArmer> {
+  enum class How { sleep, send_after, send_after_wall };
+  struct Go {
+    How how;
+  };
+  std::chrono::milliseconds d, t;
+  coact::ActorRef<Recorder> rec;
+  std::atomic<int64_t>* woke;   // sleep: wake time (µs since t0)
+  std::atomic<uint64_t>* debt;  // debt right after arming (cycles)
+  Clock::time_point t0;
+  OwingArmer(std::chrono::milliseconds dd, std::chrono::milliseconds tt, coact::ActorRef<Recorder> r,
+             std::atomic<int64_t>* w, std::atomic<uint64_t>* db, Clock::time_point t00)
+      : d(dd), t(tt), rec(std::move(r)), woke(w), debt(db), t0(t00) {}
+  coact::Task on(Go g) {
+    coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(d));
+    if (g.how == How::sleep) {
+      co_await coact::sleep(t);
+      woke->store(since_us(t0));
+      co_return;
+    }
+    if (g.how == How::send_after) {
+      runtime().send_after(rec, t, Mark{0});
+    } else {
+      runtime().send_after_wall(rec, t, Mark{0});
+    }
+    debt->store(coact::causal::debt_cycles());
+    rec.send(Mark{1});  // the flush is this thread's next pay point: it pays D first
+  }
+};
+}  // namespace
+
+TEST_CASE("a virtual timer armed while its thread owes D fires at T + D (+ delay injected meanwhile), never at T; "
+          "a wall one fires at T and its thread still pays D",
+          "[timer][ledger]") {
+  // The sleepers known-answer workload's bug at ledger level: a timer was
+  // stamped with G, which already held the delay its arming thread still
+  // owed, so that debt never shifted it (an off-path region's speedup looked
+  // like a program speedup of s·2/14).
+  using How = OwingArmer::How;
+  std::lock_guard lk(coact::causal::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "owing armer");
+  coact::causal::g_sweep_active.store(true);  // stamps use the arming thread's ledger position only in a sweep
+  coact::causal::register_thread();
+  constexpr auto D = 60ms, T = 30ms, kInjected = 40ms;
+  const int64_t d_us = 60000, t_us = 30000, inj_us = 40000;
+  for (How how : {How::sleep, How::send_after, How::send_after_wall}) {
+    std::vector<std::atomic<int64_t>> at(2);
+    for (auto& a : at) a = -1;
+    std::atomic<int> count{0};
+    std::atomic<int64_t> woke{-1};
+    std::atomic<uint64_t> debt{0};
+    coact::Runtime rt(coact::test::tuning_for(2));
+    const auto t0 = Clock::now();
+    auto rec = rt.spawn<Recorder>(&at, &count, t0);
+    auto armer = rt.spawn<OwingArmer>(D, T, rec, &woke, &debt, t0);
+    armer.send(OwingArmer::Go{how});
+    const bool inject = how != How::send_after_wall;
+    if (inject) {  // delay injected during the wait shifts a virtual timer too
+      std::this_thread::sleep_for(10ms);
+      coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(kInjected));
+    }
+    if (how == How::sleep) {
+      wait_for([&] { return woke.load() >= 0; }, 5000ms);
+      INFO("co_await sleep(T) with D owed woke at " << woke.load() << " us");
+      CHECK(woke.load() >= t_us + d_us + inj_us);         // T + D + injected, not T + injected (70 ms)
+      CHECK(woke.load() < t_us + d_us + inj_us + 200000);  // generous: a loaded box
+    } else {
+      wait_for([&] { return count.load() == 2; }, 5000ms);
+      REQUIRE(count.load() == 2);
+      INFO((how == How::send_after ? "send_after" : "send_after_wall") << ": timer mail at " << at[0].load()
+                                                                        << " us, next send at " << at[1].load()
+                                                                        << " us, debt after arming " << debt.load());
+      CHECK(debt.load() >= coact::calibrate::duration_to_cycles(D));  // arming pays nothing and forgives nothing
+      CHECK(at[1].load() >= d_us);                                    // the thread paid D at its next pay point
+      if (how == How::send_after) {
+        CHECK(at[0].load() >= t_us + d_us + inj_us);
+        CHECK(at[0].load() < t_us + d_us + inj_us + 200000);
+      } else {
+        CHECK(at[0].load() >= t_us);
+        CHECK(at[0].load() < t_us + d_us);  // at T: the wall timer does not carry the debt
+      }
+    }
+    rec.stop();
+    armer.stop();
+    rt.run();
+  }
+  coact::causal::credit_resume();
+  coact::causal::g_sweep_active.store(false);
+}

@@ -2,8 +2,10 @@
 // (seed 003). Reasons: Sleep (resume a sleeping actor), WaitTimeout (resume
 // a waiting actor with a timeout), Send (deliver mail, resolved at fire time).
 //
-// Virtual time: every virtual entry carries delay_stamp, the delay ledger G
-// (cycles) when it was (re-)queued. pop_due converts the delay accrued since
+// Virtual time: every virtual entry carries delay_stamp: at arming, the
+// arming thread's position in the delay ledger (causal::timer_stamp_cycles:
+// G minus what that thread still owes, so its debt shifts the timer as if it
+// had paid before arming); at a re-queue, G. pop_due converts the delay accrued since
 // the stamp to wall time (tsc_hz) and shifts the entry's effective deadline;
 // an entry not yet due at its shifted deadline is re-queued there with a fresh
 // stamp and the same seq (cancellation identity survives). Zero debt takes
@@ -52,10 +54,12 @@ class TimerHeap {
   static constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 
   /// Inserts; returns (seq, true iff it became the earliest deadline).
+  /// e.stamp_cycles: the caller's causal::timer_stamp_cycles() for a virtual
+  /// entry (taken outside this lock: it may settle the caller's live slot).
   std::pair<uint64_t, bool> insert(TimerEntry e) {
     std::lock_guard lk(mu_);
     e.seq = ++seq_;
-    e.stamp_cycles = e.anchor == Anchor::virtual_time ? causal::global_delay_cycles() : 0;
+    if (e.anchor != Anchor::virtual_time) e.stamp_cycles = 0;
     if (e.reason == TimerReason::send) armed_.insert(e.seq);
     heap_.push_back(e);
     std::push_heap(heap_.begin(), heap_.end(), later);

@@ -7,8 +7,10 @@
 // t calls add_delay(s·Δ): G += s·Δ and L_t += s·Δ, so every *other* thread
 // owes s·Δ. Threads pay at pay points (pay_debt) by waiting; a parked thread
 // woken by one that has paid is forgiven (credit_resume). Timer deadlines are
-// shifted by G's growth since their delay_stamp (global_delay_cycles()),
-// converted with coact::calibrate::cycles_to_duration.
+// shifted by G's growth since their delay_stamp, converted with
+// coact::calibrate::cycles_to_duration; a virtual timer's stamp is its arming
+// thread's L during a sweep (hooks.hpp timer_stamp_cycles), so a timer armed
+// by a thread that owes D fires D later, plus what is injected meanwhile.
 //
 // Units: TSC cycles of coact::calibrate::now_cycles() (nanoseconds on the
 // CLOCK_MONOTONIC fallback; tsc_hz() converts either way).

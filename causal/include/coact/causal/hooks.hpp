@@ -10,7 +10,9 @@
 //     visit counts, exclusive cycles, virtual speedup of a selected region
 //     (add_delay), handler-completion progress points;
 //   on_pay_point: delay_ledger pay_debt();
-//   on_resume: delay_ledger credit_resume().
+//   on_resume: delay_ledger credit_resume();
+//   timer_stamp_cycles: the ledger value a virtual timer armed now on this
+//     thread is shifted from (G minus this thread's debt).
 //
 // Cost: with COACT_CAUSAL compiled out (COACT_CAUSAL_ENABLED == 0) every hook
 // is an empty inline function. Compiled in, each hook is one relaxed load of
@@ -25,6 +27,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+
+#include <coact/causal/delay_ledger.hpp>
 
 #ifndef COACT_CAUSAL_ENABLED
 #define COACT_CAUSAL_ENABLED 0
@@ -61,6 +65,7 @@ void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;
 void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept;
 void hook_pay_point() noexcept;
 void hook_resume() noexcept;
+uint64_t hook_timer_stamp() noexcept;
 }  // namespace detail
 
 /// A handler for message kind `kind` starts on actor type `actor_type` (a
@@ -88,7 +93,24 @@ inline void on_resume() noexcept {
       [[unlikely]]
     detail::hook_resume();
 }
+/// The delay_stamp of a virtual timer armed now on this thread (cycles): the
+/// thread's own position in the ledger, G minus what it still owes, with its
+/// running region's virtual speedup so far settled first (region.hpp). The
+/// timer's deadline then shifts by G's growth since the stamp, which covers
+/// the delay injected while it waits *and* the debt its thread owed when it
+/// armed it: in virtual time the thread arms it only once it has paid. (A
+/// stamp of G forgave that debt: a sleep armed by a thread owing D fired at
+/// T instead of T + D, and an off-path region that injected D looked like a
+/// bottleneck; known_answer.hpp "sleepers".) Outside a sweep: G (a thread's
+/// stale debt from an ended sweep shifts nothing). Any thread; never blocks
+/// except while a payer updates this thread's live slot (nanoseconds).
+inline uint64_t timer_stamp_cycles() noexcept {
+  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
+    return detail::hook_timer_stamp();
+  return global_delay_cycles();
+}
 #else
+inline uint64_t timer_stamp_cycles() noexcept { return global_delay_cycles(); }
 inline void on_handler_enter(const void*, uint32_t) noexcept {}
 inline void on_handler_exit(const void*, uint32_t) noexcept {}
 inline void on_pay_point() noexcept {}

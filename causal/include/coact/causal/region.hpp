@@ -161,6 +161,14 @@ void exit_handler(const void* actor_type, uint32_t kind) noexcept;
 /// point before it reads its debt, and by end_experiment. Any thread; never
 /// blocks except while an owner closes a slot (nanoseconds).
 uint64_t materialize_live() noexcept;
+/// Settles the calling thread's running segment now (file comment step 6 in
+/// region.cpp, without ending the frame): its virtual speedup so far goes
+/// into G and this thread's L (add_delay), what payers published for it is
+/// credited (credit_local), and a new segment starts. Accounting of the
+/// frame is unchanged. Used before stamping a virtual timer
+/// (hooks.hpp timer_stamp_cycles). Calling thread only; never blocks except
+/// while a payer updates its slot.
+void settle_running_segment() noexcept;
 }  // namespace detail
 
 /// RAII guard behind COACT_SCOPE: enters region `id` if a sweep is active at
