@@ -92,6 +92,10 @@ Runtime::Runtime(int& argc, char** argv) try : Runtime(tuning_from_argv(argc, ar
 }
 
 Runtime::~Runtime() { sched_->shutdown(); }
+void Runtime::shutdown() {
+  COACT_INVARIANT(detail::Scheduler::current_worker() == nullptr, "Runtime::shutdown() called from a pool worker");
+  sched_->shutdown();
+}
 
 void Runtime::run() {
   COACT_INVARIANT(detail::Scheduler::current_worker() == nullptr, "Runtime::run() called from a pool worker");

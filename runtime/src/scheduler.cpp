@@ -89,6 +89,8 @@ void Scheduler::start() {
 
 // Shutdown, steps as in scheduler.hpp.
 void Scheduler::shutdown() {
+  if (shut_down_) return;  // Runtime::shutdown() then the destructor
+  shut_down_ = true;
   stopping_.store(true, std::memory_order_seq_cst);  // 1.
   spin_park_.wake_all();                             // 2.
   for (auto& w : workers_) {                         // 3.
@@ -100,10 +102,13 @@ void Scheduler::shutdown() {
     c->release();
   }
   names_.clear();
-  for (TimerEntry& e : timers_.clear()) {  // orphans
+  uint64_t orphans = 0;
+  for (TimerEntry& e : timers_.clear()) {  // orphans (live entries; cancelled ones are not returned)
     delete e.action;
     if (e.cell != nullptr) e.cell->release();
+    ++orphans;
   }
+  timers_dropped_.fetch_add(orphans, std::memory_order_relaxed);
   // 5. deques and injector are plain pointers without references: nothing to release.
 }
 
@@ -758,6 +763,8 @@ RuntimeStats Scheduler::stats() const noexcept {
   s.dropped_unresolved = dropped_unresolved_.load(std::memory_order_relaxed);
   s.futex_wakes = sync::g_futex_wakes.load(std::memory_order_relaxed) - futex_wakes_at_boot_;
   s.injector_pushes = injector_pushes_.load(std::memory_order_relaxed);
+  s.timers_cancelled = timers_cancelled_.load(std::memory_order_relaxed);
+  s.timers_dropped = timers_dropped_.load(std::memory_order_relaxed);
   return s;
 }
 

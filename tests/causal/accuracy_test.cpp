@@ -170,6 +170,7 @@ Curve measure(ka::Workload w, const std::string& key, const std::vector<double>&
     std::vector<double> ys;
     const int rounds = speeds.size() == 1 ? kRoundsSingle : kRounds;
     for (int round = 0; round < rounds; ++round) {
+      const size_t before = ys.size();
       for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
         const Window b0 = controller_window(dir.path, region, 0, window);
         const Window v = controller_window(dir.path, region, static_cast<uint32_t>(std::lround(s * 100)), window);
@@ -182,6 +183,9 @@ Curve measure(ka::Workload w, const std::string& key, const std::vector<double>&
         ys.push_back(1.0 - base / v.rate);
         break;
       }
+      // Every attempt's windows came back empty (the controller could not
+      // finish a window in time): the machine, not the profiler.
+      if (ys.size() == before) c.quiet = false;
     }
     // The median of the rounds: a round whose middle window alone was hit by
     // another process (its baselines looked quiet) does not move it.

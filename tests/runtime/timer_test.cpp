@@ -3,11 +3,13 @@
 // Timing bounds hold on a loaded 2-core machine: lateness is asserted as a
 // distribution (median) or with generous maxima, never "exactly on time".
 // Delta-sensitive tests serialize on the process-global ledger.
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -570,4 +572,54 @@ TEST_CASE("a virtual timer armed while its thread owes D fires at T + D (+ delay
   }
   coact::causal::credit_resume();
   coact::causal::g_sweep_active.store(false);
+}
+
+TEST_CASE("cancelled timers do not keep memory: 10^6 one-hour send_after + cancel; drops at shutdown are counted",
+          "[timer]") {
+  // Regression: cancelled entries stayed in the heap until their deadline
+  // (+86 MB and pending_timers() == 10^6 after 10^6 arm + cancel).
+  coact::test::Watchdog wd(120, "cancel memory");
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(COACT_TSAN)
+  constexpr int kTimers = 100'000;  // the instrumented build is ~10x slower; the bound scales
+#else
+  constexpr int kTimers = 1'000'000;
+#endif
+  std::vector<std::atomic<int64_t>> at(1);
+  at[0] = -1;
+  std::atomic<int> count{0};
+  auto rt = std::make_unique<coact::Runtime>(coact::test::tuning_for(2));
+  auto r = rt->spawn<Recorder>(&at, &count, Clock::now());
+  for (int i = 0; i < 10; ++i) rt->send_after(r, 1h, Mark{0});  // live ones stay
+  const size_t heap_before = mallinfo2().uordblks;
+  int won = 0;
+  for (int i = 0; i < kTimers; ++i) won += rt->cancel(rt->send_after(r, 1h, Mark{0})) ? 1 : 0;
+  CHECK(won == kTimers);
+  const size_t heap_after = mallinfo2().uordblks;
+  const double grew_mb = (double(heap_after) - double(heap_before)) / 1e6;
+  INFO("malloc'd bytes grew by " << grew_mb << " MB over " << kTimers << " arm + cancel");
+  CHECK(rt->pending_timers() == 10u);
+  CHECK(grew_mb < 2.0);  // 86 MB before: one 64-byte entry + action + set node per cancelled timer
+  // Arm them all first, then cancel them all: memory returns once they are gone.
+  std::vector<coact::TimerId> ids;
+  ids.reserve(kTimers / 10);
+  for (int i = 0; i < kTimers / 10; ++i) ids.push_back(rt->send_after(r, 1h, Mark{0}));
+  CHECK(rt->pending_timers() == 10u + kTimers / 10);
+  won = 0;
+  for (auto id : ids) won += rt->cancel(id) ? 1 : 0;
+  CHECK(won == kTimers / 10);
+  CHECK(rt->pending_timers() == 10u);
+  const double grew_all_mb = (double(mallinfo2().uordblks) - double(heap_before)) / 1e6;
+  INFO("after arming " << kTimers / 10 << " then cancelling them all: grew " << grew_all_mb << " MB");
+  CHECK(grew_all_mb < 2.0 + double(ids.capacity() * sizeof(coact::TimerId)) / 1e6);
+  CHECK(rt->stats().timers_cancelled == uint64_t(kTimers + kTimers / 10));
+  // A sleeper (one live sleep) and the 10 live sends are dropped at shutdown, and counted.
+  std::atomic<int64_t> woke{-1};
+  rt->spawn<Sleeper>(&woke, Clock::now(), false).send(Sleeper::Go{std::chrono::microseconds(3'600'000'000LL)});
+  wait_for([&] { return rt->pending_timers() == 11u; }, 5000ms);
+  CHECK(rt->pending_timers() == 11u);
+  rt->shutdown();
+  CHECK(rt->stats().timers_dropped == 11u);
+  CHECK(count.load() == 0);
+  CHECK(woke.load() == -1);
+  rt.reset();  // the destructor after shutdown(): nothing left to do
 }

@@ -110,7 +110,11 @@ class Scheduler {
   TimerId arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* action);
   /// Arms the Sleep / WaitTimeout entry of c's current wait (c->wait_epoch).
   void arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason);
-  bool cancel(uint64_t seq) { return timers_.cancel(seq); }
+  bool cancel(uint64_t seq) {
+    const bool won = timers_.cancel(seq);
+    if (won) timers_cancelled_.fetch_add(1, std::memory_order_relaxed);
+    return won;
+  }
   size_t pending_timers() const { return timers_.size(); }
 
   /// The worker running on this thread (any scheduler), or nullptr.
@@ -176,6 +180,9 @@ class Scheduler {
   std::atomic<uint64_t> stopped_{0};
   std::atomic<uint64_t> dropped_dead_{0};
   std::atomic<uint64_t> dropped_unresolved_{0};
+  std::atomic<uint64_t> timers_cancelled_{0};
+  std::atomic<uint64_t> timers_dropped_{0};  // written by shutdown()
+  bool shut_down_ = false;                   // shutdown() ran (the owner's thread only)
   std::atomic<uint64_t> injector_pushes_{0};
   uint64_t futex_wakes_at_boot_ = 0;
 };

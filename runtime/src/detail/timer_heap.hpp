@@ -12,7 +12,14 @@
 // the unshifted path. Wall entries never shift.
 // Cancellation: Send entries are "armed" in a set keyed by seq; pop_due fires
 // a Send only if it is still armed and disarms it under the lock, so
-// cancel(seq) returns true iff it landed before the fire.
+// cancel(seq) returns true iff it landed before the fire. A cancelled entry
+// stays in the heap (a binary heap cannot remove from the middle cheaply)
+// until it is popped or until cancelled entries outnumber live ones; then
+// the heap is compacted (cancelled entries freed, heap rebuilt, spare
+// capacity returned): memory stays within a small factor of the live timers
+// (amortised O(1) per cancel: each compaction removes at least half the
+// entries it scans). Found: 10^6 one-hour send_after + cancel kept 86 MB and
+// pending_timers() at 10^6 until the deadlines.
 // next_deadline(): a lock-free snapshot of the earliest raw deadline,
 // maintained under the lock; it may under-report the true next firing
 // (shifts are applied at pop), which costs at most a spurious wake per
@@ -71,7 +78,10 @@ class TimerHeap {
   /// True iff the Send timer `seq` was still armed (the cancel beat the fire).
   bool cancel(uint64_t seq) {
     std::lock_guard lk(mu_);
-    return armed_.erase(seq) != 0;
+    if (armed_.erase(seq) == 0) return false;
+    ++cancelled_;
+    if (cancelled_ > heap_.size() - cancelled_) compact_locked();
+    return true;
   }
 
   /// Moves every entry due at `now_ns` (after virtual shifting) into `out`,
@@ -85,6 +95,7 @@ class TimerHeap {
       heap_.pop_back();
       if (e.reason == TimerReason::send && armed_.erase(e.seq) == 0) {  // cancelled
         delete e.action;
+        --cancelled_;
         continue;
       }
       if (e.anchor == Anchor::virtual_time && g > e.stamp_cycles) {
@@ -113,17 +124,48 @@ class TimerHeap {
     std::lock_guard lk(mu_);
     std::vector<TimerEntry> all;
     all.swap(heap_);
+    // Cancelled Sends are not returned (they were never going to fire).
+    std::erase_if(all, [&](TimerEntry& e) {
+      if (e.reason != TimerReason::send || armed_.contains(e.seq)) return false;
+      delete e.action;
+      return true;
+    });
     armed_.clear();
+    cancelled_ = 0;
     next_.store(kNone, sync::memory_order_seq_cst);
     return all;
   }
 
+  /// Live entries: armed Sends, sleeps and wait timeouts (cancelled Sends
+  /// still in the heap are not counted).
   size_t size() const {
+    std::lock_guard lk(mu_);
+    return heap_.size() - cancelled_;
+  }
+
+  /// Entries physically in the heap, cancelled ones included (tests: the
+  /// memory bound).
+  size_t stored() const {
     std::lock_guard lk(mu_);
     return heap_.size();
   }
 
  private:
+  // Drops every cancelled Send, rebuilds the heap and returns spare memory
+  // (the vector's and the armed set's) once it is mostly unused. Under mu_.
+  void compact_locked() {
+    std::erase_if(heap_, [&](TimerEntry& e) {
+      if (e.reason != TimerReason::send || armed_.contains(e.seq)) return false;
+      delete e.action;
+      return true;
+    });
+    cancelled_ = 0;
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    if (heap_.capacity() > 4 * std::max<size_t>(heap_.size(), 256)) heap_.shrink_to_fit();
+    if (armed_.bucket_count() > 4 * std::max<size_t>(armed_.size(), 256)) armed_.rehash(0);
+    next_.store(heap_.empty() ? kNone : heap_.front().deadline_ns, sync::memory_order_seq_cst);
+  }
+
   static bool later(const TimerEntry& a, const TimerEntry& b) {
     return a.deadline_ns != b.deadline_ns ? a.deadline_ns > b.deadline_ns : a.seq > b.seq;
   }
@@ -131,6 +173,7 @@ class TimerHeap {
   std::vector<TimerEntry> heap_;           // guarded by mu_
   std::unordered_set<uint64_t> armed_;     // guarded by mu_: armed Send seqs
   uint64_t seq_ = 0;                       // guarded by mu_
+  size_t cancelled_ = 0;                   // guarded by mu_: cancelled Sends still in heap_
   // next_: written under mu_ (seq_cst: the inserter side of the timekeeper
   // handshake in scheduler.cpp), read lock-free by the busy-path due check.
   sync::atomic<uint64_t> next_{kNone};

@@ -54,6 +54,8 @@ struct RuntimeStats {
   uint64_t futex_wakes = 0;       ///< futex wake syscalls issued by parkers
   uint64_t parks = 0;             ///< times a worker parked on its futex
   uint64_t injector_pushes = 0;   ///< pushes onto the shared injector
+  uint64_t timers_cancelled = 0;  ///< send timers cancelled before they fired
+  uint64_t timers_dropped = 0;    ///< live timers (sends, sleeps, wait timeouts) discarded by shutdown()
 };
 
 namespace detail {
@@ -85,6 +87,11 @@ class Runtime {
 
   /// Blocks until no actor is live or request_stop() was called. Not from a handler.
   void run();
+  /// Stops the workers, stops every actor still live and discards the timers
+  /// still armed (counted in stats().timers_dropped). The destructor calls
+  /// it; calling it first lets a caller read the final stats(). Idempotent;
+  /// not from a handler; no spawn or send afterwards.
+  void shutdown();
   /// Makes run() return. Any thread; idempotent.
   void request_stop() noexcept;
   /// True once request_stop() was called.
@@ -171,7 +178,8 @@ class Runtime {
   /// True iff the cancel beat the fire (the mail will never be delivered);
   /// false if it already fired (delivered once) or the id is unknown. Any thread.
   bool cancel(TimerId id);
-  /// Timer entries in the heap now (armed, cancelled-not-yet-discarded, sleeps).
+  /// Live timers now: armed sends, sleeps and wait timeouts (cancelled sends
+  /// are not counted; their memory is reclaimed once they outnumber the live ones).
   size_t pending_timers() const;
 
   /// The pid bound to `name` now, or an invalid Pid.
