@@ -844,12 +844,13 @@ uint32_t region_depth() noexcept { return t_regions.depth; }
 void settle_running_segment() noexcept {
   ThreadRegions& t = t_regions;
   if (t.depth == 0) return;
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
   Frame& top = t.frames[t.depth - 1];
-  const uint64_t now = calibrate::now_cycles();
-  close_segment(t, top.region, top.seg_start, now);
-  top.acc += now - top.seg_start;
-  top.seg_start = now;
-  open_segment(t, top.region, now);
+  uint64_t now = 0;  // read lazily (tsc): only a timed frame or a live region reads it
+  if (top.weight != 0) top.acc += tsc(now) - top.seg_start;
+  close_segment(t, top.region, top.weight != 0 ? top.seg_start : 0, sel, now);
+  if (top.weight != 0) top.seg_start = tsc(now);
+  open_segment(t, top.region, sel, now);
 }
 
 }  // namespace detail
