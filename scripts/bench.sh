@@ -34,7 +34,7 @@
 #                percentiles: medians over trials of each trial's percentile (over the
 #                timers that fired); fired: the fewest of any trial; a timer not fired
 #                2 s after its due time stalls its chain and counts as unfired.
-#              idle_cpu (period_ms 5|20|100: one periodic timer, otherwise idle, 3 s):
+#              idle_cpu (period_ms 5|20|100: one periodic timer, otherwise idle, 5 s, CPU by getrusage):
 #                {...,"coact_cpu_pct":P,"caf_cpu_pct":P,"tokio_cpu_pct":P,"ratio":coact/caf,
 #                 "coact_over_tokio":coact/tokio,...}
 #                (process CPU time / wall, % of one core)
@@ -356,7 +356,7 @@ run_timers_group() {
   [[ -n $COACT_TIMERS_BIN ]] || die 1 "group timers: coact-timers not found in $BUILD_DIR"
   [[ -n $CAF_TIMERS_BIN ]] || die 1 "group timers: caf-timers not found in $BUILD_DIR (CAF missing at configure time?)"
 
-  local timers=10000 idle_ms=3000 cancel_ms=1000
+  local timers=10000 idle_ms=5000 cancel_ms=1000
   ((quick)) && timers=1000 idle_ms=500 cancel_ms=200
   local chains=10 period_us=1000 grace_ms=2000 busy_actors=4 busy_us=100 delay_ms=10
   local sc load period ba
