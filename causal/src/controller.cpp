@@ -81,7 +81,9 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -246,10 +248,13 @@ struct State {
   // promises; start() re-checks under api_mu and joins a finished thread).
   std::atomic<bool> running{false};
 };
-State& state() {
+State*& state_ptr() {
   static State* s = new State;  // leaked: stop() may run from atexit after statics die
-  return *s;
+  return s;
 }
+State& state() { return *state_ptr(); }
+// Set in a forked child (leave_sweep_in_forked_child): no sweep starts there.
+std::atomic<bool> g_forked_child{false};
 
 // Sleeps until `deadline` (wall clock) or stop(); false if stop() was called.
 bool sleep_until(State& s, steady::time_point deadline) {
@@ -355,6 +360,7 @@ class Sweep {
       }
       if (moved) {
         w_->experiment(e);
+        experimented_.insert(e.region);
         ++summary_.experiments;
         summary_.progress_reached = true;
       } else {
@@ -515,6 +521,7 @@ class Sweep {
     write_names();
     const auto problems = filter_problems();
     for (const auto& p : problems) error(p.what, p.message, p.names);
+    warn_filter_without_experiments(problems.empty());
     if (summary_.experiments == 0) {
       std::vector<std::string> names;
       bool moved = false;
@@ -571,6 +578,31 @@ class Sweep {
   uint32_t fixed_id_ = kNoRegion;
   std::vector<std::string> fixed_ambiguous_;
   uint64_t windows_ = 0;       // finished experiment windows (written or empty)
+  // A --region-filter entry whose regions got no experiment although others
+  // did (e.g. a time-weighted draw among the filter's matches spent every
+  // experiment on the heaviest): said on stderr and in the profile, since
+  // the plot would simply lack those regions. `matched`: no filter problem
+  // (an entry that matches no region at all is an error already).
+  void warn_filter_without_experiments(bool matched) {
+    if (!matched || summary_.experiments == 0 || o_.region_filter.empty() || !o_.fixed_region.empty()) return;
+    std::vector<std::string> missed;
+    for (const auto& f : o_.region_filter) {
+      if (std::none_of(experimented_.begin(), experimented_.end(),
+                       [&](const std::string& r) { return r.find(f) != std::string::npos; })) {
+        missed.push_back(f);
+      }
+    }
+    if (missed.empty()) return;
+    const std::string message = fmt::format(
+        "warning: COACT_CAUSAL_REGION_FILTER: no experiment selected a region matching '{}' ({} experiments went to {})",
+        join(missed, "', '"), summary_.experiments,
+        join(std::vector<std::string>(experimented_.begin(), experimented_.end()), "; "));
+    std::fprintf(stderr, "coact causal: %s\n", message.c_str());
+    w_->json_line(fmt::format("{{\"type\":\"warning\",\"what\":\"filter_without_experiments\",\"message\":{},\"names\":{}}}",
+                              json_quote(message), json_array(missed)));
+  }
+
+  std::set<std::string> experimented_;  // regions of the recorded experiments
   int filtered_misses_ = 0;
   bool early_names_written_ = false;
   SweepSummary summary_;
@@ -647,7 +679,19 @@ bool Controller::wait(std::chrono::milliseconds timeout) {
 
 bool Controller::running() noexcept { return state().running.load(std::memory_order_relaxed); }
 
+namespace detail {
+void leave_sweep_in_forked_child() noexcept {
+  // The parent's controller thread does not exist here: a fresh State (no
+  // thread to join, nothing to write), built in static storage (no malloc in
+  // a fork child handler). The parent's State and its writer are abandoned.
+  alignas(State) static unsigned char storage[sizeof(State)];
+  state_ptr() = new (storage) State;
+  g_forked_child.store(true, std::memory_order_relaxed);
+}
+}  // namespace detail
+
 bool Controller::start_from_env() {
+  if (g_forked_child.load(std::memory_order_relaxed)) return false;  // a forked child left the sweep
   const std::optional<Options> o = options_from(options::process());
   if (!o) return false;
   // One environment sweep per process: a second Runtime boot does not start

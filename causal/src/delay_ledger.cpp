@@ -105,6 +105,11 @@ void wait_until(ThreadLedger& t, uint64_t hz, uint64_t start, uint64_t deadline)
 
 }  // namespace
 
+void reset_ledger_in_forked_child() noexcept {
+  g_global_delay.store(0, std::memory_order_relaxed);
+  t_ledger = ThreadLedger{};
+}
+
 uint64_t debt_cycles_slow() noexcept {
   const uint64_t g = g_global_delay.load(std::memory_order_relaxed);
   const ThreadLedger& t = ledger(g);

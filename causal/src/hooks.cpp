@@ -8,6 +8,8 @@
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/region.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include <coact/calibrate/tsc.hpp>
@@ -27,6 +29,23 @@ void set_kind_namer(std::string (*namer)(uint32_t)) noexcept { g_kind_namer.stor
 namespace detail {
 
 std::string (*kind_namer() noexcept)(uint32_t) { return g_kind_namer.load(std::memory_order_acquire); }
+
+namespace {
+// fork() while a sweep runs: the child leaves the sweep. Its one thread (the
+// forking one) would otherwise inherit the running experiment, the global
+// delay and its own debt, and pay them at its first send (a 1.05 s job took
+// up to 22.6 s), and its exit would end the parent's sweep in the parent's
+// profile. So in the child: hooks off, no experiment selected, G and the
+// thread's L zero, its region stack empty, the parent's controller
+// forgotten and no sweep started from the environment (controller.cpp).
+void leave_sweep_in_child() noexcept {
+  g_sweep_active.store(false, std::memory_order_relaxed);
+  leave_sweep_in_forked_child();
+  reset_regions_in_forked_child();
+  reset_ledger_in_forked_child();
+}
+[[maybe_unused]] const int g_atfork = ::pthread_atfork(nullptr, nullptr, &leave_sweep_in_child);
+}  // namespace
 
 #if COACT_CAUSAL_ENABLED
 namespace {

@@ -841,6 +841,14 @@ void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_ha
 
 uint32_t region_depth() noexcept { return t_regions.depth; }
 
+void reset_regions_in_forked_child() noexcept {
+  const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_relaxed)) + 1;
+  g_selection.store(pack(epoch, kNoRegion, 0), std::memory_order_relaxed);
+  ThreadRegions& t = t_regions;
+  t.depth = 0;
+  if (t.slot != nullptr) t.slot->state.store(kNoRegion, std::memory_order_relaxed);
+}
+
 void settle_running_segment() noexcept {
   ThreadRegions& t = t_regions;
   if (t.depth == 0) return;

@@ -92,6 +92,8 @@ extern std::atomic<uint64_t> g_global_delay;
 uint64_t debt_cycles_slow() noexcept;
 uint64_t pay_debt_slow();
 void credit_resume_slow() noexcept;
+/// fork() child handler (hooks.cpp): G = 0 and the forking thread's L = 0.
+void reset_ledger_in_forked_child() noexcept;
 }  // namespace detail
 
 /// Short debts (below this) are paid by a TSC spin; longer ones sleep for the

@@ -169,6 +169,12 @@ uint64_t materialize_live() noexcept;
 /// (hooks.hpp timer_stamp_cycles). Calling thread only; never blocks except
 /// while a payer updates its slot.
 void settle_running_segment() noexcept;
+/// fork() child handler (hooks.cpp): no region selected, the forking
+/// thread's region stack emptied and its live slot closed.
+void reset_regions_in_forked_child() noexcept;
+/// fork() child handler (controller.cpp): forget the parent's sweep (its
+/// controller thread is not in the child) and start none from the environment.
+void leave_sweep_in_forked_child() noexcept;
 }  // namespace detail
 
 /// RAII guard behind COACT_SCOPE: enters region `id` if a sweep is active at
@@ -196,6 +202,11 @@ class ScopeGuard {
 
 #if COACT_CAUSAL_ENABLED
 /// COACT_SCOPE("name"): the rest of the enclosing block is the region "name".
+/// Exclusive time: while it runs, the enclosing region (the handler, or an
+/// outer scope) is paused, so the scope's time is not the handler's, and an
+/// experiment on the handler speeds up only the handler's own code (a scope
+/// in a function two handlers call takes that work out of both). Inclusive
+/// time is not measured; see README "Profiling your own program".
 /// The region is registered once (a function-local static, thread-safe even
 /// when first reached by many threads at once). Outside a sweep the cost is
 /// the static's guard load and one relaxed load of g_sweep_active. Several
