@@ -9,7 +9,8 @@ PACKAGES=(
   time                   # /usr/bin/time: max RSS of each perf-compare trial
   catch2                 # tests (Catch2 v2)
   libbenchmark-dev       # micro-benchmarks (Google Benchmark)
-  libunwind-dev          # fail-fast backtraces
+  libunwind-dev          # fail-fast backtraces; sampled-line regions (unwinding in the signal handler)
+  libdw-dev              # sampled-line regions: symbolization to file:line (elfutils libdw)
   libtomlplusplus-dev    # config file (toml++)
   libcli11-dev           # command lines (CLI11)
   nlohmann-json3-dev     # JSON

@@ -861,5 +861,14 @@ void settle_running_segment() noexcept {
   open_segment(t, top.region, sel, now);
 }
 
+uint32_t sampled_region() noexcept {
+  const ThreadRegions& t = t_regions;
+  const uint32_t depth = std::min(t.depth, kMaxRegionDepth);
+  for (uint32_t i = depth; i-- > 0;) {
+    if (t.frames[i].handler) return t.frames[i].region;
+  }
+  return depth > 0 ? t.frames[depth - 1].region : kNoRegion;
+}
+
 }  // namespace detail
 }  // namespace coact::causal

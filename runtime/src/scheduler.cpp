@@ -16,6 +16,7 @@
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
+#include <coact/causal/sampler.hpp>
 
 #include "detail/live_schedulers.hpp"
 
@@ -193,6 +194,7 @@ void Scheduler::worker_main(Worker& w) {
   // default 50 µs timer slack later.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   causal::register_thread();  // owes every delay injected from now on (L = G)
+  causal::register_sampled_thread();  // CPU-time samples for line regions (armed only while sampling)
   w.clock_ns = sync::now_ns();
   w.cascade_start_ns = w.clock_ns;
   // Shutdown must stop busy workers too, not only idle ones: a

@@ -155,6 +155,11 @@ void pop_region(uint32_t id, int index) noexcept;
 /// Runtime hooks (called by hooks.cpp while a sweep is active).
 void enter_handler(const void* actor_type, uint32_t kind) noexcept;
 void exit_handler(const void* actor_type, uint32_t kind) noexcept;
+/// The region the calling thread is running, for a CPU-time sample: its
+/// innermost handler frame, else its innermost frame, else kNoRegion.
+/// Async-signal-safe (reads the thread's own stack; a sample that interrupts
+/// a push or pop may see the region before or after it). sampler.cpp.
+uint32_t sampled_region() noexcept;
 /// Live accrual (region.cpp, file comment step 5): publishes into G
 /// (add_global_delay) the part of the selected region that has run so far on
 /// *other* threads, and returns the delay added (cycles). Called by every pay

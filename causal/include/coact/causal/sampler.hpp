@@ -1,0 +1,146 @@
+// coact/causal/sampler.hpp: per-thread CPU-time sampling for sampled-line
+// regions (DESIGN.md "Causal profiling", "Regions": sampled lines).
+//
+// What: every registered thread (runtime workers register at start; program
+// threads call register_sampled_thread()) owns a POSIX timer on its own CPU
+// clock (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID, so the
+// signal goes to that thread) firing SIGPROF every `period` of the thread's
+// CPU time (default 1 ms, as Coz). The signal handler copies the interrupted
+// registers and the top kSampleStack bytes of the thread's stack, the region
+// the thread was running (region.hpp: innermost handler frame, else innermost
+// scope), the timer overrun count and the thread id into the thread's ring,
+// and calls the sample hook if one is set. Nothing else: no allocation, no
+// lock, no unwinding, no symbolization. The draining thread unwinds the copy
+// (symbolizer.hpp: libdwfl's unwinder over the copied stack, as `perf record
+// --call-graph dwarf` does) and symbolizes it.
+//
+// Why not unwind in the handler (libunwind's unw_init_local2 with
+// UNW_INIT_SIGNAL_FRAME): Debian's libunwind 1.6 takes pthread mutexes inside
+// unw_step — its global register-state cache (UNW_CACHE_PER_THREAD falls back
+// to it: the package is built without --enable-per-thread-cache) and, with
+// UNW_CACHE_NONE, its mempool allocator under dwarf_search_unwind_table.
+// sampler_test's interposed pthread_mutex_lock caught both.
+//
+// Threads: register / unregister on the thread concerned; start / stop /
+// drain / stats from any thread (one internal mutex, never taken by the
+// handler). A thread's ring has one producer (its signal handler) and one
+// consumer (drain_samples, under the mutex).
+// Blocking: start / stop / drain / register take the sampler mutex.
+// Ordering: a sample is published by a release store of the ring's head,
+// read by drain with acquire.
+// Lifetime: a thread that exits unregisters from its thread_local destructor
+// (its timer is deleted, its ring kept until drained, then reused). After
+// fork() the child's sampler is off and stays off (timers are not inherited;
+// pthread_atfork child handler), listed as such by stats().
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace coact::causal {
+
+/// Frames kept per unwound sample: the interrupted PC plus up to 7 return addresses.
+inline constexpr uint32_t kSampleFrames = 8;
+/// Bytes of stack copied per sample (from the interrupted stack pointer up,
+/// bounded by the thread's stack end): enough for the frames that decide a
+/// sample's line in the programs measured; deeper frames are cut off.
+inline constexpr uint32_t kSampleStack = 2048;
+/// Samples a thread's ring holds before the drainer reads them (older ones
+/// are kept; newer ones are dropped and counted). 512 x ~2.2 KiB per thread,
+/// touched only as used.
+inline constexpr uint32_t kSampleRing = 512;
+/// DWARF registers copied (x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip).
+inline constexpr uint32_t kSampleRegs = 17;
+
+/// One sample, as the handler wrote it.
+struct RawSample {
+  uint64_t regs[kSampleRegs];  ///< DWARF numbering; regs[16] is the interrupted PC, regs[7] the stack pointer.
+  uint32_t stack_len;          ///< Valid bytes of stack (copied from regs[7] up).
+  uint32_t region;             ///< Region running on the thread (kNoRegion if none or no sweep).
+  uint32_t overrun;            ///< Timer expirations merged into this signal (si_overrun).
+  int32_t tid;                 ///< Thread id (gettid).
+  alignas(8) unsigned char stack[kSampleStack];
+  uint64_t pc() const noexcept { return regs[16]; }
+};
+
+/// A sample after unwinding (Symbolizer::unwind).
+struct Sample {
+  uint64_t pc[kSampleFrames];  ///< pc[0]: interrupted PC; pc[i>0]: return addresses.
+  uint32_t depth = 0;          ///< Valid entries of pc (>= 1).
+  uint32_t region = 0;         ///< As RawSample::region.
+  uint32_t overrun = 0;
+  int32_t tid = 0;
+};
+
+/// A thread of the process that is not sampled (stats()).
+struct UnsampledThread {
+  int tid;
+  std::string name;  ///< /proc/self/task/TID/comm
+};
+
+struct SamplerStats {
+  bool active = false;              ///< Between start_sampling and stop_sampling.
+  bool disabled_after_fork = false; ///< This process is a fork() child of a sampling parent.
+  uint64_t period_ns = 0;
+  uint64_t samples = 0;             ///< Written by handlers into rings.
+  uint64_t dropped = 0;             ///< Lost to full rings.
+  uint64_t threads_registered = 0;  ///< Ever registered.
+  uint64_t threads_live = 0;        ///< Registered and not exited.
+  uint64_t threads_exited = 0;      ///< Registered, then exited (their rings drained).
+  std::vector<UnsampledThread> unsampled;  ///< Live threads never registered (e.g. created before the runtime).
+};
+
+/// Starts sampling every registered thread (and each thread that registers
+/// later) every `period` of its CPU time: installs the SIGPROF handler and
+/// arms the timers. Preconditions: period >= 10 µs. A second call while
+/// active changes nothing and returns false. Returns true when started.
+/// Errors: std::invalid_argument (period), std::system_error (sigaction).
+/// Any thread; takes the sampler mutex. In a fork() child of a sampling
+/// process: returns false (sampling stays off there).
+bool start_sampling(std::chrono::nanoseconds period = std::chrono::milliseconds(1));
+
+/// Disarms every timer. The SIGPROF handler stays installed (a signal queued
+/// before the disarm must not meet the default disposition, which would
+/// terminate the process) and ignores signals while sampling is off. Rings
+/// keep their samples for drain_samples. Any thread; idempotent.
+void stop_sampling() noexcept;
+
+/// True between start_sampling and stop_sampling. Any thread.
+bool sampling_active() noexcept;
+
+/// The period of the current (or last) sampling, nanoseconds; 0 if never started.
+uint64_t sampling_period_ns() noexcept;
+
+/// Registers the calling thread: creates its CPU-clock timer (armed at once
+/// if sampling is active) and its ring. Idempotent. Runtime workers call it
+/// at start; program threads that should be sampled call it themselves.
+/// Unregistering happens by itself when the thread exits. Any thread;
+/// takes the sampler mutex; never throws (failures are counted as
+/// unsampled: the thread is listed by stats()).
+void register_sampled_thread() noexcept;
+
+/// Deletes the calling thread's timer now (its ring keeps what was taken).
+/// No-op if not registered. Called by the thread_local destructor at exit.
+void unregister_sampled_thread() noexcept;
+
+/// Hands every sample written since the last drain, thread by thread, to `fn`
+/// (called under the sampler mutex: fn must not call sampler functions).
+/// Returns the number handed. Any thread.
+uint64_t drain_samples(const std::function<void(const RawSample&)>& fn);
+
+/// Counters and the list of live threads that are not sampled. Any thread.
+SamplerStats sampler_stats();
+
+namespace detail {
+/// True while the calling thread is inside the sampling signal handler
+/// (tests: a malloc/lock interposer asserts it is never true). Async-signal-safe.
+bool in_sample_handler() noexcept;
+/// Function the handler calls after writing a sample, with the sample
+/// (line regions install one). Must be async-signal-safe. Null: none.
+using SampleHook = void (*)(const RawSample&) noexcept;
+void set_sample_hook(SampleHook hook) noexcept;
+}  // namespace detail
+
+}  // namespace coact::causal

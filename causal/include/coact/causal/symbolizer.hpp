@@ -1,0 +1,109 @@
+// coact/causal/symbolizer.hpp: program counters to source lines, outside the
+// signal handler (sampled-line regions; DESIGN.md "Regions").
+//
+// What: the main executable's DWARF line table (elfutils libdw/libdwfl,
+// every compilation unit) is read once into one address-sorted table; a PC
+// maps to its row (file, line) by binary search, and to its function by the
+// ELF symbol table (dwfl_module_addrname, demangled). Results are cached per
+// address. A source scope decides which lines can be regions (Coz's
+// --source-scope): by default the main executable's own sources — every file
+// except system headers and libraries (paths under /usr/) and coact's own
+// library sources (runtime/, causal/, calibrate/ of the source tree coact was
+// built from: the scheduler is not a candidate region). Shared libraries are
+// never in scope (as Coz's default binary scope, the main executable).
+// A sample is attributed to its first frame (interrupted PC, then return
+// addresses) whose line is in scope, as Coz attributes to the first in-scope
+// frame of its callchain. Inlined frames are not expanded: a PC inside code
+// inlined from an out-of-scope header counts for the next physical frame.
+//
+// Unwinding (unwind()): libdwfl's frame unwinder attached to this process
+// with callbacks that serve the registers and stack bytes the signal handler
+// copied (sampler.hpp), as perf's unwind-libdw does for `perf record
+// --call-graph dwarf`.
+//
+// Threads: a Symbolizer is used by one thread at a time (the drainer).
+// Blocking: the constructor reads debug information (milliseconds to a
+// second for large programs). Errors: construction never throws for missing
+// debug information — the table is then empty and every lookup says "not in
+// scope"; error() tells why.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <coact/causal/sampler.hpp>
+
+namespace coact::causal {
+
+/// Which source files can be line regions.
+struct SourceScope {
+  /// Coz-style patterns ('%' matches any run of characters) matched against
+  /// the file's full path; a file is in scope if one matches. Empty: the
+  /// default rule (file comment).
+  std::vector<std::string> patterns;
+  /// Parses a comma-separated list ("" → default rule). Pure.
+  static SourceScope parse(std::string_view csv);
+  /// True if `path` is in scope. Pure.
+  bool contains(std::string_view path) const;
+};
+
+/// A source line of the main executable.
+struct SourceLine {
+  std::string file;      ///< Full path as in DWARF.
+  uint32_t line = 0;
+  std::string function;  ///< Demangled symbol containing the address ("" if none).
+  std::string name;      ///< Display name "rel/path.cpp:41" (relative to the common root of in-scope files).
+  bool in_scope = false;
+};
+
+/// Half-open address interval [lo, hi).
+using AddressRange = std::pair<uint64_t, uint64_t>;
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(SourceScope scope = {});
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  /// The line of `pc` (a return address when `return_address`: looked up
+  /// at pc − 1, inside the call instruction), or null if `pc` is outside the
+  /// main executable's line table. Cached per address.
+  const SourceLine* line_of(uint64_t pc, bool return_address);
+
+  /// Unwinds a raw sample: frame 0 is its interrupted PC, then the return
+  /// addresses found by libdwfl's CFI unwinder (.eh_frame / .debug_frame)
+  /// over the sample's registers and stack copy (memory outside the copy
+  /// reads as unavailable, which ends the walk). At most kSampleFrames.
+  Sample unwind(const RawSample& raw);
+
+  /// The first frame of `s` whose line is in scope (null if none).
+  const SourceLine* attribute(const Sample& s);
+
+  /// Address ranges (sorted, merged) whose rows are `line` (same file and
+  /// number). Empty if unknown.
+  std::vector<AddressRange> ranges_of(const SourceLine& line) const;
+
+  /// All addresses whose lines are in scope (sorted, merged).
+  const std::vector<AddressRange>& scope_ranges() const noexcept { return scope_ranges_; }
+
+  /// Rows in the line table (0 if no debug information was found).
+  size_t rows() const noexcept;
+  /// Why the table is empty ("" if it is not).
+  const std::string& error() const noexcept { return error_; }
+
+  struct Impl;  ///< Implementation (symbolizer.cpp); public for its C callbacks.
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  SourceScope scope_;
+  std::vector<AddressRange> scope_ranges_;
+  std::string error_;
+  std::unordered_map<uint64_t, const SourceLine*> cache_;  // key: pc, or pc|1<<63 for return addresses
+};
+
+}  // namespace coact::causal

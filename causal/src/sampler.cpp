@@ -1,0 +1,328 @@
+// causal/src/sampler.cpp: per-thread CPU-time sampling (coact/causal/sampler.hpp).
+//
+// Layout: one Ring per registered thread (single producer: the thread's
+// SIGPROF handler; single consumer: drain_samples under g_mu). The handler
+// finds its ring through a constinit thread_local pointer (static TLS of the
+// executable: no allocation, no __tls_get_addr on first use), so a thread
+// that never registered — or has unregistered — ignores the signal.
+//
+// Handler protocol (async-signal-safe: atomics, copies, reads of the
+// thread's own region stack; no malloc, no lock, no unwinding):
+//  1. save errno; t_in_handler = true (signal fence);
+//  2. if sampling is off or this thread has no ring: done;
+//  3. if the ring is full (head - tail >= kSampleRing): dropped += 1; done;
+//  4. write buf[head % kSampleRing]: the interrupted registers (ucontext),
+//     the stack from the interrupted SP up to kSampleStack bytes, never past
+//     the thread's stack end (recorded at registration), region, overrun, tid;
+//  5. the sample hook, if set, sees the sample;
+//  6. head += 1 (release); t_in_handler = false; restore errno.
+//
+// The handler stays installed once installed: a SIGPROF queued just before
+// stop_sampling disarmed a timer must not meet the default disposition
+// (which terminates the process). While inactive it returns at step 2.
+//
+#include <coact/causal/sampler.hpp>
+
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+
+#include <coact/causal/region.hpp>
+
+namespace coact::causal {
+
+namespace {
+
+struct Ring {
+  int tid = 0;
+  uint64_t stack_lo = 0;    // the thread's stack [lo, hi), from pthread_getattr_np
+  uint64_t stack_hi = 0;
+  timer_t timer{};
+  bool has_timer = false;   // guarded by g_mu
+  bool exited = false;      // guarded by g_mu
+  bool armed = false;       // guarded by g_mu
+  // Producer: the handler (head, dropped); consumer: drain (tail).
+  std::atomic<uint64_t> head{0};
+  std::atomic<uint64_t> tail{0};
+  std::atomic<uint64_t> dropped{0};
+  RawSample buf[kSampleRing];
+};
+
+std::mutex g_mu;                    // registry, timers, draining
+std::vector<Ring*>* g_rings = nullptr;  // guarded by g_mu; leaked (threads may outlive statics)
+uint64_t g_registered = 0;          // guarded by g_mu
+uint64_t g_exited = 0;              // guarded by g_mu
+uint64_t g_retired_samples = 0;     // guarded by g_mu: samples of freed rings
+uint64_t g_retired_dropped = 0;     // guarded by g_mu
+bool g_handler_installed = false;   // guarded by g_mu
+bool g_atfork_installed = false;    // guarded by g_mu
+// Read by the handler (relaxed: a stale value costs one sample taken or not).
+std::atomic<bool> g_active{false};
+std::atomic<bool> g_forked_child{false};
+std::atomic<uint64_t> g_period_ns{0};
+std::atomic<detail::SampleHook> g_hook{nullptr};
+
+constinit thread_local Ring* t_ring = nullptr;
+constinit thread_local bool t_in_handler = false;
+
+// Unregisters the thread at exit (its destructor runs before the thread's
+// static TLS is freed).
+struct ThreadExit {
+  bool registered = false;
+  ~ThreadExit() {
+    if (registered) unregister_sampled_thread();
+  }
+};
+thread_local ThreadExit t_exit;
+
+int current_tid() noexcept { return static_cast<int>(::syscall(SYS_gettid)); }
+
+std::vector<Ring*>& rings() {
+  if (g_rings == nullptr) g_rings = new std::vector<Ring*>;
+  return *g_rings;
+}
+
+void on_sigprof(int, siginfo_t* info, void* ucontext) {
+  const int saved_errno = errno;
+  t_in_handler = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  Ring* r = t_ring;
+  if (r != nullptr && g_active.load(std::memory_order_relaxed)) {
+    const uint64_t h = r->head.load(std::memory_order_relaxed);
+    if (h - r->tail.load(std::memory_order_acquire) >= kSampleRing) {
+      r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    } else {
+      RawSample& s = r->buf[h % kSampleRing];
+      const auto* g = static_cast<const ucontext_t*>(ucontext)->uc_mcontext.gregs;
+      static constexpr int kRegs[kSampleRegs] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                                 REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                                 REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+      for (uint32_t i = 0; i < kSampleRegs; ++i) s.regs[i] = static_cast<uint64_t>(g[kRegs[i]]);
+      const uint64_t sp = s.regs[7];
+      s.stack_len = 0;
+      if (sp >= r->stack_lo && sp < r->stack_hi) {
+        s.stack_len = static_cast<uint32_t>(std::min<uint64_t>(kSampleStack, r->stack_hi - sp));
+        const auto* from = reinterpret_cast<const uint64_t*>(sp);
+        auto* to = reinterpret_cast<uint64_t*>(s.stack);
+        for (uint32_t w = 0; w < s.stack_len / 8; ++w) to[w] = from[w];
+        s.stack_len &= ~7u;
+      }
+      s.region = detail::sampled_region();
+      s.overrun = info != nullptr && info->si_overrun > 0 ? static_cast<uint32_t>(info->si_overrun) : 0;
+      s.tid = r->tid;
+      if (detail::SampleHook hook = g_hook.load(std::memory_order_acquire)) hook(s);
+      r->head.store(h + 1, std::memory_order_release);
+    }
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_in_handler = false;
+  errno = saved_errno;
+}
+
+void atfork_prepare() { g_mu.lock(); }
+void atfork_parent() { g_mu.unlock(); }
+void atfork_child() {
+  // Timers are not inherited by the child; the parent's rings are not ours.
+  g_active.store(false, std::memory_order_relaxed);
+  if (g_period_ns.load(std::memory_order_relaxed) != 0) g_forked_child.store(true, std::memory_order_relaxed);
+  if (g_rings != nullptr) {
+    for (Ring* r : *g_rings) r->has_timer = r->armed = false;
+  }
+  g_mu.unlock();
+}
+
+bool arm(Ring& r, uint64_t period_ns) noexcept {
+  itimerspec it{};
+  it.it_interval.tv_sec = static_cast<time_t>(period_ns / 1'000'000'000);
+  it.it_interval.tv_nsec = static_cast<long>(period_ns % 1'000'000'000);
+  it.it_value = it.it_interval;
+  if (period_ns == 0) it.it_value.tv_nsec = 0;
+  if (timer_settime(r.timer, 0, &it, nullptr) != 0) return false;
+  r.armed = period_ns != 0;
+  return true;
+}
+
+// Samples written into `r` so far, excluding drops.
+uint64_t written(const Ring& r) { return r.head.load(std::memory_order_acquire); }
+
+}  // namespace
+
+bool start_sampling(std::chrono::nanoseconds period) {
+  if (period < std::chrono::microseconds(10)) {
+    throw std::invalid_argument("sampling period " + std::to_string(period.count()) +
+                                " ns: expected at least 10000 ns (10 us)");
+  }
+  std::lock_guard lk(g_mu);
+  if (g_forked_child.load(std::memory_order_relaxed)) return false;
+  if (g_active.load(std::memory_order_relaxed)) return false;
+  if (!g_atfork_installed) {
+    if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0) {
+      throw std::system_error(errno, std::generic_category(), "sampler: pthread_atfork");
+    }
+    g_atfork_installed = true;
+  }
+  if (!g_handler_installed) {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigprof;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, nullptr) != 0) {
+      throw std::system_error(errno, std::generic_category(), "sampler: sigaction(SIGPROF)");
+    }
+    g_handler_installed = true;
+  }
+  const auto ns = static_cast<uint64_t>(period.count());
+  g_period_ns.store(ns, std::memory_order_relaxed);
+  g_active.store(true, std::memory_order_relaxed);
+  for (Ring* r : rings()) {
+    if (r->has_timer && !r->exited) (void)arm(*r, ns);
+  }
+  return true;
+}
+
+void stop_sampling() noexcept {
+  std::lock_guard lk(g_mu);
+  g_active.store(false, std::memory_order_relaxed);
+  if (g_rings == nullptr) return;
+  for (Ring* r : *g_rings) {
+    if (r->has_timer && r->armed) (void)arm(*r, 0);
+  }
+}
+
+bool sampling_active() noexcept { return g_active.load(std::memory_order_relaxed); }
+
+uint64_t sampling_period_ns() noexcept { return g_period_ns.load(std::memory_order_relaxed); }
+
+void register_sampled_thread() noexcept {
+  if (t_ring != nullptr) return;
+  try {
+    auto* r = new Ring;
+    r->tid = current_tid();
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        r->stack_lo = reinterpret_cast<uint64_t>(addr);
+        r->stack_hi = r->stack_lo + size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+    std::lock_guard lk(g_mu);
+    if (!g_forked_child.load(std::memory_order_relaxed)) {
+      sigevent sev{};
+      sev.sigev_notify = SIGEV_THREAD_ID;
+      sev.sigev_signo = SIGPROF;
+      sev._sigev_un._tid = r->tid;  // sigev_notify_thread_id (glibc names it only with _GNU_SOURCE in C)
+      r->has_timer = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &r->timer) == 0;
+    }
+    if (!r->has_timer) {  // listed as unsampled by stats()
+      delete r;
+      return;
+    }
+    rings().push_back(r);
+    ++g_registered;
+    t_exit.registered = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_ring = r;
+    if (g_active.load(std::memory_order_relaxed)) (void)arm(*r, g_period_ns.load(std::memory_order_relaxed));
+  } catch (...) {
+    // allocation failed: the thread stays unsampled (listed by stats())
+  }
+}
+
+void unregister_sampled_thread() noexcept {
+  Ring* r = t_ring;
+  if (r == nullptr) return;
+  t_ring = nullptr;  // the handler ignores signals from now on
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  std::lock_guard lk(g_mu);
+  if (r->has_timer) {
+    (void)timer_delete(r->timer);
+    r->has_timer = r->armed = false;
+  }
+  r->exited = true;
+  ++g_exited;
+}
+
+uint64_t drain_samples(const std::function<void(const RawSample&)>& fn) {
+  std::lock_guard lk(g_mu);
+  if (g_rings == nullptr) return 0;
+  uint64_t n = 0;
+  auto& rs = *g_rings;
+  for (Ring* r : rs) {
+    const uint64_t h = r->head.load(std::memory_order_acquire);
+    uint64_t t = r->tail.load(std::memory_order_relaxed);
+    for (; t < h; ++t, ++n) fn(r->buf[t % kSampleRing]);
+    r->tail.store(t, std::memory_order_release);
+  }
+  // Free the drained rings of exited threads (no handler can run for them).
+  std::erase_if(rs, [](Ring* r) {
+    if (!r->exited) return false;
+    g_retired_samples += written(*r);
+    g_retired_dropped += r->dropped.load(std::memory_order_relaxed);
+    delete r;
+    return true;
+  });
+  return n;
+}
+
+SamplerStats sampler_stats() {
+  SamplerStats st;
+  std::set<int> live;
+  {
+    std::lock_guard lk(g_mu);
+    st.active = g_active.load(std::memory_order_relaxed);
+    st.disabled_after_fork = g_forked_child.load(std::memory_order_relaxed);
+    st.period_ns = g_period_ns.load(std::memory_order_relaxed);
+    st.samples = g_retired_samples;
+    st.dropped = g_retired_dropped;
+    st.threads_registered = g_registered;
+    st.threads_exited = g_exited;
+    if (g_rings != nullptr) {
+      for (const Ring* r : *g_rings) {
+        st.samples += written(*r);
+        st.dropped += r->dropped.load(std::memory_order_relaxed);
+        if (!r->exited && r->has_timer) live.insert(r->tid);
+      }
+    }
+  }
+  st.threads_live = live.size();
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (const dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const int tid = std::atoi(e->d_name);
+      if (live.count(tid) != 0) continue;
+      std::string name;
+      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+      std::getline(comm, name);
+      st.unsampled.push_back(UnsampledThread{tid, name});
+    }
+    closedir(d);
+  }
+  std::sort(st.unsampled.begin(), st.unsampled.end(),
+            [](const UnsampledThread& a, const UnsampledThread& b) { return a.tid < b.tid; });
+  return st;
+}
+
+namespace detail {
+bool in_sample_handler() noexcept { return t_in_handler; }
+void set_sample_hook(SampleHook hook) noexcept { g_hook.store(hook, std::memory_order_release); }
+}  // namespace detail
+
+}  // namespace coact::causal

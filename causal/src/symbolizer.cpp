@@ -1,0 +1,321 @@
+// causal/src/symbolizer.cpp: PCs to source lines with elfutils libdwfl
+// (coact/causal/symbolizer.hpp).
+//
+// The main executable is found as the module containing the program's entry
+// point (getauxval(AT_ENTRY)); its line table is every CU's
+// dwarf_getsrclines rows, biased to run-time addresses, sorted by address
+// with end-of-sequence rows first among equal addresses, so the last row at
+// or below a PC is the row that covers it (an end-of-sequence row covers
+// nothing).
+#include <coact/causal/symbolizer.hpp>
+
+#include <cxxabi.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+
+#ifndef COACT_SOURCE_ROOT
+#define COACT_SOURCE_ROOT ""
+#endif
+
+namespace coact::causal {
+
+namespace {
+
+// Coz's wildcard match: '%' matches any run of characters (libcoz/util.h).
+bool wildcard_match(std::string_view s, std::string_view p) {
+  size_t si = 0, pi = 0, star = std::string_view::npos, mark = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && p[pi] == '%') {
+      star = pi++;
+      mark = si;
+    } else if (pi < p.size() && p[pi] == s[si]) {
+      ++pi;
+      ++si;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      si = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '%') ++pi;
+  return pi == p.size();
+}
+
+bool starts_with_dir(std::string_view path, std::string_view dir) {
+  return !dir.empty() && path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/';
+}
+
+std::string demangle(const char* sym) {
+  if (sym == nullptr) return {};
+  int status = 0;
+  char* d = abi::__cxa_demangle(sym, nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? std::string(d) : std::string(sym);
+  std::free(d);
+  return out;
+}
+
+struct Row {
+  uint64_t addr;
+  uint32_t file;  // index into files
+  uint32_t line;
+  bool end;       // end of sequence
+};
+
+}  // namespace
+
+SourceScope SourceScope::parse(std::string_view csv) {
+  SourceScope s;
+  size_t i = 0;
+  while (i <= csv.size()) {
+    const size_t j = std::min(csv.find(',', i), csv.size());
+    std::string_view item = csv.substr(i, j - i);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) s.patterns.emplace_back(item);
+    i = j + 1;
+  }
+  return s;
+}
+
+bool SourceScope::contains(std::string_view path) const {
+  if (path.empty() || path.front() == '<') return false;  // <built-in>, <artificial>
+  if (!patterns.empty()) {
+    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return wildcard_match(path, p); });
+  }
+  if (starts_with_dir(path, "/usr")) return false;
+  const std::string_view root = COACT_SOURCE_ROOT;
+  if (!root.empty()) {
+    for (const char* lib : {"/runtime", "/causal", "/calibrate"}) {
+      if (starts_with_dir(path, std::string(root) + lib)) return false;
+    }
+  }
+  return true;
+}
+
+struct Symbolizer::Impl {
+  Dwfl* dwfl = nullptr;
+  bool attached = false;
+  const RawSample* current = nullptr;  // the sample being unwound
+  Sample* out = nullptr;
+  Dwfl_Module* main = nullptr;
+  std::vector<std::string> files;
+  std::vector<bool> file_in_scope;
+  std::vector<Row> rows;
+  std::string root;  // common directory of in-scope files, with a trailing '/'
+  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<SourceLine>> lines;  // (file, line) -> line
+  char* debuginfo_path = nullptr;
+  Dwfl_Callbacks callbacks{};
+
+  ~Impl() {
+    if (dwfl != nullptr) dwfl_end(dwfl);
+  }
+};
+
+namespace {
+
+pid_t unwind_next_thread(Dwfl*, void*, void**) { return 0; }  // only dwfl_getthread_frames is used
+
+bool unwind_get_thread(Dwfl*, pid_t, void* dwfl_arg, void** thread_arg) {
+  *thread_arg = dwfl_arg;
+  return true;
+}
+
+bool unwind_memory_read(Dwfl*, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
+  const auto* raw = static_cast<Symbolizer::Impl*>(arg)->current;
+  const uint64_t sp = raw->regs[7];
+  if (addr < sp || addr + sizeof(Dwarf_Word) > sp + raw->stack_len) return false;
+  std::memcpy(result, raw->stack + (addr - sp), sizeof(Dwarf_Word));
+  return true;
+}
+
+bool unwind_set_initial_registers(Dwfl_Thread* thread, void* arg) {
+  const auto* raw = static_cast<Symbolizer::Impl*>(arg)->current;
+  Dwarf_Word regs[kSampleRegs];
+  for (uint32_t i = 0; i < kSampleRegs; ++i) regs[i] = raw->regs[i];
+  return dwfl_thread_state_registers(thread, 0, kSampleRegs, regs);
+}
+
+int unwind_frame(Dwfl_Frame* frame, void* arg) {
+  Sample& out = *static_cast<Symbolizer::Impl*>(arg)->out;
+  Dwarf_Addr pc = 0;
+  bool activation = false;
+  if (!dwfl_frame_pc(frame, &pc, &activation) || pc == 0) return DWARF_CB_ABORT;
+  if (out.depth == 0 || out.pc[out.depth - 1] != pc) out.pc[out.depth++] = pc;
+  return out.depth < kSampleFrames ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+const Dwfl_Thread_Callbacks kUnwindCallbacks = {unwind_next_thread, unwind_get_thread, unwind_memory_read,
+                                                unwind_set_initial_registers, nullptr, nullptr};
+
+}  // namespace
+
+Sample Symbolizer::unwind(const RawSample& raw) {
+  Impl& m = *impl_;
+  Sample out{};
+  out.region = raw.region;
+  out.overrun = raw.overrun;
+  out.tid = raw.tid;
+  out.pc[0] = raw.pc();
+  if (m.attached) {
+    m.current = &raw;
+    m.out = &out;
+    out.depth = 0;
+    (void)dwfl_getthread_frames(m.dwfl, raw.tid, unwind_frame, &m);
+    m.current = nullptr;
+    m.out = nullptr;
+  }
+  if (out.depth == 0) {
+    out.pc[0] = raw.pc();
+    out.depth = 1;
+  }
+  return out;
+}
+
+Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), scope_(std::move(scope)) {
+  Impl& m = *impl_;
+  m.callbacks.find_elf = dwfl_linux_proc_find_elf;
+  m.callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  m.callbacks.debuginfo_path = &m.debuginfo_path;
+  m.dwfl = dwfl_begin(&m.callbacks);
+  if (m.dwfl == nullptr) {
+    error_ = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
+    return;
+  }
+  if (dwfl_linux_proc_report(m.dwfl, getpid()) != 0 || dwfl_report_end(m.dwfl, nullptr, nullptr) != 0) {
+    error_ = std::string("dwfl_linux_proc_report: ") + dwfl_errmsg(-1);
+    return;
+  }
+  m.attached = dwfl_attach_state(m.dwfl, nullptr, getpid(), &kUnwindCallbacks, &m);
+  m.main = dwfl_addrmodule(m.dwfl, static_cast<Dwarf_Addr>(getauxval(AT_ENTRY)));
+  if (m.main == nullptr) {
+    error_ = "the main executable was not found among the process's modules";
+    return;
+  }
+  std::unordered_map<std::string, uint32_t> file_ids;
+  Dwarf_Die* cu = nullptr;
+  Dwarf_Addr bias = 0;
+  while ((cu = dwfl_module_nextcu(m.main, cu, &bias)) != nullptr) {
+    Dwarf_Lines* lines = nullptr;
+    size_t n = 0;
+    if (dwarf_getsrclines(cu, &lines, &n) != 0) continue;
+    for (size_t i = 0; i < n; ++i) {
+      Dwarf_Line* l = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr = 0;
+      int lineno = 0;
+      bool end = false;
+      if (l == nullptr || dwarf_lineaddr(l, &addr) != 0 || dwarf_lineno(l, &lineno) != 0 ||
+          dwarf_lineendsequence(l, &end) != 0) {
+        continue;
+      }
+      const char* src = dwarf_linesrc(l, nullptr, nullptr);
+      std::string path = src != nullptr ? std::filesystem::path(src).lexically_normal().string() : std::string("?");
+      auto [it, fresh] = file_ids.try_emplace(path, static_cast<uint32_t>(m.files.size()));
+      if (fresh) {
+        m.file_in_scope.push_back(scope_.contains(path));
+        m.files.push_back(std::move(path));
+      }
+      m.rows.push_back(Row{addr + bias, it->second, static_cast<uint32_t>(std::max(lineno, 0)), end});
+    }
+  }
+  if (m.rows.empty()) {
+    error_ = "no DWARF line table in the main executable (build with -g)";
+    return;
+  }
+  std::stable_sort(m.rows.begin(), m.rows.end(), [](const Row& a, const Row& b) {
+    return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
+  });
+  // In-scope address ranges, merged.
+  for (size_t i = 0; i + 1 < m.rows.size(); ++i) {
+    const Row& r = m.rows[i];
+    if (r.end || !m.file_in_scope[r.file] || m.rows[i + 1].addr <= r.addr) continue;
+    const AddressRange range{r.addr, m.rows[i + 1].addr};
+    if (!scope_ranges_.empty() && scope_ranges_.back().second >= range.first) {
+      scope_ranges_.back().second = std::max(scope_ranges_.back().second, range.second);
+    } else {
+      scope_ranges_.push_back(range);
+    }
+  }
+  // Common directory of the in-scope files, for display names.
+  bool first = true;
+  for (size_t f = 0; f < m.files.size(); ++f) {
+    if (!m.file_in_scope[f]) continue;
+    const std::string& p = m.files[f];
+    const std::string dir = p.substr(0, p.rfind('/') + 1);
+    if (first) {
+      m.root = dir;
+      first = false;
+    } else {
+      size_t k = 0;
+      while (k < m.root.size() && k < dir.size() && m.root[k] == dir[k]) ++k;
+      m.root = m.root.substr(0, m.root.rfind('/', k == 0 ? 0 : k - 1) + 1);
+    }
+  }
+}
+
+Symbolizer::~Symbolizer() = default;
+
+size_t Symbolizer::rows() const noexcept { return impl_->rows.size(); }
+
+const SourceLine* Symbolizer::line_of(uint64_t pc, bool return_address) {
+  const uint64_t key = return_address ? (pc | (uint64_t{1} << 63)) : pc;
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  Impl& m = *impl_;
+  const uint64_t addr = return_address && pc > 0 ? pc - 1 : pc;
+  const SourceLine* result = nullptr;
+  auto it = std::upper_bound(m.rows.begin(), m.rows.end(), addr, [](uint64_t a, const Row& r) { return a < r.addr; });
+  if (it != m.rows.begin()) {
+    const Row& r = *std::prev(it);
+    if (!r.end && it != m.rows.end()) {
+      auto& slot = m.lines[{r.file, r.line}];
+      if (!slot) {
+        slot = std::make_unique<SourceLine>();
+        slot->file = m.files[r.file];
+        slot->line = r.line;
+        slot->in_scope = m.file_in_scope[r.file];
+        const std::string& f = slot->file;
+        const std::string shown = !m.root.empty() && f.compare(0, m.root.size(), m.root) == 0 ? f.substr(m.root.size()) : f;
+        slot->name = shown + ":" + std::to_string(r.line);
+        slot->function = demangle(dwfl_module_addrname(m.main, addr));
+      }
+      result = slot.get();
+    }
+  }
+  cache_.emplace(key, result);
+  return result;
+}
+
+const SourceLine* Symbolizer::attribute(const Sample& s) {
+  for (uint32_t i = 0; i < s.depth && i < kSampleFrames; ++i) {
+    const SourceLine* l = line_of(s.pc[i], i > 0);
+    if (l != nullptr && l->in_scope) return l;
+  }
+  return nullptr;
+}
+
+std::vector<AddressRange> Symbolizer::ranges_of(const SourceLine& line) const {
+  const Impl& m = *impl_;
+  std::vector<AddressRange> out;
+  for (size_t i = 0; i + 1 < m.rows.size(); ++i) {
+    const Row& r = m.rows[i];
+    if (r.end || r.line != line.line || m.files[r.file] != line.file || m.rows[i + 1].addr <= r.addr) continue;
+    const AddressRange range{r.addr, m.rows[i + 1].addr};
+    if (!out.empty() && out.back().second >= range.first) {
+      out.back().second = std::max(out.back().second, range.second);
+    } else {
+      out.push_back(range);
+    }
+  }
+  return out;
+}
+
+}  // namespace coact::causal
