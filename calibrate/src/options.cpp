@@ -96,6 +96,13 @@ constexpr std::array kKeys{
         "JSON-lines path (appended); unset: the .coz path with .jsonl; empty: none"sv},
     Key{"COACT_CAUSAL_SEED"sv, "causal"sv, "seed"sv, Type::integer, ""sv, 0, kMaxSeed, false, "0"sv, ""sv,
         "seed of the region and speedup draws; 0: from the clock"sv},
+    Key{"COACT_CAUSAL_SAMPLING"sv, "causal"sv, "sampling"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
+        "sample CPU time on every worker so source lines become regions (file:line, Handler @ file:line)"sv},
+    Key{"COACT_CAUSAL_SAMPLE_PERIOD_US"sv, "causal"sv, "sample_period_us"sv, Type::integer, "us"sv, 10, 1'000'000,
+        false, "1000"sv, ""sv, "CPU time between samples (Coz: 1 ms)"sv},
+    Key{"COACT_CAUSAL_SOURCE_SCOPE"sv, "causal"sv, "source_scope"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
+        "source files whose lines can be regions: Coz patterns ('%' = any characters) on full paths; empty: the "
+        "program's own sources"sv},
     // scheduler: the runtime's pool (seed 000 defaults).
     Key{"COACT_WORKERS"sv, "scheduler"sv, "workers"sv, Type::integer, ""sv, 0, 1024, false, "0"sv, ""sv,
         "pool worker threads; 0: the CPUs this process may run on"sv},

@@ -94,6 +94,7 @@
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
+#include <coact/causal/line_region.hpp>
 #include <coact/causal/profile_writer.hpp>
 #include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
@@ -121,6 +122,9 @@ constexpr std::string_view kOutput = "COACT_CAUSAL_OUTPUT";
 constexpr std::string_view kJsonOutput = "COACT_CAUSAL_JSON_OUTPUT";
 constexpr std::string_view kSeed = "COACT_CAUSAL_SEED";
 constexpr std::string_view kRegionWeight = "COACT_CAUSAL_REGION_WEIGHT";
+constexpr std::string_view kSampling = "COACT_CAUSAL_SAMPLING";
+constexpr std::string_view kSamplePeriodUs = "COACT_CAUSAL_SAMPLE_PERIOD_US";
+constexpr std::string_view kSourceScope = "COACT_CAUSAL_SOURCE_SCOPE";
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
   throw options::option_error(fmt::format("{}='{}': expected {}", key, value, accepted));
@@ -170,6 +174,9 @@ std::optional<Options> options_from(const options::Values& v) {
   o.min_delta = *v.integer(kMinDelta);
   o.seed = *v.integer(kSeed);
   o.time_weighted = v.text(kRegionWeight) == "time";
+  o.sampling = v.boolean(kSampling);
+  o.sample_period = std::chrono::microseconds(*v.integer(kSamplePeriodUs));
+  o.source_scope = v.list(kSourceScope);
   o.output = v.text(kOutput);
   o.json_output = v.is_set(kJsonOutput) ? v.text(kJsonOutput)
                   : o.output.empty()    ? std::string()
@@ -206,6 +213,9 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   if (o.min_delta != d.min_delta) add(kMinDelta, std::to_string(o.min_delta));
   if (o.seed != d.seed) add(kSeed, std::to_string(o.seed));
   if (o.time_weighted != d.time_weighted) add(kRegionWeight, o.time_weighted ? "time" : "uniform");
+  if (o.sampling != d.sampling) add(kSampling, o.sampling ? "1" : "0");
+  if (o.sample_period != d.sample_period) add(kSamplePeriodUs, std::to_string(o.sample_period.count()));
+  if (!o.source_scope.empty()) add(kSourceScope, join(o.source_scope, ","));
   add(kOutput, o.output);  // always: the tool must know where to look
   add(kJsonOutput, o.json_output);
   return env;
@@ -215,11 +225,13 @@ std::string options_json(const Options& o) {
   return fmt::format(
       "{{\"progress\":{},\"progress_handlers\":{},\"region_filter\":{},\"fixed_region\":{},\"fixed_speedup\":{},"
       "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
-      "\"min_delta\":{},\"region_weight\":\"{}\",\"output\":{},\"json_output\":{}}}",
+      "\"min_delta\":{},\"region_weight\":\"{}\",\"sampling\":{},\"sample_period_us\":{},\"source_scope\":{},"
+      "\"output\":{},\"json_output\":{}}}",
       json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
       json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
       o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
-      o.min_delta, o.time_weighted ? "time" : "uniform", json_quote(o.output), json_quote(o.json_output));
+      o.min_delta, o.time_weighted ? "time" : "uniform", o.sampling ? "true" : "false", o.sample_period.count(),
+      json_array(o.source_scope), json_quote(o.output), json_quote(o.json_output));
 }
 
 // ---- the sweep ----------------------------------------------------------------
@@ -281,6 +293,16 @@ class Sweep {
     // Step 1.
     set_completion_handlers(o_.progress_handlers);
     g_sweep_active.store(true, std::memory_order_relaxed);
+    if (o_.sampling) {
+      try {
+        SourceScope scope;
+        scope.patterns = o_.source_scope;
+        sampling_ = start_line_sampling(LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10)});
+        if (!sampling_) std::fprintf(stderr, "coact causal: sampling did not start (already running, or a fork() child)\n");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "coact causal: sampling did not start: %s\n", e.what());
+      }
+    }
     for (const auto& r : region_snapshot()) last_[r.id] = {r.visits, r.cycles};
     for (ProgressPoint* p : progress_points()) start_counts_[p] = p->visits() + p->departures();
     std::string reason = "stopped";
@@ -502,6 +524,21 @@ class Sweep {
     w_->json_line(fmt::format("{{\"type\":\"names\",\"regions\":[{}],\"progress\":[{}]}}", regions, points));
   }
 
+  void write_sampler_record() {
+    const LineSamplingStats ls = line_sampling_stats();
+    const SamplerStats ss = sampler_stats();
+    std::string unsampled;
+    for (const auto& u : ss.unsampled) {
+      unsampled += fmt::format("{}{{\"tid\":{},\"name\":{}}}", unsampled.empty() ? "" : ",", u.tid, json_quote(u.name));
+    }
+    w_->json_line(fmt::format(
+        "{{\"type\":\"sampler\",\"period_ns\":{},\"samples\":{},\"periods\":{},\"attributed\":{},\"dropped\":{},"
+        "\"delayed\":{},\"line_regions\":{},\"threads_sampled\":{},\"threads_exited\":{},\"unsampled_threads\":[{}],"
+        "\"symbolizer_error\":{}}}",
+        ss.period_ns, ls.samples, ls.periods, ls.attributed, ss.dropped, ls.delayed, ls.line_regions,
+        ss.threads_registered, ss.threads_exited, unsampled, json_quote(ls.symbolizer_error)));
+  }
+
   void error(const std::string& what, const std::string& message, const std::vector<std::string>& names) {
     std::fprintf(stderr, "coact causal: %s\n", message.c_str());
     summary_.errors.push_back(message);
@@ -512,6 +549,10 @@ class Sweep {
   // Step 11.
   void finish(const std::string& reason) {
     end_experiment();
+    if (sampling_) {
+      stop_line_sampling();
+      write_sampler_record();
+    }
     g_sweep_active.store(false, std::memory_order_relaxed);
     set_completion_handlers({});
     const auto runtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t_start_).count();
@@ -569,6 +610,7 @@ class Sweep {
   std::unique_ptr<ProfileWriter> w_;
   const uint64_t hz_;
   std::mt19937_64 rng_;
+  bool sampling_ = false;  // line sampling started by this sweep
   steady::time_point t_start_{};
   std::chrono::milliseconds window_{};
   std::chrono::milliseconds max_window_{};

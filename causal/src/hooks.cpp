@@ -7,6 +7,7 @@
 
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/region.hpp>
+#include <coact/causal/sampler.hpp>
 
 #include <pthread.h>
 
@@ -103,6 +104,9 @@ void pay_point_slow() noexcept {
   // overshooting thread's "excess delay" instead; here it would be lost at
   // once, since a worker that paid is usually credited on its next resume.
   try {
+    // Delay injected for this thread's own samples of a selected line
+    // (line_region.cpp) is not owed by it.
+    if (const uint64_t own = take_sample_credit(); own != 0) credit_local(own);
     (void)materialize_live();
     uint64_t g = global_delay_cycles();
     const uint64_t l0 = local_delay_cycles();

@@ -142,6 +142,7 @@ struct Registry {
   uint32_t next_id = 1;  // guarded by mu
   std::unordered_map<HandlerKey, uint32_t, HandlerKeyHash> handlers;  // guarded by mu
   std::unordered_map<std::string, uint32_t> scopes;                  // guarded by mu
+  std::unordered_map<std::string, uint32_t> lines;                   // guarded by mu
   std::vector<std::string> completion_filter;                        // guarded by mu
   bool warned_full = false;                                          // guarded by mu
 };
@@ -508,7 +509,14 @@ std::pair<uint64_t, uint64_t> region_total(const Region& reg) noexcept {
 
 }  // namespace
 
-std::string_view to_string(RegionKind kind) noexcept { return kind == RegionKind::handler ? "handler" : "scope"; }
+std::string_view to_string(RegionKind kind) noexcept {
+  switch (kind) {
+    case RegionKind::handler: return "handler";
+    case RegionKind::line: return "line";
+    case RegionKind::scope: break;
+  }
+  return "scope";
+}
 
 uint32_t handler_region(const void* actor_type, uint32_t kind) noexcept {
   try {
@@ -538,6 +546,20 @@ uint32_t scope_region(std::string_view name) noexcept {
     if (auto it = r.scopes.find(key); it != r.scopes.end()) return it->second;
     const uint32_t id = add_region_locked(r, RegionKind::scope, key);
     r.scopes.emplace(std::move(key), id);
+    return id;
+  } catch (...) {
+    return kNoRegion;
+  }
+}
+
+uint32_t line_region(std::string_view name) noexcept {
+  try {
+    Registry& r = registry();
+    std::lock_guard lk(r.mu);
+    std::string key(name);
+    if (auto it = r.lines.find(key); it != r.lines.end()) return it->second;
+    const uint32_t id = add_region_locked(r, RegionKind::line, key);
+    r.lines.emplace(std::move(key), id);
     return id;
   } catch (...) {
     return kNoRegion;
@@ -615,7 +637,13 @@ void begin_experiment(uint32_t region, uint32_t speedup_pct) noexcept {
                     std::memory_order_release);
 }
 
+namespace {
+// See detail::set_end_experiment_hook. Written at sweep set-up, read by end_experiment.
+std::atomic<void (*)() noexcept> g_end_experiment_hook{nullptr};
+}  // namespace
+
 void end_experiment() noexcept {
+  if (auto hook = g_end_experiment_hook.load(std::memory_order_acquire)) hook();
   // Publish what the selected region ran up to now (step 5): its owners'
   // segments may end after the selection is cleared, and would add nothing.
   (void)detail::materialize_live();
@@ -859,6 +887,18 @@ void settle_running_segment() noexcept {
   close_segment(t, top.region, top.weight != 0 ? top.seg_start : 0, sel, now);
   if (top.weight != 0) top.seg_start = tsc(now);
   open_segment(t, top.region, sel, now);
+}
+
+void add_region_counts(uint32_t id, uint64_t visits, uint64_t cycles) noexcept {
+  if (id == kNoRegion || id >= kMaxRegions) return;
+  if (Region* r = g_table[id].load(std::memory_order_acquire)) {
+    r->visits.fetch_add(visits, std::memory_order_relaxed);
+    r->cycles.fetch_add(cycles, std::memory_order_relaxed);
+  }
+}
+
+void set_end_experiment_hook(void (*hook)() noexcept) noexcept {
+  g_end_experiment_hook.store(hook, std::memory_order_release);
 }
 
 uint32_t sampled_region() noexcept {

@@ -60,6 +60,7 @@ struct Ring {
   std::atomic<uint64_t> head{0};
   std::atomic<uint64_t> tail{0};
   std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> credit{0};  // drain_samples_with_credit adds, the thread takes
   RawSample buf[kSampleRing];
 };
 
@@ -125,6 +126,7 @@ void on_sigprof(int, siginfo_t* info, void* ucontext) {
       s.region = detail::sampled_region();
       s.overrun = info != nullptr && info->si_overrun > 0 ? static_cast<uint32_t>(info->si_overrun) : 0;
       s.tid = r->tid;
+      s.epoch = current_selection().epoch;
       if (detail::SampleHook hook = g_hook.load(std::memory_order_acquire)) hook(s);
       r->head.store(h + 1, std::memory_order_release);
     }
@@ -261,6 +263,13 @@ void unregister_sampled_thread() noexcept {
 }
 
 uint64_t drain_samples(const std::function<void(const RawSample&)>& fn) {
+  return drain_samples_with_credit([&](const RawSample& s) -> uint64_t {
+    fn(s);
+    return 0;
+  });
+}
+
+uint64_t drain_samples_with_credit(const std::function<uint64_t(const RawSample&)>& fn) {
   std::lock_guard lk(g_mu);
   if (g_rings == nullptr) return 0;
   uint64_t n = 0;
@@ -268,8 +277,10 @@ uint64_t drain_samples(const std::function<void(const RawSample&)>& fn) {
   for (Ring* r : rs) {
     const uint64_t h = r->head.load(std::memory_order_acquire);
     uint64_t t = r->tail.load(std::memory_order_relaxed);
-    for (; t < h; ++t, ++n) fn(r->buf[t % kSampleRing]);
+    uint64_t credit = 0;
+    for (; t < h; ++t, ++n) credit += fn(r->buf[t % kSampleRing]);
     r->tail.store(t, std::memory_order_release);
+    if (credit != 0 && !r->exited) r->credit.fetch_add(credit, std::memory_order_relaxed);
   }
   // Free the drained rings of exited threads (no handler can run for them).
   std::erase_if(rs, [](Ring* r) {
@@ -323,6 +334,11 @@ SamplerStats sampler_stats() {
 namespace detail {
 bool in_sample_handler() noexcept { return t_in_handler; }
 void set_sample_hook(SampleHook hook) noexcept { g_hook.store(hook, std::memory_order_release); }
+uint64_t take_sample_credit() noexcept {
+  Ring* r = t_ring;
+  if (r == nullptr || r->credit.load(std::memory_order_relaxed) == 0) return 0;
+  return r->credit.exchange(0, std::memory_order_relaxed);
+}
 }  // namespace detail
 
 }  // namespace coact::causal

@@ -76,6 +76,17 @@ struct Options {
   std::string json_output = "profile.jsonl";
   /// COACT_CAUSAL_SEED: seed of the region and speedup draws; 0: from the clock.
   uint64_t seed = 0;
+  /// COACT_CAUSAL_SAMPLING: 1 samples every runtime worker and registered
+  /// thread on its CPU clock during the sweep, so sampled source lines
+  /// become regions (line_region.hpp); 0 (default): handler and scope
+  /// regions only.
+  bool sampling = false;
+  /// COACT_CAUSAL_SAMPLE_PERIOD_US: CPU time between samples (Coz: 1000). 10..1'000'000.
+  std::chrono::microseconds sample_period{1000};
+  /// COACT_CAUSAL_SOURCE_SCOPE (comma-separated Coz patterns, '%' = any
+  /// characters, matched against full source paths): which lines can be
+  /// regions; empty (default): the program's own sources (symbolizer.hpp).
+  std::vector<std::string> source_scope;
 };
 
 /// The JSON path used when COACT_CAUSAL_JSON_OUTPUT is unset: `coz_path` with a

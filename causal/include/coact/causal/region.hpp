@@ -65,9 +65,14 @@ inline constexpr uint32_t kMaxRegions = 4096;
 /// Deepest nesting tracked per thread; deeper enters are ignored (not counted).
 inline constexpr uint32_t kMaxRegionDepth = 64;
 
-enum class RegionKind : uint8_t { handler, scope };
+/// handler: an actor's handler for one message kind; scope: COACT_SCOPE;
+/// line: a sampled source line ("path.cpp:41"), or a line qualified by the
+/// handler that was running ("Type::on(Msg) @ path.cpp:41"); line regions'
+/// visits are CPU-time samples and their cycles the sampled CPU time
+/// (line_region.hpp).
+enum class RegionKind : uint8_t { handler, scope, line };
 
-/// "handler" / "scope".
+/// "handler" / "scope" / "line".
 std::string_view to_string(RegionKind kind) noexcept;
 
 /// A copy of one region's state (see region_snapshot()).
@@ -91,6 +96,11 @@ uint32_t handler_region(const void* actor_type, uint32_t kind) noexcept;
 /// it on first use. Any thread; takes the registration mutex.
 /// Returns kNoRegion if the table is full or allocation failed.
 uint32_t scope_region(std::string_view name) noexcept;
+
+/// The line region called `name` (one per distinct name), registering it on
+/// first use. Any thread; takes the registration mutex. Returns kNoRegion if
+/// the table is full or allocation failed. line_region.cpp.
+uint32_t line_region(std::string_view name) noexcept;
 
 /// Name of a region ("" for kNoRegion or an unknown id). Any thread; no lock.
 const std::string& region_name(uint32_t id) noexcept;
@@ -160,6 +170,12 @@ void exit_handler(const void* actor_type, uint32_t kind) noexcept;
 /// Async-signal-safe (reads the thread's own stack; a sample that interrupts
 /// a push or pop may see the region before or after it). sampler.cpp.
 uint32_t sampled_region() noexcept;
+/// Adds `visits` and `cycles` to region `id`'s counters (sampled line
+/// regions: samples and sampled CPU time). Any thread; relaxed adds.
+void add_region_counts(uint32_t id, uint64_t visits, uint64_t cycles) noexcept;
+/// A function end_experiment calls first, before it publishes and clears
+/// the selection (line regions flush their undrained samples). Null: none.
+void set_end_experiment_hook(void (*hook)() noexcept) noexcept;
 /// Live accrual (region.cpp, file comment step 5): publishes into G
 /// (add_global_delay) the part of the selected region that has run so far on
 /// *other* threads, and returns the delay added (cycles). Called by every pay

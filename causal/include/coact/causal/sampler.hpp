@@ -61,6 +61,7 @@ struct RawSample {
   uint32_t region;             ///< Region running on the thread (kNoRegion if none or no sweep).
   uint32_t overrun;            ///< Timer expirations merged into this signal (si_overrun).
   int32_t tid;                 ///< Thread id (gettid).
+  uint32_t epoch;              ///< Experiment epoch (region.hpp current_selection) when taken.
   alignas(8) unsigned char stack[kSampleStack];
   uint64_t pc() const noexcept { return regs[16]; }
 };
@@ -130,6 +131,12 @@ void unregister_sampled_thread() noexcept;
 /// Returns the number handed. Any thread.
 uint64_t drain_samples(const std::function<void(const RawSample&)>& fn);
 
+/// As drain_samples; the value `fn` returns for a sample is added to the
+/// sampling thread's credit (cycles it must not owe: delay injected on its
+/// behalf for its own sample), which that thread takes with
+/// detail::take_sample_credit at its next pay point.
+uint64_t drain_samples_with_credit(const std::function<uint64_t(const RawSample&)>& fn);
+
 /// Counters and the list of live threads that are not sampled. Any thread.
 SamplerStats sampler_stats();
 
@@ -141,6 +148,9 @@ bool in_sample_handler() noexcept;
 /// (line regions install one). Must be async-signal-safe. Null: none.
 using SampleHook = void (*)(const RawSample&) noexcept;
 void set_sample_hook(SampleHook hook) noexcept;
+/// Takes (and zeroes) the calling thread's credit from drain_samples_with_credit.
+/// Called by the pay-point hook before it reads the thread's debt. Any thread.
+uint64_t take_sample_credit() noexcept;
 }  // namespace detail
 
 }  // namespace coact::causal

@@ -1,0 +1,74 @@
+// coact/causal/line_region.hpp: sampled-line regions — CPU-time samples
+// attributed to source lines, and virtual speedup of a selected line by
+// Coz's per-sample rule (DESIGN.md "Regions"; Coz, Curtsinger & Berger,
+// SOSP 2015, §3.2: "each sample in the selected line inserts a delay of
+// period x speedup into the other threads").
+//
+// What: while line sampling runs (start_line_sampling, called by the
+// controller when Options::sampling is on), a drainer thread wakes every
+// drain interval, takes every thread's raw samples (sampler.hpp), unwinds
+// and symbolizes them (symbolizer.hpp) and attributes each to its first
+// in-scope frame's line L. Each sample counts (1 + timer overrun) periods of
+// CPU time for two line regions (region.hpp, RegionKind::line):
+//   * "path.cpp:41"             — the line, whoever called it;
+//   * "H @ path.cpp:41"         — the line while region H (the innermost
+//     handler on the sampled thread, else its innermost COACT_SCOPE) ran,
+//     so a shared function gets one curve per calling handler.
+// visits += periods, cycles += periods x period: the controller draws lines
+// by their sampled time as it draws handlers by their running time.
+//
+// Virtual speedup: when the selected region is one of a sample's two line
+// regions, and the sample was taken in the running experiment (same
+// epoch), the drainer adds x = periods x period x s to G (add_global_delay)
+// and credits x to the sampled thread (sampler's per-thread credit, taken at
+// its next pay point): every other thread owes x, the sampled thread does
+// not — the delay ledger, pay points and credits then work as for handler
+// regions. end_experiment first drains (the end-experiment hook), so an
+// experiment's last samples are counted in it.
+//
+// Threads: start / stop / drain_line_samples / stats from any thread; one
+// internal mutex serialises draining (the drainer thread and the
+// end-experiment hook). Blocking: start reads the executable's debug
+// information (milliseconds to a second); stop joins the drainer.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <coact/causal/sampler.hpp>
+#include <coact/causal/symbolizer.hpp>
+
+namespace coact::causal {
+
+struct LineSamplingOptions {
+  std::chrono::nanoseconds period{std::chrono::milliseconds(1)};  ///< CPU time per sample (Coz: 1 ms).
+  SourceScope scope;                                              ///< Lines that can be regions.
+  std::chrono::milliseconds drain_interval{10};                   ///< Drainer wake-up period.
+};
+
+struct LineSamplingStats {
+  uint64_t samples = 0;        ///< Raw samples drained.
+  uint64_t periods = 0;        ///< Periods they stand for (1 + overrun each).
+  uint64_t attributed = 0;     ///< Samples with an in-scope frame.
+  uint64_t delayed = 0;        ///< Samples of a selected line that injected delay.
+  uint64_t delay_cycles = 0;   ///< Delay they injected (cycles).
+  size_t line_regions = 0;     ///< Line regions registered (overall and qualified).
+  std::string symbolizer_error;  ///< Why no line could be named ("" if fine).
+};
+
+/// Starts sampling (sampler.hpp start_sampling) and the drainer. Precondition:
+/// calibrate::tsc_hz() was called. Returns false if sampling could not start
+/// (already running, or a fork() child). Errors: as start_sampling.
+bool start_line_sampling(const LineSamplingOptions& options);
+
+/// Stops the drainer (after a last drain) and sampling. Idempotent. Any thread.
+void stop_line_sampling() noexcept;
+
+/// Drains and attributes now (tests; the end-experiment hook). Any thread.
+void drain_line_samples() noexcept;
+
+/// Counters since the process started. Any thread.
+LineSamplingStats line_sampling_stats();
+
+}  // namespace coact::causal

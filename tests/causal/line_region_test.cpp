@@ -1,0 +1,156 @@
+// Sampled-line regions: samples become line regions (overall and qualified by
+// the running region) in proportion to CPU time, and a selected line injects
+// Coz's per-sample delay, credited back to the sampled thread.
+#include <time.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <coact/calibrate/tsc.hpp>
+#include <coact/causal/delay_ledger.hpp>
+#include <coact/causal/line_region.hpp>
+#include <coact/causal/region.hpp>
+
+#include "support/watchdog.hpp"
+
+namespace ca = coact::causal;
+using namespace std::chrono_literals;
+
+namespace line_test {
+
+std::atomic<uint64_t> g_sink{0};
+
+uint64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// The shared callee: ~`cpu` of CPU time, all of it on one source line.
+__attribute__((noinline)) void work(std::chrono::nanoseconds cpu) {
+  const uint64_t end = thread_cpu_ns() + static_cast<uint64_t>(cpu.count());
+  uint64_t x = 1;
+  while (thread_cpu_ns() < end) for (int i = 0; i < 50000; ++i) x = x * 6364136223846793005ull + 1;  // WORK_LINE
+  g_sink.fetch_add(x, std::memory_order_relaxed);
+}
+
+void caller_a(std::chrono::nanoseconds cpu) {
+  COACT_SCOPE("line-test/A");
+  work(cpu);
+}
+void caller_b(std::chrono::nanoseconds cpu) {
+  COACT_SCOPE("line-test/B");
+  work(cpu);
+}
+
+// Line regions whose name contains `part`, by name.
+std::map<std::string, ca::RegionStats> lines_with(const std::string& part) {
+  std::map<std::string, ca::RegionStats> out;
+  for (auto& r : ca::region_snapshot()) {
+    if (r.kind == ca::RegionKind::line && r.name.find(part) != std::string::npos) out[r.name] = r;
+  }
+  return out;
+}
+
+}  // namespace line_test
+
+TEST_CASE("line regions: samples of a shared callee split by caller", "[causal][line]") {
+  std::lock_guard ledger(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "line regions by caller");
+  (void)coact::calibrate::tsc_hz();
+  ca::g_sweep_active.store(true);
+  REQUIRE(ca::start_line_sampling(ca::LineSamplingOptions{1ms, {}, 5ms}));
+  std::thread t([] {
+    ca::register_sampled_thread();
+    for (int i = 0; i < 20; ++i) {
+      line_test::caller_a(10ms);
+      line_test::caller_b(5ms);
+    }
+  });
+  t.join();
+  ca::stop_line_sampling();
+  ca::g_sweep_active.store(false);
+  const auto stats = ca::line_sampling_stats();
+  INFO("samples " << stats.samples << " periods " << stats.periods << " attributed " << stats.attributed
+                  << " symbolizer: " << stats.symbolizer_error);
+  REQUIRE(stats.attributed > 0);
+  const auto lines = line_test::lines_with("line_region_test.cpp:");
+  std::string overall, at_a, at_b;
+  for (const auto& [name, r] : lines) {
+    INFO(name << " visits " << r.visits);
+    if (r.visits < 20) continue;
+    if (name.starts_with("line-test/A @ ")) at_a = name;
+    else if (name.starts_with("line-test/B @ ")) at_b = name;
+    else if (name.find(" @ ") == std::string::npos) overall = name;
+  }
+  REQUIRE(!overall.empty());
+  REQUIRE(!at_a.empty());
+  REQUIRE(!at_b.empty());
+  CHECK(at_a.ends_with(overall));
+  CHECK(at_b.ends_with(overall));
+  const double a = static_cast<double>(lines.at(at_a).visits);
+  const double b = static_cast<double>(lines.at(at_b).visits);
+  const double all = static_cast<double>(lines.at(overall).visits);
+  INFO("A " << a << " B " << b << " overall " << all);
+  CHECK(a / b == Approx(2.0).epsilon(0.3));        // 200 ms vs 100 ms of CPU
+  CHECK(all == Approx(a + b).epsilon(0.05));        // the same samples, both callers
+  CHECK(all >= 200);                                // ~300 periods of 1 ms
+  CHECK(lines.at(overall).cycles == lines.at(overall).visits * coact::calibrate::duration_to_cycles(1ms));
+}
+
+TEST_CASE("line regions: a selected line injects period x s per sample, not owed by its thread", "[causal][line]") {
+  std::lock_guard ledger(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "line region delay");
+  (void)coact::calibrate::tsc_hz();
+  ca::register_thread();
+  ca::g_sweep_active.store(true);
+  REQUIRE(ca::start_line_sampling(ca::LineSamplingOptions{1ms, {}, 5ms}));
+  // Warm-up: find the overall line region of work()'s loop.
+  std::thread warm([] {
+    ca::register_sampled_thread();
+    line_test::work(60ms);
+  });
+  warm.join();
+  ca::drain_line_samples();
+  uint32_t line = ca::kNoRegion;
+  uint64_t best = 0;
+  for (const auto& [name, r] : line_test::lines_with("line_region_test.cpp:")) {
+    if (name.find(" @ ") == std::string::npos && r.visits > best) {
+      best = r.visits;
+      line = r.id;
+    }
+  }
+  REQUIRE(line != ca::kNoRegion);
+
+  std::atomic<bool> done{false}, credited{false};
+  std::atomic<uint64_t> credit{0};
+  const uint64_t g0 = ca::global_delay_cycles();
+  const uint64_t v0 = ca::region_stats(line).visits;
+  ca::begin_experiment(line, 50);
+  std::thread t([&] {
+    ca::register_thread();
+    ca::register_sampled_thread();
+    line_test::work(100ms);
+    done = true;
+    while (!credited.load()) std::this_thread::sleep_for(1ms);
+    credit = ca::detail::take_sample_credit();
+  });
+  while (!done.load()) std::this_thread::sleep_for(1ms);
+  ca::end_experiment();  // drains first: the experiment's last samples count
+  credited = true;
+  t.join();
+  ca::stop_line_sampling();
+  ca::g_sweep_active.store(false);
+  const uint64_t added = ca::global_delay_cycles() - g0;
+  const uint64_t periods = ca::region_stats(line).visits - v0;  // sampled on the line during the experiment
+  const uint64_t period_cycles = coact::calibrate::duration_to_cycles(1ms);
+  INFO("delay added " << added << " cycles over " << periods << " periods on the line; credit " << credit.load());
+  CHECK(periods >= 70);   // ~100 ms of CPU, nearly all on the loop's line
+  CHECK(periods <= 130);
+  CHECK(static_cast<double>(added) == Approx(static_cast<double>(periods * period_cycles) * 0.5).epsilon(0.001));  // Coz: period x s per sample
+  CHECK(credit.load() == added);  // the sampled thread does not owe its own line's delay
+}
