@@ -22,7 +22,7 @@ _EXPORTS = {
                 "Throughput", "TrialsError", "load_profiles", "parse_profile"),
     "estimate": ("PREDICT_AT", "SORT_KEYS", "Curve", "Measurement", "RegionResult",
                  "analyze", "predictions"),
-    "ranking": ("format_ranking", "ranking_json", "ranking_rows"),
+    "ranking": ("format_ranking", "group_by_handler", "ranking_json", "ranking_rows", "region_group"),
     "plot_curves": ("plot_profile",),
     "perfstats": ("MetricComparison", "Trial", "compare_trials", "comparison_json",
                   "format_comparison", "load_trials"),

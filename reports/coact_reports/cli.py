@@ -20,7 +20,7 @@ from .plot_perf import plot_compare
 from .plot_curves import plot_profile
 from .plotting import _check_output
 from .profile import load_profiles
-from .ranking import format_ranking, ranking_json
+from .ranking import format_ranking, group_by_handler, ranking_json
 from .util import guarded
 
 
@@ -87,7 +87,7 @@ def _run_profile(a) -> int:
     profile = load_profiles(a.profiles)
     results = analyze(profile, a.points, a.min_points, a.degree, a.sort,
                       a.bootstrap, a.seed)
-    shown = results[:a.top] if a.top else results
+    shown = group_by_handler(results[:a.top] if a.top else results)
     if a.json:
         sys.stdout.write(ranking_json(shown, profile, a.sort) + "\n")
     else:

@@ -10,15 +10,55 @@ from .estimate import PREDICT_AT, RegionResult
 from .profile import Profile
 from .util import clean as _clean, pct as _pct
 
+LINE_QUALIFIER = " @ "
+
+
+def region_group(region: str) -> str:
+    """The handler (or scope) a sampled-line region is qualified by:
+    "Compressor::on(NewChunk) @ zstd_wrap.cpp:41" -> "Compressor::on(NewChunk)";
+    any other region is its own group."""
+    i = region.rfind(LINE_QUALIFIER)
+    return region[:i] if i > 0 else region
+
+
+def group_by_handler(results: Sequence[RegionResult]) -> List[RegionResult]:
+    """Rank order, except that each line region qualified by a handler
+    ("H @ file:line") follows H right away (in its own rank order among H's
+    lines); qualified lines whose handler is not in `results` keep their
+    place, grouped under the first of them."""
+    tops = [r for r in results if region_group(r.region) == r.region]
+    top_names = {r.region for r in tops}
+    children = {}
+    order = []
+    for r in results:
+        g = region_group(r.region)
+        if g == r.region:
+            order.append(r.region)
+            continue
+        if g not in top_names and g not in children:
+            order.append(g)
+        children.setdefault(g, []).append(r)
+    by_name = {r.region: r for r in tops}
+    out = []
+    for name in order:
+        if name in by_name:
+            out.append(by_name[name])
+        out.extend(children.get(name, []))
+    return out
+
+
 def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
-    """One dict per (region, progress point), in rank order. Speedups are
-    fractions (0.125 = 12.5%)."""
+    """One dict per (region, progress point), in the given order, with its
+    rank by the analysis's sort among `results` and its group (the handler a
+    "H @ file:line" line region belongs to, else the region itself). Speedups
+    are fractions (0.125 = 12.5%)."""
     rows = []
     for rank, r in enumerate(results, start=1):
         for c in r.curves:
             rows.append({
                 "rank": rank,
                 "region": c.region,
+                "group": region_group(c.region),
                 "point": c.point,
                 "kind": c.kind,
                 "experiments": c.experiments,
@@ -61,7 +101,10 @@ def format_ranking(results: Sequence[RegionResult]) -> str:
             preds.append(_pct(v if v is not None else math.nan) +
                          ("*" if p["extrapolated"] else ""))
         point = row["point"] + (" (latency)" if row["kind"] == "latency" else "")
-        table.append([str(row["rank"]), row["region"], point, str(row["experiments"]),
+        shown = row["region"]
+        if row["group"] != row["region"]:
+            shown = "  @ " + row["region"][len(row["group"]) + len(LINE_QUALIFIER):]
+        table.append([str(row["rank"]), shown, point, str(row["experiments"]),
                       str(row["points"]),
                       "n/a" if row["slope"] is None else f"{row['slope']:+.3f}", ci_s]
                      + preds)

@@ -623,3 +623,25 @@ class CliTest(TempDirCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LineGroupingTest(unittest.TestCase):
+    """Sampled-line regions qualified by a handler ("H @ file:line") are
+    listed right after H; unqualified lines and other regions keep rank order."""
+
+    def test_group_by_handler(self):
+        from coact_reports.estimate import RegionResult
+        from coact_reports.ranking import group_by_handler, region_group
+        names = ["zstd_wrap.cpp:41", "Compressor::on(NewChunk) @ zstd_wrap.cpp:41",
+                 "Index::on(Add)", "Compressor::on(NewChunk)",
+                 "Index::on(Add) @ index.cpp:7", "Gone::on(X) @ a.cpp:1",
+                 "Compressor::on(NewChunk) @ zstd_wrap.cpp:50"]
+        res = [RegionResult(region=n, curves=[]) for n in names]
+        self.assertEqual(region_group("H::on(M) @ f.cpp:3"), "H::on(M)")
+        self.assertEqual(region_group("f.cpp:3"), "f.cpp:3")
+        self.assertEqual([r.region for r in group_by_handler(res)],
+                         ["zstd_wrap.cpp:41", "Index::on(Add)", "Index::on(Add) @ index.cpp:7",
+                          "Compressor::on(NewChunk)",
+                          "Compressor::on(NewChunk) @ zstd_wrap.cpp:41",
+                          "Compressor::on(NewChunk) @ zstd_wrap.cpp:50",
+                          "Gone::on(X) @ a.cpp:1"])
