@@ -2,7 +2,7 @@
 // (known_answer.hpp) as one program.
 //
 //   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage|farm|
-//                                 sleepers|sleepers_spin|sleepers_send
+//                                 sleepers|sleepers_spin|sleepers_send|fork_join_lines|shared_callee
 //                      --seconds S [--speed STAGE=S]... [--unit-us U]
 //                      [--warmup-s W] [--queue N]
 //   coact-known-answer --list
@@ -25,6 +25,7 @@
 // units (known_answer.hpp says why). A causal-profiling sweep runs when
 // COACT_CAUSAL=1 is set (coact-profile run / validate set it), started by the
 // runtime at boot. Exit status: 0, or 2 on a usage error.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -47,13 +48,15 @@ std::string list_json() {
   std::string out = "{\"progress\":\"" + std::string(ka::kProgressPoint) + "\",\"workloads\":[";
   bool first_w = true;
   for (ka::Workload w : ka::kAllWorkloads) {
-    out += fmt::format("{}{{\"name\":\"{}\",\"ideal_period_units\":{},\"stages\":[", first_w ? "" : ",",
-                       ka::to_string(w), ka::ideal_period_units(w));
+    const auto sts = ka::stages(w);
+    const bool lines = std::any_of(sts.begin(), sts.end(), [](const ka::Stage& s) { return s.kind == "line"; });
+    out += fmt::format("{}{{\"name\":\"{}\",\"ideal_period_units\":{},\"sampling\":{},\"stages\":[",
+                       first_w ? "" : ",", ka::to_string(w), ka::ideal_period_units(w), lines ? "true" : "false");
     first_w = false;
     bool first_s = true;
     for (const auto& st : ka::stages(w)) {
-      out += fmt::format("{}{{\"stage\":\"{}\",\"region\":\"{}\",\"units\":{},\"ideal\":[", first_s ? "" : ",", st.key,
-                         st.region, st.units);
+      out += fmt::format("{}{{\"stage\":\"{}\",\"region\":\"{}\",\"region_kind\":\"{}\",\"units\":{},\"ideal\":[",
+                         first_s ? "" : ",", st.key, st.region, st.kind, st.units);
       first_s = false;
       for (int i = 0; i <= 20; ++i) {
         out += fmt::format("{}{:.4f}", i == 0 ? "" : ",", ka::ideal_speedup(w, st.key, i / 20.0));
@@ -78,7 +81,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> speeds;
   bool list = false;
   app.add_flag("--list", list, "Print the workloads, stages, regions and ideal curves as JSON and exit");
-  app.add_option("--workload", workload_name, "fork_join | pipeline | ping_pong | timer_stage | farm | sleepers | sleepers_spin | sleepers_send");
+  app.add_option("--workload", workload_name,
+                 "fork_join | pipeline | ping_pong | timer_stage | farm | sleepers | sleepers_spin | sleepers_send | "
+                 "fork_join_lines | shared_callee");
   app.add_option("--seconds", seconds, "Measured run time after the warm-up, s")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 86400.0));
@@ -99,8 +104,9 @@ int main(int argc, char** argv) {
   }
   const auto w = ka::parse_workload(workload_name);
   if (!w) {
-    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected fork_join, pipeline, ping_pong, timer_stage, farm, sleepers, sleepers_spin or sleepers_send\n",
-                 workload_name.c_str());
+    std::string names;
+    for (ka::Workload x : ka::kAllWorkloads) names += (names.empty() ? "" : ", ") + std::string(ka::to_string(x));
+    std::fprintf(stderr, "coact-known-answer: --workload '%s': expected one of %s\n", workload_name.c_str(), names.c_str());
     return 2;
   }
   ka::Config c;
@@ -117,16 +123,18 @@ int main(int argc, char** argv) {
     } catch (...) {
       v = -1;
     }
-    const bool known = key == "A" || (key == "B" && *w != ka::Workload::timer_stage) ||
-                       (key == "T" && *w == ka::Workload::timer_stage);
-    if (!known || !(v >= 0 && v <= 1)) {
-      std::fprintf(stderr, "coact-known-answer: --speed '%s': expected STAGE=S with STAGE one of %s%s and S in 0..1\n",
-                   kv.c_str(), st[0].key.c_str(), ("," + st[1].key).c_str());
+    const auto stage = std::find_if(st.begin(), st.end(), [&](const ka::Stage& s) { return s.key == key; });
+    if (stage == st.end() || !(v >= 0 && v <= 1)) {
+      std::string keys;
+      for (const auto& s : st) keys += (keys.empty() ? "" : ",") + s.key;
+      std::fprintf(stderr, "coact-known-answer: --speed '%s': expected STAGE=S with STAGE one of %s and S in 0..1\n",
+                   kv.c_str(), keys.c_str());
       return 2;
     }
-    if (key == "A") c.speed_a = v;
-    if (key == "B") c.speed_b = v;
-    // T computes nothing: a faster T changes nothing (its truth is 0 by construction).
+    // The cost slots the stage really shortens (T computes nothing: none, its truth is 0 by construction).
+    if ((stage->slots & 1u) != 0) c.speed_a = v;
+    if ((stage->slots & 2u) != 0) c.speed_b = v;
+    if ((stage->slots & 4u) != 0) c.speed_c = v;
   }
 
   (void)coact::calibrate::tsc_hz();  // before the clock starts
@@ -157,9 +165,9 @@ int main(int argc, char** argv) {
   const uint64_t n = n1 - n0;
   const double period_us = n > 0 ? secs * 1e6 / static_cast<double>(n) : 0.0;
   std::printf(
-      "{\"workload\":\"%s\",\"unit_us\":%lld,\"speed\":{\"A\":%.4f,\"B\":%.4f},\"seconds\":%.6f,\"iterations\":%llu,"
+      "{\"workload\":\"%s\",\"unit_us\":%lld,\"speed\":{\"A\":%.4f,\"B\":%.4f,\"C\":%.4f},\"seconds\":%.6f,\"iterations\":%llu,"
       "\"period_us\":%.4f,\"rate_per_s\":%.4f}\n",
-      std::string(ka::to_string(*w)).c_str(), static_cast<long long>(unit_us), c.speed_a, c.speed_b, secs,
+      std::string(ka::to_string(*w)).c_str(), static_cast<long long>(unit_us), c.speed_a, c.speed_b, c.speed_c, secs,
       static_cast<unsigned long long>(n), period_us, secs > 0 ? static_cast<double>(n) / secs : 0.0);
   std::fflush(stdout);
   return 0;

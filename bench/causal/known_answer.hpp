@@ -35,6 +35,22 @@
 //                s·b/(a+b) = 0.2s. This is the shape of the archiver's
 //                compressor stage (several compressors, short handlers).
 //
+// Line workloads (sampled-line regions; the sweep samples CPU time):
+//   fork_join_lines  fork_join where A's handler runs loop a1 (2 units) then
+//                loop a2 (1 unit), each on its own source line, in parallel
+//                with B (1.5 units). a1: min(2s/3, 1/2) (A = 3 - 2s against
+//                B's 1.5); a2: s/3 (A = 3 - s stays above 1.5); B: 0.
+//   shared_callee  fork_join where A and B both call one noinline work(n)
+//                whose loop is one source line: A with n = 2 units (critical),
+//                B with n = 1 unit (concurrent, off the critical path). Line
+//                regions qualified by the calling handler: work@A:
+//                min(s, 1/2); work@B: 0; work (both callers): s — speeding
+//                work everywhere shortens A's 2 units and B's 1 unit alike,
+//                so the period 2(1 - s) never meets a plateau.
+// Their loops are the macro COACT_KA_SPIN (TSC builtins and a pause, no
+// inlined function): every instruction of a loop maps to the line of its use,
+// never to a header's line.
+//
 // The runtime tuning that the known answers assume (known_answer.cpp sets it;
 // the accuracy test too): 2 workers (the branches really run in parallel),
 // peer_steal on (a fork's second branch is stolen by the idle worker instead
@@ -69,11 +85,22 @@ namespace coact::known_answer {
 /// The throughput progress point every workload visits once per iteration.
 inline constexpr const char* kProgressPoint = "known_answer.iteration";
 
-enum class Workload { fork_join, pipeline, ping_pong, timer_stage, farm, sleepers, sleepers_spin, sleepers_send };
+enum class Workload {
+  fork_join, pipeline, ping_pong, timer_stage, farm, sleepers, sleepers_spin, sleepers_send, fork_join_lines, shared_callee
+};
 
 inline constexpr Workload kAllWorkloads[] = {Workload::fork_join,     Workload::pipeline,     Workload::ping_pong,
                                              Workload::timer_stage,   Workload::farm,         Workload::sleepers,
-                                             Workload::sleepers_spin, Workload::sleepers_send};
+                                             Workload::sleepers_spin, Workload::sleepers_send, Workload::fork_join_lines,
+                                             Workload::shared_callee};
+
+/// Source lines of the line workloads' loops (this file; static_asserts at
+/// the loops keep them true). Display names are the shortest unique path
+/// suffix (symbolizer.hpp): "known_answer.hpp:N" for coact-known-answer.
+inline constexpr int kLineA1 = 604;
+inline constexpr int kLineA2 = 605;
+inline constexpr int kLineWork = 634;
+inline std::string line_name(int line) { return "known_answer.hpp:" + std::to_string(line); }
 
 /// sleepers*: per round A computes kSleepersA units then waits kSleepersAWait
 /// units, B computes kSleepersB then waits kSleepersBWait (virtual timers);
@@ -100,6 +127,8 @@ inline std::string_view to_string(Workload w) noexcept {
     case Workload::sleepers: return "sleepers";
     case Workload::sleepers_spin: return "sleepers_spin";
     case Workload::sleepers_send: return "sleepers_send";
+    case Workload::fork_join_lines: return "fork_join_lines";
+    case Workload::shared_callee: return "shared_callee";
   }
   return "?";
 }
@@ -111,31 +140,44 @@ inline std::optional<Workload> parse_workload(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-/// One stage of a workload: its --speed key, its handler region's name, its
-/// cost in units (0 for the timer stage, which computes nothing).
+/// One stage of a workload: its --speed key, its region's name, its cost in
+/// units (0 for the timer stage, which computes nothing), the kind of region
+/// ("handler" or "line"), and the cost slots (bit 0: Shared::a_cycles, 1:
+/// b_cycles, 2: c_cycles) that --speed KEY=S really shortens.
 struct Stage {
   std::string key;
   std::string region;
   double units;
+  std::string kind = "handler";
+  unsigned slots = 0;
 };
 
 /// The stages of `w` that --speed and the profiler's regions refer to.
 inline std::vector<Stage> stages(Workload w) {
   switch (w) {
     case Workload::fork_join:
-      return {{"A", "fork_join::A::on(fork_join::Go)", 2}, {"B", "fork_join::B::on(fork_join::Go)", 1}};
+      return {{"A", "fork_join::A::on(fork_join::Go)", 2, "handler", 1}, {"B", "fork_join::B::on(fork_join::Go)", 1, "handler", 2}};
     case Workload::pipeline:
-      return {{"A", "pipeline::A::on(pipeline::Produce)", 2}, {"B", "pipeline::B::on(pipeline::Item)", 1}};
+      return {{"A", "pipeline::A::on(pipeline::Produce)", 2, "handler", 1}, {"B", "pipeline::B::on(pipeline::Item)", 1, "handler", 2}};
     case Workload::ping_pong:
-      return {{"A", "ping_pong::A::on(ping_pong::Ball)", 2}, {"B", "ping_pong::B::on(ping_pong::Ball)", 1}};
+      return {{"A", "ping_pong::A::on(ping_pong::Ball)", 2, "handler", 1}, {"B", "ping_pong::B::on(ping_pong::Ball)", 1, "handler", 2}};
     case Workload::timer_stage:
-      return {{"A", "timer_stage::A::on(timer_stage::Go)", 2}, {"T", "timer_stage::T::on(timer_stage::Go)", 0}};
+      return {{"A", "timer_stage::A::on(timer_stage::Go)", 2, "handler", 1}, {"T", "timer_stage::T::on(timer_stage::Go)", 0, "handler", 0}};
     case Workload::farm:
-      return {{"A", "farm::W::on(farm::Job)", kFarmUnitsA}, {"B", "farm::D::on(farm::Done)", kFarmUnitsB}};
+      return {{"A", "farm::W::on(farm::Job)", kFarmUnitsA, "handler", 1}, {"B", "farm::D::on(farm::Done)", kFarmUnitsB, "handler", 2}};
     case Workload::sleepers:
     case Workload::sleepers_spin:
     case Workload::sleepers_send:
-      return {{"A", "sleepers::A::on(sleepers::Go)", kSleepersA}, {"B", "sleepers::B::on(sleepers::Go)", kSleepersB}};
+      return {{"A", "sleepers::A::on(sleepers::Go)", kSleepersA, "handler", 1},
+              {"B", "sleepers::B::on(sleepers::Go)", kSleepersB, "handler", 2}};
+    case Workload::fork_join_lines:
+      return {{"a1", line_name(kLineA1), 2, "line", 1},
+              {"a2", line_name(kLineA2), 1, "line", 4},
+              {"B", "fork_join_lines::B::on(fork_join_lines::Go)", 1.5, "handler", 2}};
+    case Workload::shared_callee:
+      return {{"work@A", "shared_callee::A::on(shared_callee::Go) @ " + line_name(kLineWork), 2, "line", 1},
+              {"work@B", "shared_callee::B::on(shared_callee::Go) @ " + line_name(kLineWork), 1, "line", 2},
+              {"work", line_name(kLineWork), 3, "line", 3}};
   }
   return {};
 }
@@ -165,6 +207,10 @@ inline double ideal_speedup(Workload w, std::string_view key, double s) {
       const double pb = kSleepersB * (key == "B" ? 1.0 - s : 1.0) + kSleepersBWait;
       return 1.0 - std::max(pa, pb) / (kSleepersB + kSleepersBWait);
     }
+    case Workload::fork_join_lines:
+      return key == "a1" ? std::min(2.0 * s / 3.0, 0.5) : key == "a2" ? s / 3.0 : 0.0;
+    case Workload::shared_callee:
+      return key == "work@A" ? std::min(s, 0.5) : key == "work" ? s : 0.0;
   }
   return 0.0;
 }
@@ -175,6 +221,7 @@ inline double ideal_speedup(Workload w, std::string_view key, double s) {
 inline double ideal_period_units(Workload w) noexcept {
   switch (w) {
     case Workload::ping_pong: return 3.0;
+    case Workload::fork_join_lines: return 3.0;
     case Workload::farm: return (kFarmUnitsA + kFarmUnitsB) / 2;
     case Workload::sleepers:
     case Workload::sleepers_spin:
@@ -188,6 +235,7 @@ struct Config {
   std::chrono::microseconds unit{500};  ///< One unit of stage cost.
   double speed_a = 0;  ///< Stage A really runs (1 - speed_a) of its cost (0..1).
   double speed_b = 0;  ///< Stage B likewise (ignored by timer_stage: T computes nothing).
+  double speed_c = 0;  ///< Cost slot c likewise (fork_join_lines: a2).
   uint32_t queue = 4;  ///< pipeline: items in flight (queue bound).
 };
 
@@ -197,6 +245,7 @@ struct Shared {
   /// harness may really speed a stage up while the workload runs.
   std::atomic<uint64_t> a_cycles{0};
   std::atomic<uint64_t> b_cycles{0};
+  std::atomic<uint64_t> c_cycles{0};  ///< fork_join_lines: loop a2.
   uint64_t unit_cycles = 0;  ///< One unit, TSC cycles (set by start()).
   std::chrono::nanoseconds sleep{0};  ///< timer_stage: T's virtual sleep.
   std::chrono::nanoseconds a_wait{0}, b_wait{0};  ///< sleepers: A's and B's virtual waits.
@@ -220,6 +269,15 @@ inline void spin_cycles(uint64_t cycles) noexcept {
 #endif
   }
 }
+
+/// The busy loop of the line workloads, as a macro so that every instruction
+/// of it belongs to the line where it is used (x86-64 with an invariant TSC:
+/// the cycles are calibrate::now_cycles() cycles there).
+#define COACT_KA_SPIN(cycles)                                                                   \
+  do {                                                                                          \
+    const uint64_t coact_ka_end_ = __builtin_ia32_rdtsc() + (cycles);                           \
+    while (__builtin_ia32_rdtsc() < coact_ka_end_) __builtin_ia32_pause();                      \
+  } while (0)
 
 inline void iteration_done(Shared& sh) noexcept {
   COACT_PROGRESS(kProgressPoint);
@@ -504,6 +562,105 @@ void Branch<Self>::on(Fire& f) {
 }
 }  // namespace sleepers
 
+// The line workloads: one fork-join template of actors, instantiated per
+// namespace so that regions read "fork_join_lines::A::on(fork_join_lines::Go)".
+namespace fork_join_lines {
+namespace ka = coact::known_answer;
+struct Join;
+struct Go {
+  coact::ActorRef<Join> join;
+};
+struct Done {};
+struct Start {};
+struct A : coact::Actor<A> {
+  ka::Shared* sh;
+  explicit A(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+struct B : coact::Actor<B> {
+  ka::Shared* sh;
+  explicit B(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+struct Join : coact::Actor<Join> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;
+  coact::ActorRef<B> b;
+  int pending = 0;
+  Join(ka::Shared* s, coact::ActorRef<A> ra, coact::ActorRef<B> rb) : sh(s), a(std::move(ra)), b(std::move(rb)) {}
+  void fork() {
+    pending = 2;
+    a.send(Go{self()});
+    b.send(Go{self()});
+  }
+  void on(Start&) { fork(); }
+  void on(Done&) {
+    if (--pending > 0) return;
+    ka::iteration_done(*sh);
+    if (sh->running()) fork();
+  }
+};
+inline void A::on(Go& g) {
+  COACT_KA_SPIN(sh->a_cycles.load(std::memory_order_relaxed)); static_assert(__LINE__ == ka::kLineA1);  // loop a1
+  COACT_KA_SPIN(sh->c_cycles.load(std::memory_order_relaxed)); static_assert(__LINE__ == ka::kLineA2);  // loop a2
+  g.join.send(Done{});
+}
+inline void B::on(Go& g) {
+  COACT_KA_SPIN(sh->b_cycles.load(std::memory_order_relaxed));
+  g.join.send(Done{});
+}
+}  // namespace fork_join_lines
+
+namespace shared_callee {
+namespace ka = coact::known_answer;
+struct Join;
+struct Go {
+  coact::ActorRef<Join> join;
+};
+struct Done {};
+struct Start {};
+struct A : coact::Actor<A> {
+  ka::Shared* sh;
+  explicit A(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+struct B : coact::Actor<B> {
+  ka::Shared* sh;
+  explicit B(ka::Shared* s) : sh(s) {}
+  void on(Go& g);
+};
+// The shared callee: one loop on one line, whoever calls it.
+__attribute__((noinline)) inline void work(uint64_t cycles) {
+  COACT_KA_SPIN(cycles); static_assert(__LINE__ == ka::kLineWork);
+}
+struct Join : coact::Actor<Join> {
+  ka::Shared* sh;
+  coact::ActorRef<A> a;
+  coact::ActorRef<B> b;
+  int pending = 0;
+  Join(ka::Shared* s, coact::ActorRef<A> ra, coact::ActorRef<B> rb) : sh(s), a(std::move(ra)), b(std::move(rb)) {}
+  void fork() {
+    pending = 2;
+    a.send(Go{self()});
+    b.send(Go{self()});
+  }
+  void on(Start&) { fork(); }
+  void on(Done&) {
+    if (--pending > 0) return;
+    ka::iteration_done(*sh);
+    if (sh->running()) fork();
+  }
+};
+inline void A::on(Go& g) {
+  work(sh->a_cycles.load(std::memory_order_relaxed));
+  g.join.send(Done{});
+}
+inline void B::on(Go& g) {
+  work(sh->b_cycles.load(std::memory_order_relaxed));
+  g.join.send(Done{});
+}
+}  // namespace shared_callee
+
 namespace coact::known_answer {
 
 /// The runtime tuning the known answers assume (header comment), starting
@@ -526,20 +683,27 @@ inline SchedulerTuning workload_tuning(SchedulerTuning base, std::chrono::micros
 /// Sets the real speed of stages A and B (fractions of their cost removed,
 /// 0..1) while the workload runs. Any thread; takes effect at each stage's
 /// next run.
-inline void set_speed(Shared& sh, Workload w, double speed_a, double speed_b) {
+inline void set_speed(Shared& sh, Workload w, double speed_a, double speed_b, double speed_c = 0) {
   auto cost = [&](double units, double speed) {
     return static_cast<uint64_t>(static_cast<double>(sh.unit_cycles) * units * (1.0 - speed));
   };
-  const auto st = stages(w);
-  sh.a_cycles.store(cost(st[0].units, speed_a), std::memory_order_relaxed);
-  sh.b_cycles.store(cost(st[1].units, speed_b), std::memory_order_relaxed);
+  // Base units of the cost slots a, b, c: the single-slot stages' units.
+  double units[3] = {0, 0, 0};
+  for (const auto& st : stages(w)) {
+    for (int i = 0; i < 3; ++i) {
+      if (st.slots == (1u << i)) units[i] = st.units;
+    }
+  }
+  sh.a_cycles.store(cost(units[0], speed_a), std::memory_order_relaxed);
+  sh.b_cycles.store(cost(units[1], speed_b), std::memory_order_relaxed);
+  sh.c_cycles.store(cost(units[2], speed_c), std::memory_order_relaxed);
 }
 
 /// Spawns the actors of `c.workload` in `rt` and starts them; they run until
 /// the runtime stops. `sh` must outlive the runtime's handlers.
 inline void start(Runtime& rt, const Config& c, Shared& sh) {
   sh.unit_cycles = calibrate::duration_to_cycles(c.unit);
-  set_speed(sh, c.workload, c.speed_a, c.speed_b);
+  set_speed(sh, c.workload, c.speed_a, c.speed_b, c.speed_c);
   sh.queue = c.queue == 0 ? 1 : c.queue;
   switch (c.workload) {
     case Workload::fork_join: {
@@ -584,6 +748,20 @@ inline void start(Runtime& rt, const Config& c, Shared& sh) {
       auto b = rt.spawn<sleepers::B>(&sh);
       auto j = rt.spawn<sleepers::Join>(&sh, a, b);
       j.send(sleepers::Start{});
+      break;
+    }
+    case Workload::fork_join_lines: {
+      auto a = rt.spawn<fork_join_lines::A>(&sh);
+      auto b = rt.spawn<fork_join_lines::B>(&sh);
+      auto j = rt.spawn<fork_join_lines::Join>(&sh, a, b);
+      j.send(fork_join_lines::Start{});
+      break;
+    }
+    case Workload::shared_callee: {
+      auto a = rt.spawn<shared_callee::A>(&sh);
+      auto b = rt.spawn<shared_callee::B>(&sh);
+      auto j = rt.spawn<shared_callee::Join>(&sh, a, b);
+      j.send(shared_callee::Start{});
       break;
     }
     case Workload::farm: {

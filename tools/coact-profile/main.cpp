@@ -684,6 +684,7 @@ Estimate local_fit(const std::vector<Point>& pts, double r) {
 
 struct Row {
   std::string workload, stage, region;
+  std::string region_kind = "handler";  // handler | scope | line
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
   int experiments = 0;
   int actual_runs = 0;
@@ -778,6 +779,7 @@ int validate(ValidateArgs& a) {
         r.workload = name;
         r.stage = st.value("stage", "");
         r.region = st.value("region", "");
+        r.region_kind = st.value("region_kind", "handler");
         r.s = s;
         const auto& ideal = st["ideal"];
         r.ideal = ideal.at(static_cast<size_t>(std::lround(s * 20))).get<double>();
@@ -789,6 +791,7 @@ int validate(ValidateArgs& a) {
     o.progress = {progress};
     o.region_filter = filter;
     o.time_weighted = false;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
+    o.sampling = w.value("sampling", false);  // line stages: sampled-line regions
     o.output = out_dir + "/" + name + ".coz";
     o.json_output = out_dir + "/" + name + ".jsonl";
     if (!a.reanalyze) {
@@ -1049,6 +1052,7 @@ int validate(ValidateArgs& a) {
       j["rows"].push_back({{"workload", r.workload},
                            {"stage", r.stage},
                            {"region", r.region},
+                           {"region_kind", r.region_kind},
                            {"s", json_num(r.s)},
                            {"predicted", json_num(r.predicted)},
                            {"actual", json_num(r.actual)},
@@ -1142,6 +1146,16 @@ int main(int argc, char** argv) {
                    "uniform")
       ->capture_default_str()
       ->check(CLI::IsMember({"time", "uniform"}));
+  run_cmd->add_flag("--sampling", o.sampling,
+                    "Sample CPU time on every worker so source lines become regions ('file:line' and "
+                    "'Handler @ file:line')");
+  uint64_t sample_period_us = 1000;
+  run_cmd->add_option("--sample-period-us", sample_period_us, "CPU time between samples, us (with --sampling)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000}));
+  run_cmd->add_option("--source-scope", o.source_scope,
+                      "Source files whose lines can be regions: Coz patterns, '%' = any characters, on full paths "
+                      "(repeatable; default: the program's own sources)");
   run_cmd->add_option("-o,--output", o.output, "profile.coz path (appended)")->capture_default_str();
   run_cmd->add_option("--json-output", o.json_output, "JSON-lines path (appended; default: OUTPUT with .jsonl)");
   run_cmd->add_flag("-q,--quiet", a.quiet, "No progress line on stderr");
@@ -1214,6 +1228,7 @@ int main(int argc, char** argv) {
   if (fs->count() > 0) o.fixed_speedup_pct = fixed_speedup;
   o.time_weighted = region_weight == "time";
   o.experiment = std::chrono::milliseconds(experiment_ms);
+  o.sample_period = std::chrono::microseconds(sample_period_us);
   o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
   o.cooldown = std::chrono::milliseconds(cooldown_ms);
   o.duration = std::chrono::seconds(duration_s);
