@@ -27,7 +27,7 @@ def main() -> int:
                        COACT_CAUSAL_PROGRESS=listing["progress"])
             subprocess.run([ka, "--workload", w["name"], "--seconds", "2.5", "--warmup-s", "0.1"], check=True,
                            env=env, capture_output=True, text=True, timeout=120)
-            recs = [json.loads(line) for line in open(os.path.join(d, "p.jsonl"))]
+            recs = [json.loads(line) for line in open(os.path.join(d, "p.jsonl")) if line.strip()]
             names = {r["name"]: r for rec in recs if rec["type"] == "names" for r in rec["regions"]}
             sampler = [r for r in recs if r["type"] == "sampler"]
             if not sampler or sampler[-1]["attributed"] == 0 or sampler[-1]["threads_sampled"] < 2:

@@ -10,6 +10,7 @@
 #include <coact/causal/symbolizer.hpp>
 
 #include <cxxabi.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <sys/auxv.h>
@@ -93,10 +94,22 @@ bool SourceScope::contains(std::string_view path) const {
     return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return wildcard_match(path, p); });
   }
   if (starts_with_dir(path, "/usr")) return false;
+  // coact's own library sources: under the source tree coact was built from,
+  // installed headers (include/coact/<lib>/), and the same library file
+  // compiled in another checkout of coact (a shared compiler cache can hand
+  // out objects whose paths name another tree: "<x>/runtime/src/f.cpp" is
+  // coact's if "<root>/runtime/src/f.cpp" exists).
   const std::string_view root = COACT_SOURCE_ROOT;
-  if (!root.empty()) {
-    for (const char* lib : {"/runtime", "/causal", "/calibrate"}) {
-      if (starts_with_dir(path, std::string(root) + lib)) return false;
+  for (const char* lib : {"runtime", "causal", "calibrate"}) {
+    const std::string dir = std::string("/") + lib + "/";
+    if (!root.empty() && starts_with_dir(path, std::string(root) + "/" + lib)) return false;
+    if (path.find(std::string("/include/coact/") + lib + "/") != std::string_view::npos) return false;
+    for (const char* sub : {"src/", "include/coact/"}) {
+      const size_t at = path.rfind(dir + sub);
+      if (at != std::string_view::npos && !root.empty() &&
+          std::filesystem::exists(std::string(root) + std::string(path.substr(at)))) {
+        return false;
+      }
     }
   }
   return true;
@@ -111,7 +124,7 @@ struct Symbolizer::Impl {
   std::vector<std::string> files;
   std::vector<bool> file_in_scope;
   std::vector<Row> rows;
-  std::string root;  // common directory of in-scope files, with a trailing '/'
+  std::vector<std::string> shown;  // display name of each file
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<SourceLine>> lines;  // (file, line) -> line
   char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
@@ -208,6 +221,11 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     Dwarf_Lines* lines = nullptr;
     size_t n = 0;
     if (dwarf_getsrclines(cu, &lines, &n) != 0) continue;
+    // Relative file names (DWARF 5 directory entries relative to the
+    // compilation directory, e.g. under ccache's base_dir) are joined with
+    // the CU's DW_AT_comp_dir, so scopes and names see absolute paths.
+    Dwarf_Attribute attr;
+    const char* comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
     for (size_t i = 0; i < n; ++i) {
       Dwarf_Line* l = dwarf_onesrcline(lines, i);
       Dwarf_Addr addr = 0;
@@ -218,7 +236,9 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
         continue;
       }
       const char* src = dwarf_linesrc(l, nullptr, nullptr);
-      std::string path = src != nullptr ? std::filesystem::path(src).lexically_normal().string() : std::string("?");
+      std::filesystem::path raw_path = src != nullptr ? std::filesystem::path(src) : std::filesystem::path("?");
+      if (src != nullptr && raw_path.is_relative() && comp_dir != nullptr) raw_path = std::filesystem::path(comp_dir) / raw_path;
+      std::string path = raw_path.lexically_normal().string();
       auto [it, fresh] = file_ids.try_emplace(path, static_cast<uint32_t>(m.files.size()));
       if (fresh) {
         m.file_in_scope.push_back(scope_.contains(path));
@@ -245,20 +265,41 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
       scope_ranges_.push_back(range);
     }
   }
-  // Common directory of the in-scope files, for display names.
-  bool first = true;
+  // Display names: the shortest path suffix (whole components) that no
+  // other in-scope file shares, so "zstd_wrap.cpp" unless two files have that
+  // name; independent of where the sources and build trees live.
+  std::vector<size_t> in_scope;
   for (size_t f = 0; f < m.files.size(); ++f) {
-    if (!m.file_in_scope[f]) continue;
-    const std::string& p = m.files[f];
-    const std::string dir = p.substr(0, p.rfind('/') + 1);
-    if (first) {
-      m.root = dir;
-      first = false;
-    } else {
-      size_t k = 0;
-      while (k < m.root.size() && k < dir.size() && m.root[k] == dir[k]) ++k;
-      m.root = m.root.substr(0, m.root.rfind('/', k == 0 ? 0 : k - 1) + 1);
+    if (m.file_in_scope[f]) in_scope.push_back(f);
+  }
+  auto suffix = [](const std::string& p, int parts) {
+    size_t pos = p.size();
+    for (int k = 0; k < parts; ++k) {
+      const size_t slash = pos == 0 ? std::string::npos : p.rfind('/', pos - 1);
+      if (slash == std::string::npos) return p;
+      pos = slash;
     }
+    return p.substr(pos + 1);
+  };
+  m.shown.assign(m.files.size(), std::string());
+  for (size_t f = 0; f < m.files.size(); ++f) m.shown[f] = m.files[f];
+  for (int parts = 1; parts < 64; ++parts) {
+    std::unordered_map<std::string, int> count;
+    bool pending = false;
+    for (size_t f : in_scope) ++count[suffix(m.files[f], parts)];
+    for (size_t f : in_scope) {
+      if (!m.shown[f].empty() && m.shown[f] != m.files[f]) continue;  // already named
+      const std::string sfx = suffix(m.files[f], parts);
+      if (count[sfx] == 1 || sfx == m.files[f]) {
+        m.shown[f] = sfx + "\x01";  // mark as named (stripped below)
+      } else {
+        pending = true;
+      }
+    }
+    if (!pending) break;
+  }
+  for (auto& n : m.shown) {
+    if (!n.empty() && n.back() == '\x01') n.pop_back();
   }
 }
 
@@ -282,9 +323,7 @@ const SourceLine* Symbolizer::line_of(uint64_t pc, bool return_address) {
         slot->file = m.files[r.file];
         slot->line = r.line;
         slot->in_scope = m.file_in_scope[r.file];
-        const std::string& f = slot->file;
-        const std::string shown = !m.root.empty() && f.compare(0, m.root.size(), m.root) == 0 ? f.substr(m.root.size()) : f;
-        slot->name = shown + ":" + std::to_string(r.line);
+        slot->name = m.shown[r.file] + ":" + std::to_string(r.line);
         slot->function = demangle(dwfl_module_addrname(m.main, addr));
       }
       result = slot.get();

@@ -56,7 +56,7 @@ struct SourceLine {
   std::string file;      ///< Full path as in DWARF.
   uint32_t line = 0;
   std::string function;  ///< Demangled symbol containing the address ("" if none).
-  std::string name;      ///< Display name "rel/path.cpp:41" (relative to the common root of in-scope files).
+  std::string name;      ///< Display name "file.cpp:41": the shortest path suffix no other in-scope file shares.
   bool in_scope = false;
 };
 
