@@ -32,6 +32,13 @@
 //   {"type":"names",..} {"type":"warning",..} {"type":"error",..}
 //   {"type":"summary",..}                  (written by the controller; the
 //                                           fields: causal/src/controller.cpp)
+//   {"type":"sampler","period_ns":..,"samples":..,"periods":..,"attributed":..,
+//    "dropped":..,"delayed":..,"line_regions":..,"threads_sampled":..,
+//    "threads_exited":..,"unsampled_threads":[{"tid":..,"name":..}],
+//    "symbolizer_error":..}               (controller, sampling sweeps only:
+//                                           threads never registered are listed)
+// Sampled-line regions (line_region.hpp) are written like any region: their
+// selected-samples / samples count= are CPU-time sample periods.
 // "progress" holds throughput counts and latency objects together, the form
 // coact_plot.py's reader takes; "latency" repeats the latency points alone.
 //
