@@ -14,6 +14,7 @@
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/line_region.hpp>
 #include <coact/causal/region.hpp>
+#include <coact/causal/testing.hpp>
 
 #include "support/watchdog.hpp"
 
