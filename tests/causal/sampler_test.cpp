@@ -147,7 +147,7 @@ TEST_CASE("sampler: samples of a busy registered thread land on its loop, symbol
                                         << ", unwound to >= 3 frames: " << deep);
   // 200 ms of CPU at 1 ms: ~200 periods (CPU-clock timers fire at the
   // scheduler tick; the overrun count carries the periods in between).
-  REQUIRE(mine.size() >= 20);
+  REQUIRE(mine.size() >= 10);  // under load a signal can stand for ~10 periods (ctest -j2, load ~12: 16 signals)
   CHECK(periods >= 150);
   CHECK(periods <= 260);
   CHECK(deep >= mine.size() * 9 / 10);
