@@ -103,8 +103,10 @@ TEST_CASE("line regions: samples of a shared callee split by caller", "[causal][
   INFO("A " << a << " B " << b << " overall " << all);
   // 420 ms vs 210 ms of CPU: A's share 2/3. CPU-clock timers fire at the
   // scheduler tick, and under load one signal can stand for ~10 periods, so
-  // the share is estimated from tens of samples: +-0.12.
-  CHECK(a / (a + b) == Approx(2.0 / 3.0).margin(0.12));
+  // the share is estimated from tens of samples: measured 0.53 once (ctest
+  // -j2, load ~12, ~60 signals); +-0.2 separates "split by caller" from
+  // "not split" (A alone: 1, B alone: 0).
+  CHECK(a / (a + b) == Approx(2.0 / 3.0).margin(0.2));
   CHECK(all == Approx(a + b).epsilon(0.05));        // the same samples, both callers
   CHECK(all >= 400);                                // ~630 periods of 1 ms
   const auto total = ca::region_stats(lines.at(overall).id);
