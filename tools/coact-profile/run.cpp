@@ -1,0 +1,346 @@
+// `coact-profile run [options] -- PROGRAM ARGS...`: run a program under a
+// causal-profiling sweep and report what was recorded.
+//
+// The options mirror `coz run` (and the COACT_CAUSAL_* environment of
+// coact/causal/controller.hpp, which is how they reach the program): the tool
+// sets COACT_CAUSAL=1 plus the options for the child (dropping any inherited
+// COACT_CAUSAL_* key), fork/execs it, forwards signals, and waits.
+//
+// Protocol with the child (numbered steps):
+//  0. Before anything runs, check the outputs: each profile file's directory
+//     exists and is writable, the file (if it exists) is writable, and an
+//     existing non-empty profile is only added to with --append (pooling two
+//     different runs silently would mislead the plot): else exit 2.
+//  1. Note the JSON file's size; the child's records are the ones after the
+//     last "startup" record carrying the child's pid.
+//  2. Fork; the child execs PROGRAM (an exec failure comes back over a
+//     close-on-exec pipe as errno: exit 127).
+//  3. While the child runs: forward SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+//     SIGUSR2 when they were sent to this process by kill(2) (si_code
+//     SI_USER / SI_QUEUE); a signal from the terminal already reached the
+//     child, which shares our process group, and is not sent twice. Every
+//     200 ms read the new records: a warning or error record (a name that
+//     matches nothing, no progress point reached so far, a sweep that gave
+//     up) is printed on stderr at once, so a server that never exits still
+//     tells its user; if stderr is a terminal, a progress line (experiments
+//     written, time left) is redrawn.
+//  4. After the child exits, read its records and report on stderr:
+//       the child crashed or was killed (signal name) or exited non-zero:
+//         say so, keep what was recorded, exit 128+signal or its status;
+//       no startup record: the program never started the profiler: exit 1;
+//       "error" records (no progress point reached, unknown region or
+//         progress name — with the valid names from the "names" record): exit 1;
+//       the program exited before --duration-s or --experiments was reached:
+//         say how long it ran and how many experiments each region got: exit 1
+//         (the profile is kept and can be plotted);
+//       else: how long the sweep ran, the experiments per region, and the
+//         command that plots the profile: exit 0.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "profile_reader.hpp"
+#include "tool.hpp"
+
+namespace coact::profile_tool {
+
+namespace {
+
+using json = nlohmann::json;
+namespace ca = coact::causal;
+using steady = std::chrono::steady_clock;
+
+// The child's pid, for the handler. Written before the handlers are installed
+// (and never again), read in the handler: a lock-free atomic is async-signal-safe.
+volatile sig_atomic_t g_child = 0;
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+void forward(int sig, siginfo_t* info, void*) {
+  const int saved = errno;
+  if (g_child > 0 && info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) {
+    ::kill(static_cast<pid_t>(g_child), sig);
+  }
+  errno = saved;
+}
+
+void list_names(const Records& r, const std::string& what) {
+  if (!r.names) {
+    std::fprintf(stderr, "  (the program wrote no list of names)\n");
+    return;
+  }
+  const bool regions = what != "unknown_progress";
+  const auto& list = (*r.names)[regions ? "regions" : "progress"];
+  std::fprintf(stderr, "  valid %s names (%zu):\n", regions ? "region" : "progress point", list.size());
+  for (const auto& n : list) {
+    if (what == "unknown_handler" && n.value("kind", "") != "handler") continue;
+    if (!regions && n.value("handler", false)) continue;
+    std::fprintf(stderr, "    %s  [%s, %llu visits]\n", n.value("name", "?").c_str(), n.value("kind", "?").c_str(),
+                 static_cast<unsigned long long>(n.value("visits", 0ULL)));
+  }
+}
+
+void print_note(const Records& r, const json& n) {
+  const std::string what = n.value("what", "");
+  std::fprintf(stderr, "coact-profile: %s\n", n.value("message", what).c_str());
+  if (what.starts_with("unknown_")) list_names(r, what);
+}
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Step 0 for one output: "" if fine, else the one-line complaint.
+std::string check_output(const std::string& flag, const std::string& path, bool append) {
+  if (path.empty()) return {};
+  const std::string dir = dir_of(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return fmt::format("{} '{}': the directory '{}' does not exist (create it first)", flag, path, dir);
+  }
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return fmt::format("{} '{}': is a directory, expected a file path", flag, path);
+    if (::access(path.c_str(), W_OK) != 0) {
+      return fmt::format("{} '{}': not writable: {}", flag, path, std::strerror(errno));
+    }
+    if (st.st_size > 0 && !append) {
+      return fmt::format(
+          "{} '{}' already holds a profile ({} bytes from an earlier run); pass --append to add this run's "
+          "experiments to it (the plot pools them), or remove it, or choose another path",
+          flag, path, static_cast<long long>(st.st_size));
+    }
+  } else if (::access(dir.c_str(), W_OK) != 0) {
+    return fmt::format("{} '{}': cannot create a file in '{}': {}", flag, path, dir, std::strerror(errno));
+  }
+  return {};
+}
+
+std::string per_region_text(const Records& r) {
+  auto v = r.per_region;
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string s;
+  for (const auto& [name, n] : v) s += fmt::format("\n    {:5}  {}", n, name);
+  return s;
+}
+
+}  // namespace
+
+int run(RunArgs& a) {
+  ca::Options& o = a.o;
+  if (!a.json_given) o.json_output = o.output.empty() ? std::string() : ca::default_json_output(o.output);
+  if (o.json_output.empty()) {
+    std::fprintf(stderr, "coact-profile: --json-output must not be empty: the tool reads it to report on the run\n");
+    return 2;
+  }
+  // Step 0.
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"-o", o.output}, {"--json-output", o.json_output}}) {
+    const std::string problem = check_output(flag, path, a.append);
+    if (!problem.empty()) {
+      std::fprintf(stderr, "coact-profile: %s\n", problem.c_str());
+      return 2;
+    }
+  }
+  // The child's environment: ours without COACT_CAUSAL*, plus the options.
+  std::vector<std::string> env = child_env(ca::to_env(o), /*say_dropped=*/true);
+  {  // the same validation the child will do, so errors surface here
+    std::vector<const char*> check;
+    for (const auto& s : env) check.push_back(s.c_str());
+    check.push_back(nullptr);
+    try {
+      (void)ca::options_from_env(check.data());
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "coact-profile: %s\n", e.what());
+      return 2;
+    }
+  }
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  for (auto& s : a.command) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  // Step 1.
+  RecordReader reader(o.json_output, file_size(o.json_output));
+
+  // Step 2.
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "coact-profile: pipe: %s\n", std::strerror(errno));
+    return 1;
+  }
+  const auto t0 = steady::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "coact-profile: fork: %s\n", std::strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    ::close(exec_pipe[0]);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const int err = errno;
+    (void)!::write(exec_pipe[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  ::close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  while ((n = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(exec_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    ::waitpid(pid, nullptr, 0);
+    std::fprintf(stderr, "coact-profile: cannot run '%s': %s\n", a.command[0].c_str(), std::strerror(exec_errno));
+    return 127;
+  }
+
+  // Step 3.
+  g_child = pid;
+  struct sigaction sa {};
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
+  const bool bar = !a.quiet && ::isatty(STDERR_FILENO) == 1;
+  const std::string prog = a.command[0];
+  int status = 0;
+  size_t shown_warnings = 0, shown_errors = 0;
+  bool said_stopped = false;
+  auto show_new_notes = [&](const Records& r) {
+    const bool any = shown_warnings < r.warnings.size() || shown_errors < r.errors.size();
+    if (any && bar) std::fprintf(stderr, "\r\033[K");
+    for (; shown_warnings < r.warnings.size(); ++shown_warnings) print_note(r, r.warnings[shown_warnings]);
+    for (; shown_errors < r.errors.size(); ++shown_errors) print_note(r, r.errors[shown_errors]);
+  };
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      std::fprintf(stderr, "coact-profile: waitpid: %s\n", std::strerror(errno));
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    reader.poll(pid);
+    const auto& r = reader.records();
+    show_new_notes(r);
+    if (r.summary && !said_stopped) {
+      said_stopped = true;
+      if (!r.errors.empty()) {
+        std::fprintf(stderr,
+                     "coact-profile: the sweep has stopped experimenting (%s); %s keeps running: end it (Ctrl-C) "
+                     "when you are done\n",
+                     r.summary->value("reason", std::string("?")).c_str(), prog.c_str());
+      }
+    }
+    if (bar) {
+      const double elapsed = std::chrono::duration<double>(steady::now() - t0).count();
+      std::string left;
+      if (o.max_experiments != 0) {
+        left += fmt::format(", {} to go", o.max_experiments > r.experiments ? o.max_experiments - r.experiments : 0);
+      }
+      if (o.duration.count() != 0) {
+        left += fmt::format(", {:.0f} s left", std::max(0.0, static_cast<double>(o.duration.count()) - elapsed));
+      }
+      std::fprintf(stderr, "\r\033[K[coact-profile] %llu experiment%s (%llu at speedup 0)%s, %.0f s%s",
+                   static_cast<unsigned long long>(r.experiments), r.experiments == 1 ? "" : "s",
+                   static_cast<unsigned long long>(r.zero_speedup), left.c_str(), elapsed,
+                   r.summary ? " (sweep ended)" : "");
+      std::fflush(stderr);
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(steady::now() - t0).count();
+  if (bar) std::fprintf(stderr, "\r\033[K");
+  for (int sig : kForwarded) ::signal(sig, SIG_DFL);
+
+  // Step 4.
+  reader.poll(pid);
+  const Records& r = reader.records();
+  const std::string files = fmt::format("{}{}{}", o.output, o.output.empty() ? "" : " and ", o.json_output);
+  int rc = 0;
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "coact-profile: %s was killed by %s after %.1f s; the %llu finished experiment(s) are kept in %s\n",
+                 prog.c_str(), signal_name(WTERMSIG(status)).c_str(), elapsed,
+                 static_cast<unsigned long long>(r.experiments), files.c_str());
+    rc = 128 + WTERMSIG(status);
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "coact-profile: %s exited with status %d after %.1f s%s; the %llu finished experiment(s) are kept in %s\n",
+                 prog.c_str(), WEXITSTATUS(status), elapsed, r.summary ? "" : " before the sweep ended",
+                 static_cast<unsigned long long>(r.experiments), files.c_str());
+    rc = WEXITSTATUS(status);
+  }
+  if (!r.startup) {
+    std::fprintf(stderr,
+                 "coact-profile: %s never started the causal profiler (no startup record in %s): is it a coact "
+                 "program built with COACT_CAUSAL=ON that boots a coact::Runtime or calls "
+                 "coact::causal::Controller::start_from_env()?\n",
+                 prog.c_str(), o.json_output.c_str());
+    return rc != 0 ? rc : 1;
+  }
+  if (!r.summary && rc == 0) {
+    std::fprintf(stderr,
+                 "coact-profile: %s ended without stopping the profiler (no summary record: _exit, quick_exit or "
+                 "exec?); the %llu finished experiment(s) are kept\n",
+                 prog.c_str(), static_cast<unsigned long long>(r.experiments));
+    rc = 1;
+  }
+  show_new_notes(r);
+  if (!r.errors.empty() && rc == 0) rc = 1;
+  if (r.summary && r.errors.empty() && shown_warnings > 0) {
+    std::fprintf(stderr, "coact-profile: (the warnings above were resolved later in the run)\n");
+  }
+  if (r.experiments == 0 && r.errors.empty() && rc == 0) {
+    std::fprintf(stderr, "coact-profile: no experiment was recorded\n");
+    rc = 1;
+  }
+  // An early end: the program exited on its own before the sweep's limit.
+  const std::string reason = r.summary ? r.summary->value("reason", std::string()) : std::string();
+  const bool asked_duration = o.duration.count() != 0, asked_count = o.max_experiments != 0;
+  if (rc == 0 && reason == "stopped" && (asked_duration || asked_count)) {
+    const bool short_time = asked_duration && elapsed < static_cast<double>(o.duration.count());
+    const bool short_count = asked_count && r.experiments < o.max_experiments;
+    if (short_time || short_count) {
+      std::fprintf(stderr,
+                   "coact-profile: %s exited after %.1f s, before the sweep's %s: %llu experiment(s) instead of "
+                   "%s; the profile is kept and can be plotted, but its curves rest on fewer experiments than "
+                   "asked (let the program run longer, or shorten %s)\n",
+                   prog.c_str(), elapsed,
+                   short_time ? fmt::format("--duration-s {}", o.duration.count()).c_str()
+                              : fmt::format("--experiments {}", o.max_experiments).c_str(),
+                   static_cast<unsigned long long>(r.experiments),
+                   short_time ? fmt::format("{} s of experiments", o.duration.count()).c_str()
+                              : std::to_string(o.max_experiments).c_str(),
+                   short_time ? "--duration-s" : "--experiments");
+      rc = 1;
+    }
+  }
+  if (r.experiments > 0) {
+    const std::string plot = plot_command();
+    std::fprintf(stderr,
+                 "coact-profile: %llu experiment(s) (%llu at speedup 0) in %.1f s of sweep (%.1f s of experiment "
+                 "windows), kept in %s; experiments per region:%s\n"
+                 "  plot: %s profile %s -o curves.png\n"
+                 "  (program speedup = the fall in time per progress visit, as in Coz; a speedup x is a rate "
+                 "gain of 1/(1-x) - 1, e.g. 33%% less time = 50%% more visits per second)\n",
+                 static_cast<unsigned long long>(r.experiments), static_cast<unsigned long long>(r.zero_speedup),
+                 elapsed, static_cast<double>(r.experiment_ns) / 1e9, files.c_str(), per_region_text(r).c_str(),
+                 plot.c_str(), o.output.empty() ? o.json_output.c_str() : o.output.c_str());
+  }
+  return rc;
+}
+
+}  // namespace coact::profile_tool

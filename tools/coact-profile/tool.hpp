@@ -1,0 +1,87 @@
+// coact-profile's internals shared by its commands (run.cpp, validate.cpp,
+// main.cpp): the argument structs of each command, the child-process helpers
+// and where the tool finds its companion programs. Single-threaded tool code:
+// nothing here is thread-safe, and every function blocks only where it says so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <coact/causal/controller.hpp>
+
+namespace coact::profile_tool {
+
+// `coact-profile run` (run.cpp).
+struct RunArgs {
+  causal::Options o;
+  bool json_given = false;  // --json-output was given (else OUTPUT with .jsonl)
+  bool append = false;      // --append: add to existing profiles instead of refusing
+  bool quiet = false;       // no progress line
+  std::vector<std::string> command;  // PROGRAM ARGS... (after `--`)
+};
+int run(RunArgs& a);
+
+// `coact-profile validate` (validate.cpp; its protocol is described there).
+struct ValidateArgs {
+  std::vector<std::string> workloads;
+  double sweep_s = 60;
+  double actual_s = 2;
+  int chunks = 3;
+  int64_t unit_us = 500;
+  std::string known_answer;
+  std::string dedup;
+  std::string dedup_dir = "/usr/share/doc";
+  int dedup_fast_level = 1;
+  std::string dedup_region = "dedup::Compressor::on(coact::dedup::NewChunk)";
+  double dedup_sweep_s = 60;
+  bool no_dedup = false;
+  int retries = 2;
+  double contended_factor = 1.15;
+  std::string out_dir;
+  std::string python = "/usr/bin/python3";  // runs coact_reports.estimate
+  bool json_out = false;
+  bool verbose = false;
+  bool reanalyze = false;  // recompute the table from --out's files, run nothing
+};
+int validate(ValidateArgs& a);
+
+// ---- child processes and paths (tool.cpp) ---------------------------------------
+
+struct ChildResult {
+  int status = -1;   // waitpid status; -1 if the child could not be started
+  std::string out;   // its stdout
+};
+
+// Runs `args` (args[0] found on PATH) with environment `env`, stdout captured,
+// stderr appended to the file `log` (inherited when empty). Blocks until the
+// child exits.
+ChildResult run_child(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                      const std::string& log);
+bool exited_ok(const ChildResult& r);
+
+// This process's environment without COACT_CAUSAL and COACT_CAUSAL_* keys
+// (each dropped key is named on stderr when `say_dropped`), plus `extra`.
+std::vector<std::string> child_env(const std::vector<std::pair<std::string, std::string>>& extra,
+                                   bool say_dropped = false);
+
+// The directory of this executable (/proc/self/exe), "." if unknown.
+std::string self_dir();
+// True when this executable runs from a build tree (<build>/tools/coact-profile/),
+// false when installed (<prefix>/bin).
+bool in_build_tree();
+// The source tree this build was configured from (COACT_SOURCE_DIR), when
+// running from the build tree and that tree still exists; else empty.
+std::string source_dir();
+// `given` when not empty, else <build tree>/rel when this tool runs from a build
+// tree, else <prefix>/bin/name next to this tool, else `name` on PATH; empty if none.
+std::string find_program(const std::string& given, const std::string& rel, const std::string& name);
+// The command that plots a profile where the user is: `coact-plot` when
+// installed next to this tool or on PATH, else the source tree's reports/ tool.
+std::string plot_command();
+
+// "SIGSEGV (Segmentation fault)".
+std::string signal_name(int sig);
+
+}  // namespace coact::profile_tool

@@ -1,0 +1,612 @@
+// `coact-profile validate`: compare the profiler's predictions with programs
+// that really are faster (the known-answer workloads of bench/causal, and the
+// archiver of examples/dedup).
+//
+// Protocol (numbered steps; tools/coact-profile/README.md says why each is so):
+//  1. Find the programs: coact-known-answer (--known-answer, else next to
+//     this tool's build tree, bench/causal/, else PATH) and coact-dedup
+//     (--dedup, else examples/dedup/ of the build tree); ask coact-known-answer
+//     --list for each workload's stages, regions and ideal curves.
+//  2. For each workload, `chunks` rounds, so that a change in the machine's
+//     load during the run falls on both sides of the comparison:
+//       a. a sweep chunk: the program under COACT_CAUSAL=1 for sweep_s/chunks
+//          seconds, default draws (Coz's speedup draw, uniform over regions)
+//          restricted by a region filter to the workload's stages, appending
+//          to one JSON-lines profile;
+//       b. the real programs: baseline, then each row's actually-faster
+//          program (--speed STAGE=r), then baseline again, actual_s each.
+//  3. Predicted speedup at r for a stage: every experiment of its region gets
+//     y = 1 − rate0 / rate, rate = progress visits / effective time and rate0
+//     the mean rate of the (up to) 4 speedup-0 experiments nearest in time in
+//     the same chunk (any region: a 0-speedup experiment is the unperturbed
+//     program); prediction = local linear fit of y against s at r with a
+//     triangular kernel of half-width 0.10 (so the levels r − 5 %, r, r + 5 %
+//     weigh 1/2, 1, 1/2), widened while it does not cover r, with one pass
+//     of outlier rejection (local_fit says how).
+//  4. Actual speedup = 1 − period(fast) / period(baseline), each fast run
+//     against the mean of its chunk's two baseline runs, averaged over chunks.
+//     A chunk whose baselines (real runs, or the median speedup-0
+//     experiment) are slower than --contended-factor x the workload's ideal
+//     period had a core taken by another process: its experiments and runs
+//     are dropped and the chunk redone, up to --retries times (then kept,
+//     and the rows say so).
+//  5. The archiver (coact-dedup), if found: the real change is a faster zstd
+//     level (--dedup-fast-level, default 1, against the archiver's default
+//     3). a. Interleaved runs at the default level, the fast level and the
+//     default level again, each under a fixed-speedup-0 sweep of the
+//     Compressor's per-chunk handler (--dedup-region) with 1 s windows,
+//     measure chunks per second (actual speedup, as in 4) and the mean
+//     handler time per chunk at each level: r = 1 − t_fast / t_default.
+//     b. The prediction at s = r: interleaved runs at the default level under
+//     fixed-region sweeps at speedup 0, round(100 r) %, 0 (--dedup-sweep-s in
+//     all), y = 1 − rate(0) / rate(r), averaged. Fixed speedups, not a
+//     default sweep: the archiver's progress rate swings with the phase of
+//     each pass (walk, chunking, the Writer's metadata at the end), so a
+//     default sweep's handful of windows near s = r is far noisier than the
+//     same seconds spent at s = r.
+//  6. Print the table (workload, region, s, predicted, actual, error in
+//     points) and the mean and maximum absolute error; --json prints one JSON
+//     object instead. Exit 0, or 1 if a program failed.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "profile_reader.hpp"
+#include "tool.hpp"
+
+namespace coact::profile_tool {
+
+namespace {
+
+using json = nlohmann::json;
+namespace ca = coact::causal;
+using steady = std::chrono::steady_clock;
+using Exp = Experiment;
+
+struct Point {
+  double s;
+  double y;
+};
+std::vector<Point> region_points(const std::vector<Exp>& ex, const std::string& region) {
+  std::vector<Point> pts;
+  for (size_t i = 0; i < ex.size(); ++i) {
+    const Exp& e = ex[i];
+    if (e.region != region || e.s == 0 || e.rate <= 0) continue;
+    std::vector<std::pair<size_t, double>> zeros;  // distance, rate
+    for (size_t k = 0; k < ex.size(); ++k) {
+      if (ex[k].chunk == e.chunk && ex[k].s == 0 && ex[k].rate > 0) {
+        zeros.emplace_back(k > i ? k - i : i - k, ex[k].rate);
+      }
+    }
+    if (zeros.empty()) continue;
+    std::sort(zeros.begin(), zeros.end());
+    const size_t n = std::min<size_t>(4, zeros.size());
+    double base = 0;
+    for (size_t k = 0; k < n; ++k) base += zeros[k].second;
+    base /= static_cast<double>(n);
+    pts.push_back({e.s, 1.0 - base / e.rate});
+  }
+  return pts;
+}
+
+struct Estimate {
+  double value = std::nan("");
+  int n = 0;  // experiments with non-zero weight in the final fit
+  double h = 0;  // kernel half-width used
+};
+// Weighted local linear fit at r with a triangular kernel of half-width h:
+// the fitted value at r, or NaN if the points do not span a line (then the
+// weighted mean with `one_level` set).
+double fit_at(const std::vector<Point>& pts, const std::vector<double>& w, double r, bool& one_level, int& n) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  n = 0;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (w[i] <= 0) continue;
+    const double d = pts[i].s - r;
+    ++n;
+    sw += w[i];
+    sx += w[i] * d;
+    sy += w[i] * pts[i].y;
+    sxx += w[i] * d * d;
+    sxy += w[i] * d * pts[i].y;
+  }
+  one_level = false;
+  if (sw == 0) return std::nan("");
+  const double mx = sx / sw, my = sy / sw;
+  const double vxx = sxx / sw - mx * mx;
+  if (vxx < 1e-6) {
+    one_level = true;
+    return my;
+  }
+  return my - (sxy / sw - mx * my) / vxx * mx;  // the line at d = 0
+}
+
+// Step 3: local linear fit at r, triangular kernel of half-width 0.10,
+// widened by 0.05 at a time (to 0.30) until the points weighted in it cover
+// r from both sides or at r itself (a default sweep leaves some speedup
+// levels empty; the mean of one neighbouring level alone is biased by the
+// slope); then one pass of outlier rejection (a window that another
+// process disturbed): points whose residual exceeds max(3 x 1.4826 x MAD,
+// 3 points) are dropped and the fit redone.
+Estimate local_fit(const std::vector<Point>& pts, double r) {
+  Estimate est;
+  std::vector<double> w(pts.size(), 0.0);
+  for (double h = 0.10; h <= 0.30 + 1e-9; h += 0.05) {
+    bool below = false, above = false, at = false;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const double d = pts[i].s - r;
+      w[i] = std::max(0.0, 1.0 - std::abs(d) / h);
+      if (w[i] <= 0) continue;
+      if (std::abs(d) < 1e-6) at = true;
+      if (d < -1e-6) below = true;
+      if (d > 1e-6) above = true;
+    }
+    est.h = h;
+    if (at || (below && above)) break;
+  }
+  bool one = false;
+  int n = 0;
+  double v = fit_at(pts, w, r, one, n);
+  if (std::isnan(v)) return est;
+  if (n >= 4) {
+    // Residuals against the fitted line (slope from the same weighted fit).
+    std::vector<double> res;
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      if (w[i] <= 0) continue;
+      const double d = pts[i].s - r;
+      sw += w[i];
+      sx += w[i] * d;
+      sy += w[i] * pts[i].y;
+      sxx += w[i] * d * d;
+      sxy += w[i] * d * pts[i].y;
+    }
+    const double mx = sx / sw, my = sy / sw, vxx = sxx / sw - mx * mx;
+    const double slope = vxx < 1e-6 ? 0.0 : (sxy / sw - mx * my) / vxx;
+    auto resid = [&](size_t i) { return pts[i].y - (v + slope * (pts[i].s - r)); };
+    for (size_t i = 0; i < pts.size(); ++i) {
+      if (w[i] > 0) res.push_back(std::abs(resid(i)));
+    }
+    std::sort(res.begin(), res.end());
+    const double mad = res[res.size() / 2];
+    const double cut = std::max(3 * 1.4826 * mad, 0.03);
+    bool dropped = false;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      if (w[i] > 0 && std::abs(resid(i)) > cut) {
+        w[i] = 0;
+        dropped = true;
+      }
+    }
+    if (dropped) v = fit_at(pts, w, r, one, n);
+  }
+  est.value = v;
+  est.n = n;
+  return est;
+}
+
+struct Row {
+  std::string workload, stage, region;
+  std::string region_kind = "handler";  // handler | scope | line
+  double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
+  int experiments = 0;
+  int actual_runs = 0;
+  std::string note;
+};
+
+std::string fmt_num(double v, int prec = 3) { return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, prec); }
+json json_num(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+
+// Parses a known-answer run's JSON line; period in µs (0 on failure).
+double period_of(const ChildResult& r) {
+  std::string last;  // the last line that is a JSON object
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.front() == '{') last = line;
+  }
+  const json j = json::parse(last, nullptr, false);
+  return j.is_object() ? j.value("period_us", 0.0) : 0.0;
+}
+
+std::string make_out_dir(const std::string& given) {
+  if (!given.empty()) {
+    ::mkdir(given.c_str(), 0755);
+    return given;
+  }
+  char tmpl[] = "/tmp/coact-validate-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  return d != nullptr ? std::string(d) : std::string("/tmp");
+}
+
+struct Stopwatch {
+  steady::time_point t0 = steady::now();
+  double s() const { return std::chrono::duration<double>(steady::now() - t0).count(); }
+};
+
+}  // namespace
+
+int validate(ValidateArgs& a) {
+  const std::string out_dir = make_out_dir(a.out_dir);
+  const std::string log = out_dir + "/children.log";
+  auto say = [&](const std::string& m) {
+    if (!a.json_out || a.verbose) std::fprintf(stderr, "[validate] %s\n", m.c_str());
+  };
+  std::vector<Row> rows;
+  json skipped = json::array();
+  json timing = json::object();
+  bool failed = false;
+
+  // Step 1.
+  const std::string ka = find_program(a.known_answer, "bench/causal/coact-known-answer", "coact-known-answer");
+  json list;
+  if (ka.empty()) {
+    const std::string why =
+        "coact-known-answer not found (configure with -DCOACT_BUILD_BENCH=ON, or pass --known-answer PATH)";
+    std::fprintf(stderr, "coact-profile: %s\n", why.c_str());
+    skipped.push_back({{"what", "known-answer workloads"}, {"why", why}});
+  } else {
+    const ChildResult r = run_child({ka, "--list"}, child_env({}), log);
+    list = json::parse(r.out, nullptr, false);
+    if (!exited_ok(r) || !list.is_object()) {
+      std::fprintf(stderr, "coact-profile: %s --list failed (see %s)\n", ka.c_str(), log.c_str());
+      return 1;
+    }
+  }
+  const std::string progress = list.is_object() ? list.value("progress", "known_answer.iteration") : "";
+  const int chunks = std::max(1, a.chunks);
+  if (list.is_object()) {  // -w NAME must name a workload (else the run would silently skip it)
+    std::vector<std::string> names;
+    for (const auto& w : list["workloads"]) names.push_back(w.value("name", ""));
+    for (const auto& want : a.workloads) {
+      if (std::find(names.begin(), names.end(), want) != names.end()) continue;
+      std::string valid;
+      for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
+      std::fprintf(stderr, "coact-profile: validate --workload '%s': no such known-answer workload (expected one of: %s)\n",
+                   want.c_str(), valid.c_str());
+      return 2;
+    }
+  }
+
+  // Steps 2-4 per workload.
+  for (const auto& w : list.is_object() ? list["workloads"] : json::array()) {
+    const std::string name = w.value("name", "");
+    if (!a.workloads.empty() && std::find(a.workloads.begin(), a.workloads.end(), name) == a.workloads.end()) continue;
+    Stopwatch sw;
+    // The rows: the first (bottleneck) stage at 0.25, 0.5, 0.75; every other stage at 0.5.
+    std::vector<Row> wrows;
+    bool first = true;
+    std::vector<std::string> filter;
+    for (const auto& st : w["stages"]) {
+      filter.push_back(st.value("region", ""));
+      const std::vector<double> ss = first ? std::vector<double>{0.25, 0.5, 0.75} : std::vector<double>{0.5};
+      for (double s : ss) {
+        Row r;
+        r.workload = name;
+        r.stage = st.value("stage", "");
+        r.region = st.value("region", "");
+        r.region_kind = st.value("region_kind", "handler");
+        r.s = s;
+        const auto& ideal = st["ideal"];
+        r.ideal = ideal.at(static_cast<size_t>(std::lround(s * 20))).get<double>();
+        wrows.push_back(r);
+      }
+      first = false;
+    }
+    ca::Options o;
+    o.progress = {progress};
+    o.region_filter = filter;
+    o.time_weighted = false;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
+    o.sampling = w.value("sampling", false);  // line stages: sampled-line regions
+    o.output = out_dir + "/" + name + ".coz";
+    o.json_output = out_dir + "/" + name + ".jsonl";
+    if (!a.reanalyze) {
+      std::remove(o.output.c_str());
+      std::remove(o.json_output.c_str());
+    }
+    const double chunk_s = a.sweep_s / chunks;
+    o.duration = std::chrono::seconds(static_cast<int64_t>(std::ceil(chunk_s)));
+    std::vector<double> sum_speedup(wrows.size(), 0.0);
+    std::vector<int> n_speedup(wrows.size(), 0);
+    const std::string unit = std::to_string(a.unit_us);
+    auto actual_run = [&](const std::string& speed) {
+      std::vector<std::string> argv{ka, "--workload", name, "--seconds", fmt::format("{}", a.actual_s), "--unit-us", unit};
+      if (!speed.empty()) {
+        argv.push_back("--speed");
+        argv.push_back(speed);
+      }
+      const ChildResult r = run_child(argv, child_env({}), log);
+      if (!exited_ok(r)) failed = true;
+      return period_of(r);
+    };
+    // A chunk is contended when its baselines (the real baseline runs, and
+    // the median of its speedup-0 experiments) run more than
+    // contended_factor x the ideal period: another process took one of the
+    // two cores, and the known answers (and the program's curve) changed
+    // under the measurement. Such a chunk is redone, up to `retries` times.
+    const double ideal_us = w.value("ideal_period_units", 2.0) * static_cast<double>(a.unit_us);
+    const double limit_us = a.contended_factor * ideal_us;
+    double sweep_wall = 0;
+    int chunk_index = -1;  // startup records seen so far in the profile
+    std::vector<int> dropped;
+    int contended_kept = 0, redone = 0;
+    const std::string actual_path = out_dir + "/" + name + ".actual.json";
+    if (a.reanalyze) {  // the real runs' results and dropped chunks of an earlier run
+      std::ifstream in(actual_path);
+      const json j = json::parse(in, nullptr, false);
+      if (j.is_object()) {
+        sum_speedup = j.value("sum_speedup", sum_speedup);
+        n_speedup = j.value("n_speedup", n_speedup);
+        dropped = j.value("dropped", dropped);
+        redone = j.value("redone", 0);
+        contended_kept = j.value("contended", 0);
+      }
+    }
+    for (int c = 0; c < (a.reanalyze ? 0 : chunks); ++c) {
+      for (int attempt = 0; attempt <= a.retries; ++attempt) {
+        say(fmt::format("{}: sweep chunk {}/{}{} ({:.0f} s)", name, c + 1, chunks,
+                        attempt > 0 ? fmt::format(", retry {}", attempt) : "", std::ceil(chunk_s)));
+        Stopwatch sws;
+        const ChildResult sr = run_child(
+            {ka, "--workload", name, "--seconds", fmt::format("{}", std::ceil(chunk_s) + 0.5), "--unit-us", unit},
+            child_env(ca::to_env(o)), log);
+        sweep_wall += sws.s();
+        ++chunk_index;
+        if (!exited_ok(sr)) {
+          std::fprintf(stderr, "coact-profile: the sweep of %s failed (see %s)\n", name.c_str(), log.c_str());
+          failed = true;
+        }
+        say(fmt::format("{}: real runs {}/{} ({} x {:.1f} s)", name, c + 1, chunks, wrows.size() + 2, a.actual_s));
+        const double base0 = actual_run("");
+        std::vector<double> fast(wrows.size(), 0.0);
+        for (size_t i = 0; i < wrows.size(); ++i) fast[i] = actual_run(fmt::format("{}={}", wrows[i].stage, wrows[i].s));
+        const double base1 = actual_run("");
+        std::vector<double> zero_periods;
+        for (const Exp& e : read_experiments(o.json_output)) {
+          if (e.chunk == chunk_index && e.s == 0 && e.rate > 0) zero_periods.push_back(1e6 / e.rate);
+        }
+        std::sort(zero_periods.begin(), zero_periods.end());
+        const double zero_median = zero_periods.empty() ? 0 : zero_periods[zero_periods.size() / 2];
+        const bool contended = base0 > limit_us || base1 > limit_us || zero_median > limit_us;
+        if (contended && attempt < a.retries) {
+          say(fmt::format("{}: chunk contended (baseline periods {:.0f}, {:.0f}, sweep {:.0f} us; ideal {:.0f} us): redo",
+                          name, base0, base1, zero_median, ideal_us));
+          dropped.push_back(chunk_index);
+          ++redone;
+          continue;
+        }
+        if (contended) ++contended_kept;
+        const double base = (base0 > 0 && base1 > 0) ? (base0 + base1) / 2 : std::max(base0, base1);
+        for (size_t i = 0; i < wrows.size(); ++i) {
+          if (base > 0 && fast[i] > 0) {
+            sum_speedup[i] += 1.0 - fast[i] / base;
+            ++n_speedup[i];
+          }
+        }
+        break;
+      }
+    }
+    if (!a.reanalyze) {
+      std::ofstream(actual_path) << json{{"sum_speedup", sum_speedup},
+                                         {"n_speedup", n_speedup},
+                                         {"dropped", dropped},
+                                         {"redone", redone},
+                                         {"contended", contended_kept}}
+                                        .dump()
+                                 << "\n";
+    }
+    std::vector<Exp> ex = read_experiments(o.json_output);
+    std::erase_if(ex, [&](const Exp& e) { return std::find(dropped.begin(), dropped.end(), e.chunk) != dropped.end(); });
+    for (size_t i = 0; i < wrows.size(); ++i) {
+      Row& r = wrows[i];
+      const Estimate e = local_fit(region_points(ex, r.region), r.s);
+      r.predicted = e.value;
+      r.experiments = e.n;
+      r.actual_runs = n_speedup[i];
+      if (n_speedup[i] > 0) r.actual = sum_speedup[i] / n_speedup[i];
+      rows.push_back(r);
+    }
+    for (Row& r : rows) {
+      if (r.workload == name && contended_kept > 0) {
+        r.note = fmt::format("{} chunk(s) contended even after {} retries", contended_kept, a.retries);
+      }
+    }
+    timing[name] = {{"sweep_s", sweep_wall},        {"total_s", sw.s()},
+                    {"experiments", ex.size()},      {"chunks_redone", redone},
+                    {"chunks_contended", contended_kept}};
+  }
+
+  // Step 5: the archiver.
+  const std::string dd = a.no_dedup || a.reanalyze ? std::string() : find_program(a.dedup, "examples/dedup/coact-dedup", "coact-dedup");
+  if (a.no_dedup || a.reanalyze) {
+    skipped.push_back({{"what", "dedup"}, {"why", a.reanalyze ? "--reanalyze" : "--no-dedup"}});
+  } else if (dd.empty()) {
+    const std::string why = "coact-dedup not found (build examples/dedup, or pass --dedup PATH)";
+    say("skipping the archiver: " + why);
+    skipped.push_back({{"what", "dedup"}, {"why", why}});
+  } else {
+    Stopwatch sw;
+    // The archive goes to tmpfs when there is one: rewriting ~55 MB per pass
+    // to a disk makes writeback stalls part of the archiver's timing.
+    const std::string archive =
+        (::access("/dev/shm", W_OK) == 0 ? fmt::format("/dev/shm/coact-validate-{}", ::getpid()) : out_dir + "/dedup") +
+        ".cdar";
+    auto dedup_argv = [&](int level, double secs) {
+      std::vector<std::string> v{dd, "archive", a.dedup_dir, "-o", archive, "-q", "--seconds", fmt::format("{}", secs)};
+      if (level >= -100) {
+        v.push_back("--level");
+        v.push_back(std::to_string(level));
+      }
+      return v;
+    };
+    // Runs the archiver for `secs` under a sweep of the Compressor region
+    // with a fixed speedup, 1 s windows; returns the chunks per effective
+    // second and the mean Compressor handler time per visit (ns).
+    struct Measured {
+      double rate = 0, handler_ns = 0;
+      std::string region;
+    };
+    constexpr int kDefaultLevel = -1000;  // "use the archiver's default"
+    int runs = 0;
+    auto measure = [&](int level, double secs, uint32_t pct) {
+      ca::Options m;
+      m.progress = {"chunks"};
+      m.fixed_region = a.dedup_region;
+      m.fixed_speedup_pct = pct;
+      m.experiment = std::chrono::milliseconds(1000);
+      m.max_experiment = m.experiment;
+      m.output = "";
+      m.json_output = out_dir + fmt::format("/dedup-{}.jsonl", runs++);
+      const ChildResult r = run_child(dedup_argv(level, secs), child_env(ca::to_env(m)), log);
+      if (!exited_ok(r)) failed = true;
+      double visits = 0, eff = 0;
+      uint64_t rv = 0, rns = 0;
+      Measured out;
+      std::ifstream in(m.json_output);
+      std::string line;
+      while (std::getline(in, line)) {
+        const json j = json::parse(line, nullptr, false);
+        if (!j.is_object() || j.value("type", "") != "experiment") continue;
+        out.region = j.value("region", "");
+        if (j.contains("progress")) {
+          for (const auto& [k, v] : j["progress"].items()) visits += v.get<double>();
+        }
+        eff += static_cast<double>(j.value("effective_ns", uint64_t{0})) / 1e9;
+        rv += j.value("visits", uint64_t{0});
+        rns += j.value("region_ns", uint64_t{0});
+      }
+      out.rate = eff > 0 ? visits / eff : 0;
+      out.handler_ns = rv > 0 ? static_cast<double>(rns) / static_cast<double>(rv) : 0;
+      return out;
+    };
+    // 5a. The real change: default level vs the fast level, interleaved.
+    double t0 = 0, t1 = 0, rate0 = 0, rate1 = 0, speedup_sum = 0;
+    int nrun = 0;
+    std::string region;
+    const double real_s = 2 * a.actual_s;
+    for (int c = 0; c < chunks; ++c) {
+      say(fmt::format("dedup: real runs {}/{} (default level, level {}, default level; {:.0f} s each)", c + 1, chunks,
+                      a.dedup_fast_level, real_s));
+      const Measured b0 = measure(kDefaultLevel, real_s, 0);
+      const Measured f = measure(a.dedup_fast_level, real_s, 0);
+      const Measured b1 = measure(kDefaultLevel, real_s, 0);
+      if (!b0.region.empty()) region = b0.region;
+      const double rb = (b0.rate + b1.rate) / 2;
+      if (rb > 0 && f.rate > 0) {
+        speedup_sum += 1.0 - rb / f.rate;
+        rate0 += rb;
+        rate1 += f.rate;
+        t0 += (b0.handler_ns + b1.handler_ns) / 2;
+        t1 += f.handler_ns;
+        ++nrun;
+      }
+    }
+    Row r;
+    r.workload = "dedup";
+    r.stage = fmt::format("zstd level {}", a.dedup_fast_level);
+    r.region = region.empty() ? "Compressor::on(NewChunk)" : region;
+    r.actual_runs = nrun;
+    if (nrun > 0 && t0 > 0) {
+      r.actual = speedup_sum / nrun;
+      r.s = std::clamp(1.0 - t1 / t0, 0.0, 1.0);
+      // 5b. The prediction at s = r: the default level under fixed-speedup
+      // sweeps of the Compressor region, 0 and round(100 r) %, interleaved.
+      const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
+      const double each = std::max(2.0, a.dedup_sweep_s / (3.0 * chunks));
+      double ysum = 0;
+      int ny = 0;
+      for (int c = 0; c < chunks; ++c) {
+        say(fmt::format("dedup: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", c + 1, chunks, pct, each));
+        const Measured z0 = measure(kDefaultLevel, each, 0);
+        const Measured v = measure(kDefaultLevel, each, pct);
+        const Measured z1 = measure(kDefaultLevel, each, 0);
+        const double rz = (z0.rate + z1.rate) / 2;
+        if (rz > 0 && v.rate > 0) {
+          ysum += 1.0 - rz / v.rate;
+          ++ny;
+        }
+      }
+      if (ny > 0) r.predicted = ysum / ny;
+      r.experiments = ny;
+      r.note = fmt::format("level {} vs default: Compressor handler {:.1f} -> {:.1f} us per chunk (r = {:.3f}, "
+                           "virtual speedup {} %); {:.0f} -> {:.0f} chunks/s",
+                           a.dedup_fast_level, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun,
+                           rate1 / nrun);
+    } else {
+      r.note = "the archiver's runs measured nothing (see " + log + ")";
+    }
+    rows.push_back(r);
+    std::remove(archive.c_str());
+    timing["dedup"] = {{"total_s", sw.s()}};
+  }
+
+  // Step 6.
+  double sum_abs = 0, max_abs = 0;
+  int n = 0;
+  for (const Row& r : rows) {
+    if (std::isnan(r.predicted) || std::isnan(r.actual)) continue;
+    const double e = std::abs(r.predicted - r.actual) * 100;
+    sum_abs += e;
+    max_abs = std::max(max_abs, e);
+    ++n;
+  }
+  const double mean_abs = n > 0 ? sum_abs / n : std::nan("");
+  if (a.json_out) {
+    json j;
+    j["rows"] = json::array();
+    for (const Row& r : rows) {
+      j["rows"].push_back({{"workload", r.workload},
+                           {"stage", r.stage},
+                           {"region", r.region},
+                           {"region_kind", r.region_kind},
+                           {"s", json_num(r.s)},
+                           {"predicted", json_num(r.predicted)},
+                           {"actual", json_num(r.actual)},
+                           {"error_pts", json_num((r.predicted - r.actual) * 100)},
+                           {"ideal", json_num(r.ideal)},
+                           {"experiments", r.experiments},
+                           {"actual_runs", r.actual_runs},
+                           {"note", r.note}});
+    }
+    j["mean_abs_error_pts"] = json_num(mean_abs);
+    j["max_abs_error_pts"] = json_num(n > 0 ? max_abs : std::nan(""));
+    j["rows_compared"] = n;
+    j["sweep_s"] = a.sweep_s;
+    j["chunks"] = chunks;
+    j["actual_s"] = a.actual_s;
+    j["timing"] = timing;
+    j["skipped"] = skipped;
+    j["profiles"] = out_dir;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    size_t wr = 6;
+    for (const Row& r : rows) wr = std::max(wr, r.region.size());
+    std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5s\n", "workload", static_cast<int>(wr), "region", "s", "predicted",
+                "actual", "error(pts)", "ideal", "exps");
+    for (const Row& r : rows) {
+      std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5d\n", r.workload.c_str(), static_cast<int>(wr), r.region.c_str(),
+                  fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), fmt_num(r.actual).c_str(),
+                  fmt_num((r.predicted - r.actual) * 100, 1).c_str(), fmt_num(r.ideal).c_str(), r.experiments);
+      if (!r.note.empty()) std::printf("%-12s %s\n", "", r.note.c_str());
+    }
+    std::printf("mean |error| %s pts, max %s pts over %d rows; sweep %.0f s per workload in %d chunks; profiles in %s\n",
+                fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, a.sweep_s,
+                chunks, out_dir.c_str());
+    for (const auto& s : skipped) std::printf("skipped %s: %s\n", s.value("what", "").c_str(), s.value("why", "").c_str());
+  }
+  return failed ? 1 : 0;
+}
+
+
+}  // namespace coact::profile_tool
