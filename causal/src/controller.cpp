@@ -50,7 +50,12 @@
 //     halves it while it is at least twice the initial window.
 // 10. Cooldown (Options::cooldown, wall clock) so threads pay their debt
 //     before the next experiment; then back to 2 unless stop() was called,
-//     max_experiments experiments were written, or duration has passed.
+//     max_experiments experiments were written, or duration has passed — or,
+//     without a duration, no experiment has been written after
+//     max(5 s, 2 x the window cap) (16 s with the defaults): the sweep then
+//     stops experimenting with a "no_progress" error (reason "no_progress";
+//     the program runs on). Three initial windows (1.5 s) without an
+//     experiment already write "warning" records (see below).
 // 11. End: clear g_sweep_active, detach completion points, write the runtime
 //     and samples records, a "names" record, one "error" record per problem
 //     with its message also on stderr — a filter or fixed region that matched
@@ -63,13 +68,15 @@
 // all one line each:
 //   {"type":"names","regions":[{"name":..,"kind":"handler"|"scope","visits":N},..],
 //    "progress":[{"name":..,"kind":"throughput"|"latency","handler":bool,"visits":N},..]}
-//     at the end, and once early when a filter has matched nothing for three
-//     windows (with a "warning" record), so a killed run still lists names.
+//     at the end, and once early when no experiment was written in the first
+//     three windows (with "warning" records: the filter entries that match
+//     nothing, else "no_progress"), so the user of a long-running program,
+//     and a killed run's profile, learn it early.
 //   {"type":"warning"|"error","what":"no_progress"|"no_experiments"|
 //    "unknown_region"|"unknown_progress"|"unknown_handler","message":..,
 //    "names":[the filter entries, or the progress points concerned]}
 //   {"type":"summary","experiments":N,"empty_experiments":N,
-//    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"error"}
+//    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"no_progress"}
 #include <coact/causal/controller.hpp>
 
 #include <unistd.h>
@@ -243,8 +250,15 @@ using steady = std::chrono::steady_clock;
 // Coz's speedup draw (libcoz/profiler.h: SpeedupDivisions = 20, ZeroSpeedupWeight = 7).
 constexpr uint32_t kSpeedupDivisions = 20;
 constexpr uint32_t kZeroSpeedupWeight = 7;
-// Windows of an unmatched filter before the early names + warning records.
+// Initial windows without any experiment before the early names + warning
+// records (1.5 s with the default 500 ms window).
 constexpr int kGraceWindows = 3;
+// Without Options::duration, a sweep that has written no experiment after
+// max(kGiveUpMin, kGiveUpWindows x the window cap) stops experimenting with a
+// "no_progress" error (16 s with the defaults): a server whose progress point
+// is never reached, or whose filter matches nothing, is told so while it runs.
+constexpr std::chrono::seconds kGiveUpMin{5};
+constexpr int kGiveUpWindows = 2;
 
 struct State {
   std::mutex api_mu;  // serialises start / stop (held across the join)
@@ -312,19 +326,23 @@ class Sweep {
 
  private:
   std::string loop() {
+    const auto give_up = std::max<steady::duration>(kGiveUpMin, kGiveUpWindows * max_window_);
     for (;;) {
       if (o_.duration.count() != 0 && steady::now() - t_start_ >= o_.duration) return "duration";
+      if (o_.duration.count() == 0 && summary_.experiments == 0 && steady::now() - t_start_ >= give_up) {
+        return "no_progress";
+      }
       // Step 2.
       std::vector<ProgressPoint*> points = selected_points();
       if (points.empty()) {
-        note_miss(!o_.progress.empty() || !o_.progress_handlers.empty());
+        note_miss();
         if (!sleep_until(s_, steady::now() + window_)) return "stopped";
         continue;
       }
       // Step 3.
       const uint32_t region = pick_region();
       if (region == kNoRegion) {
-        note_miss(!o_.region_filter.empty() || !o_.fixed_region.empty());
+        note_miss();
         if (!sleep_until(s_, steady::now() + window_)) return "stopped";
         continue;
       }
@@ -387,6 +405,7 @@ class Sweep {
         summary_.progress_reached = true;
       } else {
         ++summary_.empty_experiments;
+        note_miss();
       }
       // Step 9.
       if (min_delta < o_.min_delta) {
@@ -444,16 +463,40 @@ class Sweep {
     return kNoRegion;
   }
 
-  // A window passed without an experiment; `filtered` says a filter may be why.
-  void note_miss(bool filtered) {
-    if (!filtered || early_names_written_ || ++filtered_misses_ < kGraceWindows) return;
+  // A window passed without an experiment (no point selected, no region ran,
+  // or no selected point moved). Once,
+  // if no experiment has been written kGraceWindows initial windows into the
+  // sweep: warning records (the filter entries that match nothing, else
+  // "no_progress") and the names, so the user hears it while the program runs.
+  void note_miss() {
+    if (early_names_written_ || summary_.experiments != 0) return;
+    const auto elapsed = steady::now() - t_start_;
+    if (elapsed < kGraceWindows * o_.experiment) return;
     early_names_written_ = true;
-    const auto problems = filter_problems();
-    for (const auto& [what, message, names] : problems) {
+    auto warn = [&](const std::string& what, const std::string& message, const std::vector<std::string>& names) {
       w_->json_line(fmt::format("{{\"type\":\"warning\",\"what\":{},\"message\":{},\"names\":{}}}", json_quote(what),
-                                json_quote(message + " (so far)"), json_array(names)));
+                                json_quote(message), json_array(names)));
+    };
+    const auto problems = filter_problems();
+    for (const auto& [what, message, names] : problems) warn(what, message + " (so far)", names);
+    if (problems.empty()) {
+      std::vector<std::string> names;
+      for (ProgressPoint* p : selected_points()) names.push_back(p->name());
+      const double secs = std::chrono::duration<double>(elapsed).count();
+      const std::string limit =
+          o_.duration.count() != 0
+              ? fmt::format("the sweep runs on until its duration ({} s)", o_.duration.count())
+              : fmt::format("the sweep stops experimenting if none is reached in its first {:.0f} s",
+                            std::chrono::duration<double>(
+                                std::max<steady::duration>(kGiveUpMin, kGiveUpWindows * max_window_))
+                                .count());
+      warn("no_progress",
+           names.empty() ? fmt::format("no {}progress point has been reached in {:.1f} s (so far); {}",
+                                       o_.progress.empty() ? "" : "matching ", secs, limit)
+                         : fmt::format("no visit of {} in {:.1f} s (so far); {}", join(names, ", "), secs, limit),
+           names);
     }
-    if (!problems.empty()) write_names();
+    write_names();
   }
 
   struct Problem {
@@ -645,7 +688,6 @@ class Sweep {
   }
 
   std::set<std::string> experimented_;  // regions of the recorded experiments
-  int filtered_misses_ = 0;
   bool early_names_written_ = false;
   SweepSummary summary_;
 };

@@ -163,12 +163,36 @@ void ProfileWriter::write_group(int fd, const std::string& path, uint64_t& offse
   if (fd < 0) return;
   // Keep a group that fits in a page inside one page: the kernel copies a
   // write page by page and a fatal signal stops it between pages only.
+  const bool json = fd == json_fd_;
   const uint64_t in_page = offset % page_bytes_;
   std::string buf;
   if (group.size() <= page_bytes_ && in_page + group.size() > page_bytes_) {
-    buf.assign(page_bytes_ - in_page, '\n');  // blank lines: skipped by every reader
+    const uint64_t gap = page_bytes_ - in_page;
+    if (!json) {
+      buf.assign(gap, '\n');  // blank lines: skipped by Coz's viewer and coact-plot
+    } else if (gap >= kJsonPadRecord.size() + 1) {
+      // One whole JSON line up to the boundary, so line-by-line readers see
+      // only valid JSON: {"type":"pad"} + spaces + newline.
+      buf.assign(kJsonPadRecord);
+      buf.append(gap - kJsonPadRecord.size() - 1, ' ');
+      buf.push_back('\n');
+    }
+    // else: a gap too small for a pad record, which our own writes never
+    // leave (below); only a file an older writer padded can have one. The
+    // group then crosses the boundary unprotected.
   }
+  const uint64_t group_at = offset + buf.size();
   buf.append(group);
+  if (json && !group.empty() && group.back() == '\n') {
+    // Never leave a gap too small for a pad record: fill it with spaces
+    // inside the group's last line (JSON allows trailing whitespace), when
+    // the group then still ends inside the page it started in.
+    const uint64_t end = (group_at + group.size()) % page_bytes_;
+    const uint64_t rest = end == 0 ? 0 : page_bytes_ - end;
+    if (rest > 0 && rest < kJsonPadRecord.size() + 1 && group_at % page_bytes_ + group.size() + rest <= page_bytes_) {
+      buf.insert(buf.size() - 1, rest, ' ');
+    }
+  }
   std::string_view data(buf);
   // One write(2) for padding and group; the loop only continues after a short
   // write (a full disk, or a signal handler interrupting a large write).

@@ -427,3 +427,42 @@ TEST_CASE("controller: an unknown fixed region is reported with the valid names"
   CHECK(listed);
   ca::credit_resume();
 }
+
+TEST_CASE("controller: a sweep whose progress point is never reached warns early and gives up", "[causal][controller]") {
+  // A server-like program: its handlers run, but the progress point the sweep
+  // asks for is never visited, and no duration bounds the sweep. The warning
+  // comes after kGraceWindows (3) initial windows; the sweep stops
+  // experimenting after max(5 s, 2 x the window cap) with a no_progress error.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "no-progress sweep");
+  TempDir dir;
+  Workload w([] {
+    COACT_SCOPE("controller-test/serving");
+    spin_for(50us);
+  });
+  auto o = quick_options(dir);  // 25 ms window, 200 ms cap: gives up after 5 s
+  o.progress = {"controller-test/never-reached"};
+  const auto t0 = std::chrono::steady_clock::now();
+  ca::Controller::start(o);
+  const auto jpath = dir.path / "profile.jsonl";
+  // The warning is written within the first second (3 windows of 25 ms, plus slack for a loaded machine).
+  bool warned = false;
+  while (!warned && std::chrono::steady_clock::now() - t0 < 2s) {
+    std::this_thread::sleep_for(20ms);
+    for (const auto& r : records(jpath, "warning")) warned |= r["what"] == "unknown_progress";
+  }
+  CHECK(warned);
+  REQUIRE(ca::Controller::wait(20s));  // gave up by itself
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(took >= 4.9);
+  CHECK(took < 15.0);
+  CHECK(ca::Controller::running() == false);
+  const auto s = ca::Controller::stop();
+  CHECK(s.experiments == 0u);
+  CHECK(s.reason == "no_progress");
+  REQUIRE(!s.errors.empty());
+  const auto summary = records(jpath, "summary");
+  REQUIRE(summary.size() == 1u);
+  CHECK(summary[0]["reason"] == "no_progress");
+  ca::credit_resume();
+}

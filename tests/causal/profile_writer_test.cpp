@@ -41,6 +41,24 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+// Every line of a JSON-lines file, each required to be one valid JSON object
+// (no blank lines: line-by-line JSONL readers must accept the file), without
+// the writer's {"type":"pad"} page-padding records.
+std::vector<nlohmann::json> json_records(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  size_t lineno = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lineno;
+    INFO("JSON line " << lineno << ": '" << line.substr(0, 80) << "'");
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("type"));
+    if (j["type"] != "pad") out.push_back(j);
+  }
+  return out;
+}
+
 struct CozRecord {
   std::string type;
   std::vector<std::string> keys;  // in order
@@ -228,11 +246,8 @@ TEST_CASE("a writer killed mid-run leaves only whole experiments", "[causal][wri
     check_coz_line_fields(r);
     CHECK(r.type == ((i - 1) % 4 == 0 ? "experiment" : (i - 1) % 4 == 3 ? "latency-point" : "throughput-point"));
   }
-  const auto json_lines = lines_of(json_text);
-  for (size_t i = 1; i < json_lines.size(); ++i) {
-    const auto j = nlohmann::json::parse(json_lines[i]);
-    CHECK(j["index"] == i - 1);
-  }
+  const auto json_lines = json_records(json_text);  // every line valid JSON, padding included
+  for (size_t i = 1; i < json_lines.size(); ++i) CHECK(json_lines[i]["index"] == i - 1);
   INFO("experiments written before the kill: " << json_lines.size() - 1);
   CHECK(json_lines.size() > 1u);
 }
@@ -264,6 +279,38 @@ TEST_CASE("a group never crosses a page boundary; blank-line padding keeps it in
     CHECK(s / page == (s + group.size() - 1) / page);  // inside one page
   }
   CHECK(text.size() > 20 * group.size());  // some padding was needed
+}
+
+TEST_CASE("JSON lines: page padding is a valid {\"type\":\"pad\"} line, and no group crosses a page", "[causal][writer]") {
+  TempDir dir;
+  const fs::path json = dir.path / "pad.jsonl";
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  // Region names of many lengths, so that every remainder of a page occurs,
+  // including those shorter than a pad record (filled inside the last line).
+  {
+    ca::ProfileWriter w("", json.string());
+    w.startup(1, 1, 1, "");
+    for (int i = 0; i < 400; ++i) {
+      auto e = sample_experiment(static_cast<uint64_t>(i));
+      e.region.assign(static_cast<size_t>(100 + (i * 37) % 900), 'x');
+      w.experiment(e);
+    }
+  }
+  const std::string text = read_file(json);
+  const auto recs = json_records(text);  // REQUIREs every line to parse
+  REQUIRE(recs.size() == 401u);
+  for (size_t i = 1; i < recs.size(); ++i) CHECK(recs[i]["index"] == i - 1);
+  size_t pads = 0, at = 0;
+  for (size_t nl = text.find('\n'); nl != std::string::npos; at = nl + 1, nl = text.find('\n', at)) {
+    const std::string line = text.substr(at, nl - at);
+    if (line.rfind("{\"type\":\"pad\"}", 0) == 0) {
+      ++pads;
+      CHECK((nl + 1) % page == 0);  // a pad record ends exactly at a page boundary
+    } else {
+      CHECK(at / page == nl / page);  // every other record stays inside one page
+    }
+  }
+  CHECK(pads > 0u);
 }
 
 TEST_CASE("a partial last line left by a killed run is removed when the file is reopened", "[causal][writer]") {

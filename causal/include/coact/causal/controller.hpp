@@ -119,7 +119,7 @@ struct SweepSummary {
   uint64_t experiments = 0;        ///< Written experiments.
   uint64_t empty_experiments = 0;  ///< Finished but not written: no selected point moved.
   bool progress_reached = false;   ///< Some selected progress point moved in some experiment.
-  std::string reason;              ///< "stopped", "duration", "experiments", "error" ("" if none ran).
+  std::string reason;              ///< "stopped", "duration", "experiments", "no_progress" ("" if none ran).
   std::vector<std::string> errors; ///< Messages of the end "error" records (also printed on stderr).
 };
 

@@ -50,9 +50,14 @@
 // (generic_perform_write checks fatal_signal_pending per page), so a kill can
 // cut a write that crosses a page boundary — the writer test caught exactly
 // that. So a group that would cross a page boundary is preceded, in the same
-// write, by newlines up to the boundary; blank lines are skipped by Coz's
-// viewer (profile.ts) and by coact_plot.py. Result: a kill leaves only whole
-// groups (plus harmless blank lines), for every group of at most one page
+// write, by padding up to the boundary: in profile.coz blank lines (skipped
+// by Coz's viewer, profile.ts, and by coact-plot); in the JSON-lines file one
+// padding record, {"type":"pad"} followed by spaces, so that every line stays
+// valid JSON for line-by-line readers (a gap shorter than that record is
+// never left: such a rest of a page is filled with spaces at the end of the
+// group's last line, which JSON allows). Readers skip "pad" records like any
+// type they do not know. Result: a kill leaves only whole
+// groups (plus padding), for every group of at most one page
 // (4 KiB: a region name and ~40 progress points). A larger group can still be
 // cut at a page boundary; the next ProfileWriter on the file truncates a last
 // line left without its newline (a partial group's complete lines remain).
@@ -154,6 +159,7 @@ class ProfileWriter {
   uint64_t coz_offset_ = 0;   // bytes in the file (we are its only appender)
   uint64_t json_offset_ = 0;
   uint64_t page_bytes_ = 4096;
+  static constexpr std::string_view kJsonPadRecord = "{\"type\":\"pad\"}";
   bool warned_ = false;
 };
 
