@@ -39,9 +39,26 @@ class Runtime;
 template <class A>
 class ActorRef;
 
-/// True iff actor type A has a handler for message kind M.
+/// True iff actor type A has a handler for message kind M. A must be complete
+/// where this is evaluated.
 template <class A, class M>
 concept handles = requires(A& a, M& m) { a.on(m); };
+
+namespace detail {
+/// The handler check of every send: a static_assert in the body of a
+/// function template, not a constraint on its signature, so that it is
+/// evaluated when the body is instantiated. GCC and Clang instantiate such
+/// bodies at the end of the translation unit, by which point an actor type
+/// that was still incomplete at the call is complete: a handler written
+/// inside a class may send to an actor type declared but defined later (any
+/// cyclic pipeline, e.g. Ping and Pong each holding a ref to the other).
+template <class A, class M>
+constexpr void check_handles() {
+  static_assert(handles<A, M>,
+                "coact: the recipient actor type has no handler for this message type: "
+                "add `void on(M&)` (or `on(const M&)`, `on(M)`, or a coact::Task coroutine) to the actor");
+}
+}  // namespace detail
 
 /// Non-template base of every actor. Thread rules: its members may only be
 /// called from the actor's own handlers (or its constructor).
@@ -145,11 +162,13 @@ class ActorRef {
   friend bool operator==(const ActorRef& a, const ActorRef& b) noexcept { return a.cell_ == b.cell_; }
 
   /// Sends `msg` (moved or copied into the envelope). Any thread. Requires a
-  /// non-null ref; A must have a handler for M (checked at compile time).
+  /// non-null ref; A must have a handler for M (checked at compile time, in
+  /// the body: A may still be incomplete where the call is written, as long
+  /// as it is defined later in the translation unit — detail::check_handles).
   template <class M>
-    requires handles<A, std::remove_cvref_t<M>>
   void send(M&& msg) const {
     using Msg = std::remove_cvref_t<M>;
+    detail::check_handles<A, Msg>();
     detail::post(cell_, new detail::TypedEnvelope<A, Msg>(std::forward<M>(msg)));
   }
 

@@ -106,8 +106,8 @@ class Runtime {
   /// Sends to the actor `pid` (of type A). Returns false (and counts the mail
   /// as dropped_unresolved) when the pid is stale, dead or of another type.
   template <class A, class M>
-    requires handles<A, std::remove_cvref_t<M>>
   bool send(Pid pid, M&& msg) {
+    detail::check_handles<A, std::remove_cvref_t<M>>();  // in the body: A may be complete only later (actor.hpp)
     detail::ActorCell* c = resolve_cell(pid, typeid(A));
     if (!c) {
       count_unresolved();
@@ -121,8 +121,8 @@ class Runtime {
   /// Binds `name` to `ref` until the actor stops or unregister_name(). Returns
   /// false if the name is bound to another live actor. Any thread.
   template <class A, class M>
-    requires handles<A, M>
   bool register_name(const Name<M>& name, const ActorRef<A>& ref) {
+    detail::check_handles<A, M>();  // in the body: A may be complete only later (actor.hpp)
     detail::MakeEnvelope make = [](void* m) -> detail::Envelope* {
       return new detail::TypedEnvelope<A, M>(std::move(*static_cast<M*>(m)));
     };
@@ -148,19 +148,19 @@ class Runtime {
   // Any thread. Orphaned timers are dropped when the runtime shuts down.
 
   template <class A, class M>
-    requires handles<A, std::remove_cvref_t<M>>
   TimerId send_after(const ActorRef<A>& to, std::chrono::nanoseconds d, M&& msg) {
+    detail::check_handles<A, std::remove_cvref_t<M>>();  // in the body: A may be complete only later (actor.hpp)
     return arm_ref_send(to, d, std::forward<M>(msg), Anchor::virtual_time);
   }
   template <class A, class M>
-    requires handles<A, std::remove_cvref_t<M>>
   TimerId send_after_wall(const ActorRef<A>& to, std::chrono::nanoseconds d, M&& msg) {
+    detail::check_handles<A, std::remove_cvref_t<M>>();  // in the body: A may be complete only later (actor.hpp)
     return arm_ref_send(to, d, std::forward<M>(msg), Anchor::wall);
   }
   /// By pid (of type A), resolved at fire time.
   template <class A, class M>
-    requires handles<A, std::remove_cvref_t<M>>
   TimerId send_after(Pid pid, std::chrono::nanoseconds d, M&& msg) {
+    detail::check_handles<A, std::remove_cvref_t<M>>();  // in the body: A may be complete only later (actor.hpp)
     auto act = [this, pid, m = std::remove_cvref_t<M>(std::forward<M>(msg))]() mutable {
       send<A>(pid, std::move(m));
     };
