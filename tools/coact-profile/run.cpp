@@ -314,17 +314,15 @@ int run(RunArgs& a) {
     const bool short_time = asked_duration && elapsed < static_cast<double>(o.duration.count());
     const bool short_count = asked_count && r.experiments < o.max_experiments;
     if (short_time || short_count) {
+      const std::string what =
+          short_time ? fmt::format("{:.1f} s before the end of its --duration-s {}",
+                                   static_cast<double>(o.duration.count()) - elapsed, o.duration.count())
+                     : fmt::format("after {} of its --experiments {}", r.experiments, o.max_experiments);
       std::fprintf(stderr,
-                   "coact-profile: %s exited after %.1f s, before the sweep's %s: %llu experiment(s) instead of "
-                   "%s; the profile is kept and can be plotted, but its curves rest on fewer experiments than "
-                   "asked (let the program run longer, or shorten %s)\n",
-                   prog.c_str(), elapsed,
-                   short_time ? fmt::format("--duration-s {}", o.duration.count()).c_str()
-                              : fmt::format("--experiments {}", o.max_experiments).c_str(),
-                   static_cast<unsigned long long>(r.experiments),
-                   short_time ? fmt::format("{} s of experiments", o.duration.count()).c_str()
-                              : std::to_string(o.max_experiments).c_str(),
-                   short_time ? "--duration-s" : "--experiments");
+                   "coact-profile: %s exited on its own after %.1f s, %s: the sweep is shorter than asked (exit "
+                   "status 1). The profile is kept and can be plotted; for the sweep you asked for, let the "
+                   "program run longer or lower %s\n",
+                   prog.c_str(), elapsed, what.c_str(), short_time ? "--duration-s" : "--experiments");
       rc = 1;
     }
   }

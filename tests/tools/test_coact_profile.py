@@ -1,0 +1,183 @@
+"""coact-profile run, end to end (ctest coact_profile_cli).
+
+Needs COACT_PROFILE (the tool) and COACT_TEST_SERVER (server_like.cpp) in the
+environment; ctest sets both. Each test states the behaviour it pins down.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+TOOL = os.environ.get("COACT_PROFILE", "")
+SERVER = os.environ.get("COACT_TEST_SERVER", "")
+
+
+def run(args, timeout=120, **kw):
+    return subprocess.run([TOOL] + args, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+@unittest.skipUnless(TOOL and SERVER, "COACT_PROFILE and COACT_TEST_SERVER must be set (ctest does)")
+class CoactProfileRun(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="coact-profile-test-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    # ---- outputs are checked before the program starts --------------------------
+
+    def test_missing_output_directory_is_refused_before_launch(self):
+        marker = self.path("started")
+        r = run(["run", "-o", "/nonexistent/dir/p.coz", "--", "/bin/sh", "-c", f"touch {marker}"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("'/nonexistent/dir' does not exist", r.stderr)
+        self.assertFalse(os.path.exists(marker), "the program ran although the output cannot be written")
+        self.assertNotIn("kept in", r.stderr)
+
+    def test_existing_profile_needs_append(self):
+        out = self.path("p.coz")
+        with open(out, "w") as f:
+            f.write("startup\ttime=1\n")
+        marker = self.path("started")
+        r = run(["run", "-o", out, "--", "/bin/sh", "-c", f"touch {marker}"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--append", r.stderr)
+        self.assertFalse(os.path.exists(marker))
+        # With --append the run goes ahead and adds a second startup record.
+        r = run(["run", "-q", "--append", "-o", out, "--experiment-ms", "100", "--", SERVER, "--progress",
+                 "--seconds", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            self.assertEqual(sum(1 for line in f if line.startswith("startup")), 2)
+
+    # ---- what a finished run reports ---------------------------------------------
+
+    def test_full_run_reports_regions_and_plot_hint_and_writes_valid_jsonl(self):
+        out = self.path("p.coz")
+        r = run(["run", "-q", "-o", out, "--experiment-ms", "100", "--duration-s", "2", "--", SERVER,
+                 "--progress", "--seconds", "4"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("experiments per region:", r.stderr)
+        self.assertIn("Worker::on(", r.stderr)
+        self.assertIn("plot: ", r.stderr)
+        self.assertIn("program speedup = ", r.stderr)
+        # Every line of the JSON-lines profile is one JSON object (no blank padding lines).
+        with open(self.path("p.jsonl")) as f:
+            lines = f.read().split("\n")
+        self.assertEqual(lines[-1], "")
+        types = [json.loads(line)["type"] for line in lines[:-1]]
+        self.assertIn("experiment", types)
+        self.assertEqual(types[-1], "summary")
+
+    def test_program_exiting_before_the_duration_is_an_error_with_what_was_kept(self):
+        r = run(["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--duration-s", "30", "--",
+                 SERVER, "--progress", "--seconds", "2"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"exited on its own after [0-9.]+ s, [0-9.]+ s before the end of its "
+                                   r"--duration-s 30: the sweep is shorter than asked")
+        self.assertRegex(r.stderr, r"[0-9]+ experiment\(s\) \([0-9]+ at speedup 0\) in [0-9.]+ s of sweep")
+        self.assertIn("experiments per region:", r.stderr)
+        self.assertIn("The profile is kept", r.stderr)
+
+    def test_program_failure_status_is_passed_on(self):
+        r = run(["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--", SERVER, "--progress",
+                 "--seconds", "1", "--exit-status", "3"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("exited with status 3", r.stderr)
+
+    # ---- a server that never reaches progress -------------------------------------
+
+    def watch(self, args, until, limit_s):
+        """Starts the tool, collects stderr lines with their arrival time (s since
+        start) until a line contains `until` or limit_s passes; then SIGTERMs the
+        tool (forwarded to the program). Returns (lines, still_running_at_end, rc)."""
+        t0 = time.monotonic()
+        p = subprocess.Popen([TOOL] + args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        lines = []
+        done = threading.Event()
+
+        def reader():
+            for line in p.stderr:
+                lines.append((time.monotonic() - t0, line.rstrip("\n")))
+                if until in line:
+                    done.set()
+            done.set()
+        th = threading.Thread(target=reader, daemon=True)
+        th.start()
+        done.wait(limit_s)
+        time.sleep(0.5)
+        running = p.poll() is None
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(30)
+        th.join(5)
+        p.stderr.close()
+        return lines, running, rc
+
+    def first(self, lines, text):
+        for t, line in lines:
+            if text in line:
+                return t
+        self.fail(f"no stderr line contains {text!r}:\n" + "\n".join(l for _, l in lines))
+
+    def test_region_filter_matching_nothing_is_reported_early_and_the_sweep_gives_up(self):
+        # Defaults: 500 ms windows, so the warning comes after 3 windows (1.5 s)
+        # and the sweep stops experimenting after max(5 s, 2 x 8 s) = 16 s.
+        lines, running, rc = self.watch(
+            ["run", "-q", "-o", self.path("p.coz"), "--region-filter", "NoSuchRegion", "--", SERVER, "--progress",
+             "--seconds", "60"],
+            until="has stopped experimenting", limit_s=40)
+        warned = self.first(lines, "no region matches 'NoSuchRegion'")
+        print(f"\nregion filter: warning after {warned:.2f} s")
+        self.assertLessEqual(warned, 2.0, "the warning must reach stderr within 2 s")
+        stopped = self.first(lines, "has stopped experimenting")
+        print(f"region filter: sweep stopped after {stopped:.2f} s")
+        self.assertGreaterEqual(stopped, 15.0)
+        self.assertLessEqual(stopped, 25.0)
+        self.assertTrue(running, "the program keeps running after the sweep gave up")
+        self.assertNotEqual(rc, 0)
+        self.first(lines, "valid region names")
+
+    def test_progress_point_never_reached_is_reported_early_and_the_sweep_gives_up(self):
+        # 100 ms windows: warning after 0.3 s, give-up after max(5 s, 2 x 1.6 s) = 5 s.
+        lines, running, rc = self.watch(
+            ["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--", SERVER, "--seconds", "60"],
+            until="has stopped experimenting", limit_s=30)
+        warned = self.first(lines, "no progress point has been reached")
+        print(f"\nno progress: warning after {warned:.2f} s")
+        self.assertLessEqual(warned, 2.0)
+        stopped = self.first(lines, "has stopped experimenting")
+        print(f"no progress: sweep stopped after {stopped:.2f} s")
+        self.assertGreaterEqual(stopped, 4.9)
+        self.assertLessEqual(stopped, 12.0)
+        self.assertTrue(running)
+        self.assertNotEqual(rc, 0)
+
+    # ---- usage errors name the fix --------------------------------------------------
+
+    def test_usage_errors_name_the_fix(self):
+        r = run(["run", "--duration", "5", "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean --duration-s?", r.stderr)
+        r = run(["run", "-o", "x.coz", "./prog", "a", "b"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("coact-profile run [options] -- ./prog a b", r.stderr)
+        r = run(["rn"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean run?", r.stderr)
+        r = run(["validate", "--sweep", "3"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean --sweep-s?", r.stderr)
+        for args in (["--help"], ["run", "--help"], ["validate", "--help"]):
+            r = run(args)
+            self.assertEqual(r.returncode, 0, args)
+            self.assertIn("Usage", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
