@@ -31,7 +31,15 @@ ctest --test-dir build/ci --output-on-failure --timeout 1200
 
 step "install + find_package(coact) consumer"
 cmake --install build/ci >/dev/null
-cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/ci/install" >/dev/null
+# `cmake --install` from a build where only some targets were built (as
+# scripts/run.sh leaves build/release): the install builds what it installs.
+cmake -S . -B build/install-check -DCMAKE_BUILD_TYPE=Release -DCOACT_BUILD_TESTS=OFF \
+  -DCOACT_BUILD_BENCH=OFF -DCOACT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/install-check -j"$JOBS" --target coact-profile >/dev/null
+rm -rf build/install-check/prefix
+cmake --install build/install-check --prefix "$PWD/build/install-check/prefix" >/dev/null
+test -x build/install-check/prefix/bin/coact-calibrate
+cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-check/prefix" >/dev/null
 cmake --build build/consumer -j"$JOBS" >/dev/null
 ./build/consumer/consumer
 # The installed report tool plots from outside the source tree.
