@@ -6,7 +6,7 @@ import json
 import math
 from typing import List, Sequence
 
-from .estimate import PREDICT_AT, RegionResult
+from .estimate import DEFINITION, PREDICT_AT, RegionResult
 from .profile import Profile
 from .util import clean as _clean, pct as _pct
 
@@ -89,7 +89,7 @@ def ranking_json(results: Sequence[RegionResult], profile: Profile, sort: str) -
 def format_ranking(results: Sequence[RegionResult]) -> str:
     rows = ranking_rows(results)
     head = ["rank", "region", "progress point", "exps", "pts", "slope", "slope 95% CI"] + \
-        [f"@{int(s * 100)}%" for s in PREDICT_AT]
+        [f"@{int(s * 100)}%" for s in PREDICT_AT] + [f"@{int(PREDICT_AT[-1] * 100)}% as rate"]
     table = [head]
     for row in rows:
         ci = row["slope_ci"]
@@ -100,6 +100,9 @@ def format_ranking(results: Sequence[RegionResult]) -> str:
             v = p["program_speedup"]
             preds.append(_pct(v if v is not None else math.nan) +
                          ("*" if p["extrapolated"] else ""))
+        # The last prediction as a rise in progress visits per second.
+        last = row["predicted"][f"{PREDICT_AT[-1]:g}"]["program_speedup"]
+        rate = _pct(1 / (1 - last) - 1) if last is not None and last < 1 else "n/a"
         point = row["point"] + (" (latency)" if row["kind"] == "latency" else "")
         shown = row["region"]
         if row["group"] != row["region"]:
@@ -107,13 +110,15 @@ def format_ranking(results: Sequence[RegionResult]) -> str:
         table.append([str(row["rank"]), shown, point, str(row["experiments"]),
                       str(row["points"]),
                       "n/a" if row["slope"] is None else f"{row['slope']:+.3f}", ci_s]
-                     + preds)
+                     + preds + [rate])
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    right = {0, 3, 4, 5, 7, 8, 9}
+    right = {0, 3, 4, 5, 7, 8, 9, 10}
     out = []
     for r in table:
         out.append("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
                              for i, c in enumerate(r)).rstrip())
     note = ("program speedup predicted by the fitted curve at 10/25/50% virtual "
-            "speedup; * = beyond the largest measured speedup (extrapolated)")
+            "speedup; * = beyond the largest measured speedup (extrapolated); "
+            "'as rate': the @50% prediction as a rise in progress visits per second\n"
+            + DEFINITION + " (33% less time per visit = 50% more visits per second)")
     return "\n".join(out) + "\n" + note + "\n"

@@ -131,11 +131,11 @@ class CoactProfileRun(unittest.TestCase):
         lines, running, rc = self.watch(
             ["run", "-q", "-o", self.path("p.coz"), "--region-filter", "NoSuchRegion", "--", SERVER, "--progress",
              "--seconds", "60"],
-            until="has stopped experimenting", limit_s=40)
+            until="the sweep has ended with the error above", limit_s=40)
         warned = self.first(lines, "no region matches 'NoSuchRegion'")
         print(f"\nregion filter: warning after {warned:.2f} s")
         self.assertLessEqual(warned, 2.0, "the warning must reach stderr within 2 s")
-        stopped = self.first(lines, "has stopped experimenting")
+        stopped = self.first(lines, "the sweep has ended with the error above")
         print(f"region filter: sweep stopped after {stopped:.2f} s")
         self.assertGreaterEqual(stopped, 15.0)
         self.assertLessEqual(stopped, 25.0)
@@ -147,11 +147,11 @@ class CoactProfileRun(unittest.TestCase):
         # 100 ms windows: warning after 0.3 s, give-up after max(5 s, 2 x 1.6 s) = 5 s.
         lines, running, rc = self.watch(
             ["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--", SERVER, "--seconds", "60"],
-            until="has stopped experimenting", limit_s=30)
+            until="the sweep has ended with the error above", limit_s=30)
         warned = self.first(lines, "no progress point has been reached")
         print(f"\nno progress: warning after {warned:.2f} s")
         self.assertLessEqual(warned, 2.0)
-        stopped = self.first(lines, "has stopped experimenting")
+        stopped = self.first(lines, "the sweep has ended with the error above")
         print(f"no progress: sweep stopped after {stopped:.2f} s")
         self.assertGreaterEqual(stopped, 4.9)
         self.assertLessEqual(stopped, 12.0)

@@ -242,8 +242,8 @@ int run(RunArgs& a) {
       said_stopped = true;
       if (!r.errors.empty()) {
         std::fprintf(stderr,
-                     "coact-profile: the sweep has stopped experimenting (%s); %s keeps running: end it (Ctrl-C) "
-                     "when you are done\n",
+                     "coact-profile: the sweep has ended with the error above (it stopped on: %s); %s runs on "
+                     "without it (end it with Ctrl-C if it does not exit by itself)\n",
                      r.summary->value("reason", std::string("?")).c_str(), prog.c_str());
       }
     }
