@@ -205,6 +205,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 100.0));
   val_cmd->add_option("--out", v.out_dir, "Directory for the profiles and the children's log (default: a new /tmp dir)");
   val_cmd->add_flag("--json", v.json_out, "Print one JSON object instead of the table");
+  val_cmd->add_option("--python", v.python,
+                      "Interpreter that runs the estimator (coact_reports.estimate; needs numpy)")
+      ->capture_default_str();
   val_cmd->add_flag("--reanalyze", v.reanalyze,
                     "Recompute the known-answer rows from the profiles and results an earlier run left in --out");
   val_cmd->add_flag("-v,--verbose", v.verbose, "Progress on stderr also with --json");

@@ -15,14 +15,13 @@
 //          to one JSON-lines profile;
 //       b. the real programs: baseline, then each row's actually-faster
 //          program (--speed STAGE=r), then baseline again, actual_s each.
-//  3. Predicted speedup at r for a stage: every experiment of its region gets
-//     y = 1 − rate0 / rate, rate = progress visits / effective time and rate0
-//     the mean rate of the (up to) 4 speedup-0 experiments nearest in time in
-//     the same chunk (any region: a 0-speedup experiment is the unperturbed
-//     program); prediction = local linear fit of y against s at r with a
-//     triangular kernel of half-width 0.10 (so the levels r − 5 %, r, r + 5 %
-//     weigh 1/2, 1, 1/2), widened while it does not cover r, with one pass
-//     of outlier rejection (local_fit says how).
+//  3. Predicted speedup at r for a stage: the one estimator the plots use
+//     (reports/coact_reports/estimate.py, run as `python3 -m
+//     coact_reports.estimate PROFILE --json --at r ...`; estimator.hpp): the
+//     experiments of the stage's region pooled per speedup, the baseline its
+//     pooled speedup-0 experiments, a duration-weighted polynomial through
+//     the origin evaluated at r. Chunks dropped as contended (4) are left out
+//     of the profile it reads.
 //  4. Actual speedup = 1 − period(fast) / period(baseline), each fast run
 //     against the mean of its chunk's two baseline runs, averaged over chunks.
 //     A chunk whose baselines (real runs, or the median speedup-0
@@ -39,7 +38,9 @@
 //     handler time per chunk at each level: r = 1 − t_fast / t_default.
 //     b. The prediction at s = r: interleaved runs at the default level under
 //     fixed-region sweeps at speedup 0, round(100 r) %, 0 (--dedup-sweep-s in
-//     all), y = 1 − rate(0) / rate(r), averaged. Fixed speedups, not a
+//     all), pooled and given to the same estimator (degree 1, two levels:
+//     the line through the origin and the pooled round(100 r) % point,
+//     evaluated at r). Fixed speedups, not a
 //     default sweep: the archiver's progress rate swings with the phase of
 //     each pass (walk, chunking, the Writer's metadata at the end), so a
 //     default sweep's handful of windows near s = r is far noisier than the
@@ -64,6 +65,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "estimator.hpp"
 #include "profile_reader.hpp"
 #include "tool.hpp"
 
@@ -75,127 +77,6 @@ using json = nlohmann::json;
 namespace ca = coact::causal;
 using steady = std::chrono::steady_clock;
 using Exp = Experiment;
-
-struct Point {
-  double s;
-  double y;
-};
-std::vector<Point> region_points(const std::vector<Exp>& ex, const std::string& region) {
-  std::vector<Point> pts;
-  for (size_t i = 0; i < ex.size(); ++i) {
-    const Exp& e = ex[i];
-    if (e.region != region || e.s == 0 || e.rate <= 0) continue;
-    std::vector<std::pair<size_t, double>> zeros;  // distance, rate
-    for (size_t k = 0; k < ex.size(); ++k) {
-      if (ex[k].chunk == e.chunk && ex[k].s == 0 && ex[k].rate > 0) {
-        zeros.emplace_back(k > i ? k - i : i - k, ex[k].rate);
-      }
-    }
-    if (zeros.empty()) continue;
-    std::sort(zeros.begin(), zeros.end());
-    const size_t n = std::min<size_t>(4, zeros.size());
-    double base = 0;
-    for (size_t k = 0; k < n; ++k) base += zeros[k].second;
-    base /= static_cast<double>(n);
-    pts.push_back({e.s, 1.0 - base / e.rate});
-  }
-  return pts;
-}
-
-struct Estimate {
-  double value = std::nan("");
-  int n = 0;  // experiments with non-zero weight in the final fit
-  double h = 0;  // kernel half-width used
-};
-// Weighted local linear fit at r with a triangular kernel of half-width h:
-// the fitted value at r, or NaN if the points do not span a line (then the
-// weighted mean with `one_level` set).
-double fit_at(const std::vector<Point>& pts, const std::vector<double>& w, double r, bool& one_level, int& n) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  n = 0;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    if (w[i] <= 0) continue;
-    const double d = pts[i].s - r;
-    ++n;
-    sw += w[i];
-    sx += w[i] * d;
-    sy += w[i] * pts[i].y;
-    sxx += w[i] * d * d;
-    sxy += w[i] * d * pts[i].y;
-  }
-  one_level = false;
-  if (sw == 0) return std::nan("");
-  const double mx = sx / sw, my = sy / sw;
-  const double vxx = sxx / sw - mx * mx;
-  if (vxx < 1e-6) {
-    one_level = true;
-    return my;
-  }
-  return my - (sxy / sw - mx * my) / vxx * mx;  // the line at d = 0
-}
-
-// Step 3: local linear fit at r, triangular kernel of half-width 0.10,
-// widened by 0.05 at a time (to 0.30) until the points weighted in it cover
-// r from both sides or at r itself (a default sweep leaves some speedup
-// levels empty; the mean of one neighbouring level alone is biased by the
-// slope); then one pass of outlier rejection (a window that another
-// process disturbed): points whose residual exceeds max(3 x 1.4826 x MAD,
-// 3 points) are dropped and the fit redone.
-Estimate local_fit(const std::vector<Point>& pts, double r) {
-  Estimate est;
-  std::vector<double> w(pts.size(), 0.0);
-  for (double h = 0.10; h <= 0.30 + 1e-9; h += 0.05) {
-    bool below = false, above = false, at = false;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      const double d = pts[i].s - r;
-      w[i] = std::max(0.0, 1.0 - std::abs(d) / h);
-      if (w[i] <= 0) continue;
-      if (std::abs(d) < 1e-6) at = true;
-      if (d < -1e-6) below = true;
-      if (d > 1e-6) above = true;
-    }
-    est.h = h;
-    if (at || (below && above)) break;
-  }
-  bool one = false;
-  int n = 0;
-  double v = fit_at(pts, w, r, one, n);
-  if (std::isnan(v)) return est;
-  if (n >= 4) {
-    // Residuals against the fitted line (slope from the same weighted fit).
-    std::vector<double> res;
-    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      if (w[i] <= 0) continue;
-      const double d = pts[i].s - r;
-      sw += w[i];
-      sx += w[i] * d;
-      sy += w[i] * pts[i].y;
-      sxx += w[i] * d * d;
-      sxy += w[i] * d * pts[i].y;
-    }
-    const double mx = sx / sw, my = sy / sw, vxx = sxx / sw - mx * mx;
-    const double slope = vxx < 1e-6 ? 0.0 : (sxy / sw - mx * my) / vxx;
-    auto resid = [&](size_t i) { return pts[i].y - (v + slope * (pts[i].s - r)); };
-    for (size_t i = 0; i < pts.size(); ++i) {
-      if (w[i] > 0) res.push_back(std::abs(resid(i)));
-    }
-    std::sort(res.begin(), res.end());
-    const double mad = res[res.size() / 2];
-    const double cut = std::max(3 * 1.4826 * mad, 0.03);
-    bool dropped = false;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      if (w[i] > 0 && std::abs(resid(i)) > cut) {
-        w[i] = 0;
-        dropped = true;
-      }
-    }
-    if (dropped) v = fit_at(pts, w, r, one, n);
-  }
-  est.value = v;
-  est.n = n;
-  return est;
-}
 
 struct Row {
   std::string workload, stage, region;
@@ -408,11 +289,30 @@ int validate(ValidateArgs& a) {
     }
     std::vector<Exp> ex = read_experiments(o.json_output);
     std::erase_if(ex, [&](const Exp& e) { return std::find(dropped.begin(), dropped.end(), e.chunk) != dropped.end(); });
+    // Step 3: the estimator, on the profile without the dropped chunks.
+    std::string estimated = o.json_output;
+    if (!dropped.empty()) {
+      estimated = out_dir + "/" + name + ".kept.jsonl";
+      if (!copy_without_chunks(o.json_output, estimated, dropped)) estimated = o.json_output;
+    }
+    std::vector<double> at;
+    for (const Row& r : wrows) at.push_back(r.s);
+    std::vector<Prediction> predictions;
+    try {
+      EstimateOptions eo;
+      eo.python = a.python;
+      eo.points = {progress};
+      predictions = run_estimator({estimated}, at, eo, log);
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "coact-profile: %s\n", e.what());
+      return 1;
+    }
     for (size_t i = 0; i < wrows.size(); ++i) {
       Row& r = wrows[i];
-      const Estimate e = local_fit(region_points(ex, r.region), r.s);
-      r.predicted = e.value;
-      r.experiments = e.n;
+      if (const Prediction* p = find_prediction(predictions, r.region, r.s)) {
+        r.predicted = p->value;
+        r.experiments = p->curve_experiments;
+      }
       r.actual_runs = n_speedup[i];
       if (n_speedup[i] > 0) r.actual = sum_speedup[i] / n_speedup[i];
       rows.push_back(r);
@@ -456,6 +356,7 @@ int validate(ValidateArgs& a) {
     struct Measured {
       double rate = 0, handler_ns = 0;
       std::string region;
+      std::string profile;  // its JSON-lines file
     };
     constexpr int kDefaultLevel = -1000;  // "use the archiver's default"
     int runs = 0;
@@ -473,6 +374,7 @@ int validate(ValidateArgs& a) {
       double visits = 0, eff = 0;
       uint64_t rv = 0, rns = 0;
       Measured out;
+      out.profile = m.json_output;
       std::ifstream in(m.json_output);
       std::string line;
       while (std::getline(in, line)) {
@@ -519,26 +421,32 @@ int validate(ValidateArgs& a) {
     r.actual_runs = nrun;
     if (nrun > 0 && t0 > 0) {
       r.actual = speedup_sum / nrun;
-      r.s = std::clamp(1.0 - t1 / t0, 0.0, 1.0);
+      r.s = std::round(std::clamp(1.0 - t1 / t0, 0.0, 1.0) * 1e4) / 1e4;
       // 5b. The prediction at s = r: the default level under fixed-speedup
-      // sweeps of the Compressor region, 0 and round(100 r) %, interleaved.
+      // sweeps of the Compressor region, 0 and round(100 r) %, interleaved,
+      // pooled by the estimator.
       const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
       const double each = std::max(2.0, a.dedup_sweep_s / (3.0 * chunks));
-      double ysum = 0;
-      int ny = 0;
+      std::vector<std::string> profiles;
       for (int c = 0; c < chunks; ++c) {
         say(fmt::format("dedup: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", c + 1, chunks, pct, each));
-        const Measured z0 = measure(kDefaultLevel, each, 0);
-        const Measured v = measure(kDefaultLevel, each, pct);
-        const Measured z1 = measure(kDefaultLevel, each, 0);
-        const double rz = (z0.rate + z1.rate) / 2;
-        if (rz > 0 && v.rate > 0) {
-          ysum += 1.0 - rz / v.rate;
-          ++ny;
-        }
+        for (const uint32_t p : {0u, pct, 0u}) profiles.push_back(measure(kDefaultLevel, each, p).profile);
       }
-      if (ny > 0) r.predicted = ysum / ny;
-      r.experiments = ny;
+      try {
+        EstimateOptions eo;
+        eo.python = a.python;
+        eo.points = {"chunks"};
+        eo.min_points = 2;  // two levels: 0 and round(100 r) %
+        eo.degree = 1;
+        const auto preds = run_estimator(profiles, {r.s}, eo, log);
+        if (const Prediction* p = find_prediction(preds, r.region, r.s)) {
+          r.predicted = p->value;
+          r.experiments = p->curve_experiments;
+        }
+      } catch (const std::runtime_error& e) {
+        std::fprintf(stderr, "coact-profile: %s\n", e.what());
+        failed = true;
+      }
       r.note = fmt::format("level {} vs default: Compressor handler {:.1f} -> {:.1f} us per chunk (r = {:.3f}, "
                            "virtual speedup {} %); {:.0f} -> {:.0f} chunks/s",
                            a.dedup_fast_level, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun,

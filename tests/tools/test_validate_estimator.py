@@ -1,0 +1,132 @@
+"""coact-profile validate predicts with the one estimator the plots use
+(reports/coact_reports/estimate.py): on a fixture profile, validate's
+prediction for every row equals the estimator's, also when a contended chunk
+is dropped (ctest coact_profile_validate_estimator).
+
+Needs COACT_PROFILE and COACT_KNOWN_ANSWER in the environment (ctest sets them).
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+TOOL = os.environ.get("COACT_PROFILE", "")
+KA = os.environ.get("COACT_KNOWN_ANSWER", "")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WORKLOAD = "pipeline"
+
+
+def experiment(region, s, period_us, rng):
+    duration = 500_000_000
+    visits = int(duration / 1000 / period_us * rng.uniform(0.97, 1.03))
+    return {"type": "experiment", "index": 0, "region": region, "speedup": s, "duration_ns": duration,
+            "delay_ns": 0, "effective_ns": duration, "visits": visits, "region_ns": duration // 3,
+            "progress": {"known_answer.iteration": visits}, "latency": {}}
+
+
+@unittest.skipUnless(TOOL and KA, "COACT_PROFILE and COACT_KNOWN_ANSWER must be set (ctest does)")
+class ValidateUsesTheEstimator(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="coact-validate-test-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        listing = json.loads(subprocess.run([KA, "--list"], capture_output=True, text=True, check=True).stdout)
+        w = next(w for w in listing["workloads"] if w["name"] == WORKLOAD)
+        self.regions = [st["region"] for st in w["stages"]]
+        # Rows as validate makes them: the first stage at 0.25/0.5/0.75, the others at 0.5.
+        self.rows = [(self.regions[0], s) for s in (0.25, 0.5, 0.75)] + [(r, 0.5) for r in self.regions[1:]]
+
+    def write_profile(self, chunks):
+        """chunks: list of lists of experiment records, each after its own startup record."""
+        lines = []
+        for i, exps in enumerate(chunks):
+            lines.append({"type": "startup", "time_ns": i, "tsc_hz": 1, "pid": 1000 + i, "seed": 1, "options": {}})
+            lines.extend(exps)
+            lines.append({"type": "pad"})  # page padding records are skipped by every reader
+        path = os.path.join(self.dir, f"{WORKLOAD}.jsonl")
+        with open(path, "w") as f:
+            for rec in lines:
+                f.write(json.dumps(rec) + "\n")
+        return path
+
+    def planted(self, rng, bottleneck_gain=0.8):
+        exps = []
+        speedups = [0.0] * 4 + [0.05 * k for k in range(1, 21)]
+        for region in self.regions:
+            gain = bottleneck_gain if region == self.regions[0] else 0.05
+            for s in speedups:
+                for _ in range(2):
+                    exps.append(experiment(region, round(s, 2), 1000.0 * (1 - gain * s * 0.5), rng))
+        return exps
+
+    def write_actual(self, dropped):
+        with open(os.path.join(self.dir, f"{WORKLOAD}.actual.json"), "w") as f:
+            n = len(self.rows)
+            json.dump({"sum_speedup": [0.1] * n, "n_speedup": [1] * n, "dropped": dropped, "redone": len(dropped),
+                       "contended": 0}, f)
+
+    def validate_rows(self):
+        r = subprocess.run([TOOL, "validate", "--reanalyze", "--out", self.dir, "-w", WORKLOAD, "--no-dedup",
+                            "--json", "--known-answer", KA], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["rows"]
+
+    def estimator(self, profile):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "reports"))
+        args = ["/usr/bin/python3", "-m", "coact_reports.estimate", profile, "--json", "--bootstrap", "0",
+                "-p", "known_answer.iteration"]
+        for s in (0.25, 0.5, 0.75):
+            args += ["--at", str(s)]
+        r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, check=True)
+        out = {}
+        for reg in json.loads(r.stdout)["regions"]:
+            for p in reg["predictions"]:
+                out[(reg["region"], round(p["s"], 6))] = p["program_speedup"]
+        return out
+
+    def check_equal(self, rows, want):
+        self.assertEqual(len(rows), len(self.rows))
+        for row in rows:
+            key = (row["region"], round(row["s"], 6))
+            self.assertIn(key, want)
+            self.assertIsNotNone(row["predicted"], key)
+            self.assertAlmostEqual(row["predicted"], want[key], places=12, msg=str(key))
+
+    def test_prediction_equals_the_estimators(self):
+        rng = random.Random(7)
+        path = self.write_profile([self.planted(rng)])
+        self.write_actual(dropped=[])
+        rows = self.validate_rows()
+        want = self.estimator(path)
+        self.check_equal(rows, want)
+        # The planted bottleneck: program speedup about 0.4 s at s (not a constant).
+        first = {round(r["s"], 2): r["predicted"] for r in rows if r["region"] == self.regions[0]}
+        self.assertGreater(first[0.75], first[0.25] + 0.1)
+
+    def test_dropped_chunk_is_left_out(self):
+        rng = random.Random(11)
+        good = self.planted(rng)
+        bad = self.planted(rng, bottleneck_gain=-1.5)   # a contended chunk: wildly different
+        path = self.write_profile([good, bad])
+        self.write_actual(dropped=[1])
+        rows = self.validate_rows()
+        kept = os.path.join(self.dir, "kept-by-hand.jsonl")
+        with open(path) as f, open(kept, "w") as out:
+            chunk = -1
+            for line in f:
+                rec = json.loads(line)
+                chunk += rec["type"] == "startup"
+                if rec["type"] == "experiment" and chunk == 1:
+                    continue
+                out.write(line)
+        self.check_equal(rows, self.estimator(kept))
+        with_bad = self.estimator(path)
+        self.assertNotAlmostEqual(with_bad[(self.regions[0], 0.75)],
+                                  next(r["predicted"] for r in rows
+                                       if r["region"] == self.regions[0] and r["s"] == 0.75), places=3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,47 @@
+// The one estimator of "predicted program speedup at virtual speedup s":
+// reports/coact_reports/estimate.py (the plots, the ranking table and
+// `coact-plot estimate` use it), run as
+//   /usr/bin/python3 -m coact_reports.estimate PROFILE... --json --at S...
+// validate calls it through here instead of fitting anything itself, so the
+// accuracy it reports is that of the estimator users see.
+//
+// Single-threaded; blocks while the Python child runs (seconds).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace coact::profile_tool {
+
+struct EstimateOptions {
+  std::string python = "/usr/bin/python3";  // Debian's interpreter (numpy)
+  std::vector<std::string> points;           // -p: progress points (empty: all)
+  int min_points = 3;                        // distinct speedups a curve needs, baseline included
+  int degree = 2;                            // polynomial through the origin
+};
+
+struct Prediction {
+  std::string region, point;
+  double s = 0;             // virtual speedup, fraction
+  double value = 0;         // predicted program speedup (NaN when the estimator gave none)
+  int experiments = 0;      // experiments measured at s
+  int curve_experiments = 0;  // experiments behind the whole curve
+};
+
+// Where the coact_reports package is: <source>/reports when this tool runs
+// from its build tree, else <prefix>/share/coact/python next to an installed
+// tool; empty if neither exists.
+std::string reports_pythonpath();
+
+// Runs the estimator on `profiles` (pooled), predicting at every measured
+// speedup and at each of `at`. Its stderr goes to `log` (empty: inherited).
+// Errors: std::runtime_error with one line naming what failed (no package,
+// the estimator's exit status). A profile with no region that has a curve
+// is not an error: the result is empty.
+std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, const std::vector<double>& at,
+                                      const EstimateOptions& opt, const std::string& log);
+
+// The prediction for (region, s) in `p` (|s - s'| < 1e-6), or nullptr.
+const Prediction* find_prediction(const std::vector<Prediction>& p, const std::string& region, double s);
+
+}  // namespace coact::profile_tool
