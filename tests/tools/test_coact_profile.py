@@ -1,6 +1,6 @@
 """coact-profile run, end to end (ctest coact_profile_cli).
 
-Needs COACT_PROFILE (the tool) and COACT_TEST_SERVER (server_like.cpp) in the
+Needs CPTEST_PROFILE_TOOL (the tool) and CPTEST_SERVER (server_like.cpp) in the
 environment; ctest sets both. Each test states the behaviour it pins down.
 """
 import json
@@ -13,15 +13,15 @@ import threading
 import time
 import unittest
 
-TOOL = os.environ.get("COACT_PROFILE", "")
-SERVER = os.environ.get("COACT_TEST_SERVER", "")
+TOOL = os.environ.get("CPTEST_PROFILE_TOOL", "")
+SERVER = os.environ.get("CPTEST_SERVER", "")
 
 
 def run(args, timeout=120, **kw):
     return subprocess.run([TOOL] + args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
-@unittest.skipUnless(TOOL and SERVER, "COACT_PROFILE and COACT_TEST_SERVER must be set (ctest does)")
+@unittest.skipUnless(TOOL and SERVER, "CPTEST_PROFILE_TOOL and CPTEST_SERVER must be set (ctest does)")
 class CoactProfileRun(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="coact-profile-test-")

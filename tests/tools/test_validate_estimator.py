@@ -3,7 +3,7 @@
 prediction for every row equals the estimator's, also when a contended chunk
 is dropped (ctest coact_profile_validate_estimator).
 
-Needs COACT_PROFILE and COACT_KNOWN_ANSWER in the environment (ctest sets them).
+Needs CPTEST_PROFILE_TOOL and CPTEST_KNOWN_ANSWER in the environment (ctest sets them).
 """
 import json
 import os
@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 import unittest
 
-TOOL = os.environ.get("COACT_PROFILE", "")
-KA = os.environ.get("COACT_KNOWN_ANSWER", "")
+TOOL = os.environ.get("CPTEST_PROFILE_TOOL", "")
+KA = os.environ.get("CPTEST_KNOWN_ANSWER", "")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKLOAD = "pipeline"
 
@@ -27,7 +27,7 @@ def experiment(region, s, period_us, rng):
             "progress": {"known_answer.iteration": visits}, "latency": {}}
 
 
-@unittest.skipUnless(TOOL and KA, "COACT_PROFILE and COACT_KNOWN_ANSWER must be set (ctest does)")
+@unittest.skipUnless(TOOL and KA, "CPTEST_PROFILE_TOOL and CPTEST_KNOWN_ANSWER must be set (ctest does)")
 class ValidateUsesTheEstimator(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="coact-validate-test-")

@@ -2,7 +2,7 @@
 //
 // Provides: the Calibration record, its JSON form, the default path, a
 // tolerant loader and an atomic writer. `coact-calibrate` writes the file;
-// tsc_hz() and initial_handoff_cost() read it at boot (DESIGN.md
+// tsc_hz() and initial_handoff_cost() read it at boot (docs/DESIGN.md
 // "Calibration": boot-probed, cached per machine).
 //
 // Schema (version 1), one JSON object; unknown keys are ignored on load so a

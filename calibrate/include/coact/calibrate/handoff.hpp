@@ -4,10 +4,9 @@
 // parkers; the median one-way park/unpark hand-off), wake_break_even() (the
 // rule below), HandoffEstimate (a lock-free EWMA the scheduler refines with
 // live samples, pinnable by COACT_HANDOFF_COST_NS) and initial_handoff_cost()
-// (boot value: env pin > calibration file > a short probe). Design: DESIGN.md
-// "Calibration"; seed 000 "The keep-local valve" (6x the calibrated hand-off,
-// clamped 6-60 µs) and "Keep warm — and recruit when it's worth it" (recruit
-// gated by the wake break-even).
+// (boot value: env pin > calibration file > a short probe). Design: docs/DESIGN.md
+// "Calibration" and "Fairness levers" (the keep-local valve: 6x the calibrated
+// hand-off, clamped 6-60 µs; the wake break-even would gate burst recruitment).
 //
 // Threads: probe_handoff_cost() spawns and joins one helper thread and blocks
 // for the probe (~2000 round trips, tens of ms). HandoffEstimate's members

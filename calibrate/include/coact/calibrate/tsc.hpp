@@ -4,7 +4,7 @@
 // measure_tsc_hz() (TSC against CLOCK_MONOTONIC over a wall interval),
 // cpuid_tsc_hz() (what the CPU or hypervisor reports, for comparison only),
 // and the process-wide clock: now_cycles(), tsc_hz(), cycles_to_duration(),
-// duration_to_cycles(). Design: DESIGN.md "Calibration"; seed 003 (tsc_hz
+// duration_to_cycles(). Design: docs/DESIGN.md "Calibration" (tsc_hz
 // converts ledger cycles to wall time for delay_stamp deadline shifts).
 //
 // The process-wide cycle source is chosen once: the TSC when the CPU has an

@@ -3,7 +3,7 @@
 //
 // Provides: Options, Controller::start / stop / wait / start_from_env, the
 // COACT_CAUSAL_* options (options_from, options_from_env, to_env), and the
-// SweepSummary. Design: DESIGN.md "Causal profiling" ("Controller"); Coz,
+// SweepSummary. Design: docs/DESIGN.md "Causal profiling" ("Experiment"); Coz,
 // Curtsinger & Berger, SOSP 2015, §3 and libcoz/profiler.cpp
 // (profiler_thread): one experiment at a time, a cool-off between them, the
 // window doubled while progress points see too few visits.

@@ -2,8 +2,8 @@
 // per-thread local counts L, debt = G - L, paying and crediting.
 //
 // Provides: the ledger of virtual speedup (Coz, Curtsinger & Berger, SOSP
-// 2015, §3.2 "virtual speedup"; DESIGN.md "Causal profiling"; seed 003 "the
-// delay ledger"). A region virtually sped up by s that ran Δ cycles on thread
+// 2015, §3.2 "virtual speedup"; docs/DESIGN.md "Causal profiling",
+// "Delay ledger"). A region virtually sped up by s that ran Δ cycles on thread
 // t calls add_delay(s·Δ): G += s·Δ and L_t += s·Δ, so every *other* thread
 // owes s·Δ. Threads pay at pay points (pay_debt) by waiting; a parked thread
 // woken by one that has paid is forgiven (credit_resume). Timer deadlines are

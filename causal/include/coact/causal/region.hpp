@@ -2,7 +2,7 @@
 // region stack, the experiment selection and COACT_SCOPE.
 //
 // Provides: regions — the units a causal-profiling experiment virtually speeds
-// up (DESIGN.md "Causal profiling", "Regions"; Coz, Curtsinger & Berger,
+// up (docs/DESIGN.md "Causal profiling", "Region"; Coz, Curtsinger & Berger,
 // SOSP 2015, §3 "selected line"). Two kinds:
 //   * handler regions, one per (actor type, message kind), named
 //     "ActorType::on(MsgType)" (demangled), registered lazily by the runtime's
@@ -18,7 +18,7 @@
 // resumes the parent. A region's cycles are its *exclusive* time, and that is
 // the Δ virtual speedup uses.
 //
-// Virtual speedup (seed 003; DESIGN.md): while an experiment selects region R
+// Virtual speedup (docs/DESIGN.md): while an experiment selects region R
 // with speedup s (begin_experiment), each time R finishes on a thread after
 // running Δ exclusive cycles (counted from the experiment's start at the
 // earliest), that thread calls add_delay(s·Δ) (delay_ledger.hpp): G += s·Δ and

@@ -16,7 +16,7 @@ namespace coact::causal {
 /// G += cycles without touching the caller's L, so every registered thread
 /// (the caller included) owes `cycles` (delay_ledger.hpp). Calls
 /// calibrate::tsc_hz() first so later conversions never stall a scheduler
-/// loop (seed 003). Any thread. Errors: as tsc_hz().
+/// loop. Any thread. Errors: as tsc_hz().
 void inject_delay_cycles_for_test(uint64_t cycles);
 
 /// The mutex every delta-sensitive ledger test holds: the ledger is

@@ -1,5 +1,5 @@
 // coact/runtime/reply.hpp: request / reply with a timeout, for coroutine
-// handlers (seed 003: a WaitTimeout entry in the timer heap).
+// handlers (a WaitTimeout entry in the timer heap; docs/DESIGN.md, "Runtime": timers).
 //
 //   struct Query { int key; coact::ReplyTo<int> reply; };
 //   struct Store : coact::Actor<Store> {

@@ -139,7 +139,7 @@ class Runtime {
   bool send(const Name<M>& name, M msg) {
     return send_named(name.str(), kind_id<M>(), &msg);
   }
-  // ---- timers (seed 003) ------------------------------------------------
+  // ---- timers (docs/DESIGN.md) -------------------------------------------
   // Each arms one Send timer and returns its id. The message is moved into
   // the timer; the address is resolved when the timer fires: a stopped
   // target is counted in dropped_dead, an unbound name or stale pid in

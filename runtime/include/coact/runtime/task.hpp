@@ -8,7 +8,7 @@
 //     }
 //   };
 //
-// Semantics (seed 003): awaiting parks the actor: its run-token goes Idle with
+// Semantics (docs/DESIGN.md, timers): awaiting parks the actor: its run-token goes Idle with
 // a registered wait identified by (pid, wait epoch). While it waits, mail for
 // it is queued (kept aside in arrival order) and handled after the coroutine
 // finishes, so a handler still runs to completion with respect to other mail.

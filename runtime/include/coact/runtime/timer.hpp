@@ -1,4 +1,4 @@
-// coact/runtime/timer.hpp: timer identities and anchors (seed 003).
+// coact/runtime/timer.hpp: timer identities and anchors (docs/DESIGN.md).
 //
 // A TimerId names one armed send timer (send_after and friends). cancel(id)
 // returns true iff the cancel beat the fire: then the mail is never delivered;

@@ -1,6 +1,6 @@
 // coact/runtime/tuning.hpp: SchedulerTuning, the scheduler's knobs as one value.
 //
-// Provides: the SchedulerTuning struct (every knob of seed 000 "The scheduler")
+// Provides: the SchedulerTuning struct (every scheduler knob, docs/DESIGN.md "Runtime")
 // and resolve_tuning(), its view of the options resolved by coact/options.hpp
 // (every COACT_* key is declared, ranged, documented and resolved there, with
 // one precedence: --coact-* argument > COACT_* environment > TOML file
@@ -25,7 +25,7 @@ using tuning_error = options::option_error;
 /// Where resolve_tuning(const TuningSources&) reads from (argv, environment, file).
 using TuningSources = options::Sources;
 
-/// The scheduler's knobs. Defaults are seed 000's ("Wakeup and fairness");
+/// The scheduler's knobs. Defaults: docs/DESIGN.md ("Fairness levers");
 /// ranges and doc lines are in the options table (coact-calibrate --print-config).
 struct SchedulerTuning {
   uint32_t workers = 0;                      ///< COACT_WORKERS; 0 = effective_workers() decides

@@ -1,5 +1,5 @@
 // coact/runtime/detail/run_token.hpp: the run-token, one byte per actor that
-// keeps the actor single-threaded (seed 000, "The run-token").
+// keeps the actor single-threaded (docs/DESIGN.md, "Runtime": run-token).
 //
 //            try_wake                enter_running
 //   Idle ----------------> Ready ----------------> Running
