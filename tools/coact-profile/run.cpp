@@ -300,9 +300,6 @@ int run(RunArgs& a) {
   }
   show_new_notes(r);
   if (!r.errors.empty() && rc == 0) rc = 1;
-  if (r.summary && r.errors.empty() && shown_warnings > 0) {
-    std::fprintf(stderr, "coact-profile: (the warnings above were resolved later in the run)\n");
-  }
   if (r.experiments == 0 && r.errors.empty() && rc == 0) {
     std::fprintf(stderr, "coact-profile: no experiment was recorded\n");
     rc = 1;
