@@ -1,6 +1,6 @@
 // coact/causal/line_region.hpp: sampled-line regions — CPU-time samples
 // attributed to source lines, and virtual speedup of a selected line by
-// Coz's per-sample rule (DESIGN.md "Regions"; Coz, Curtsinger & Berger,
+// Coz's per-sample rule (docs/DESIGN.md "Region"; Coz, Curtsinger & Berger,
 // SOSP 2015, §3.2: "each sample in the selected line inserts a delay of
 // period x speedup into the other threads").
 //

@@ -1,5 +1,5 @@
 // coact/causal/sampler.hpp: per-thread CPU-time sampling for sampled-line
-// regions (DESIGN.md "Causal profiling", "Regions": sampled lines).
+// regions (docs/DESIGN.md "Causal profiling", "Region": sampled lines).
 //
 // What: every registered thread (runtime workers register at start; program
 // threads call register_sampled_thread()) owns a POSIX timer on its own CPU

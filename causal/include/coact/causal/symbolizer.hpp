@@ -1,5 +1,5 @@
 // coact/causal/symbolizer.hpp: program counters to source lines, outside the
-// signal handler (sampled-line regions; DESIGN.md "Regions").
+// signal handler (sampled-line regions; docs/DESIGN.md "Region").
 //
 // What: the main executable's DWARF line table (elfutils libdw/libdwfl,
 // every compilation unit) is read once into one address-sorted table; a PC
