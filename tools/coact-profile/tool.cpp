@@ -137,7 +137,17 @@ std::string find_program(const std::string& given, const std::string& rel, const
 
 std::string plot_command() {
   if (!in_build_tree()) {
-    if (is_executable(self_dir() + "/coact-plot")) return self_dir() + "/coact-plot";
+    const std::string beside = self_dir() + "/coact-plot";
+    if (is_executable(beside)) {
+      // The short name when PATH finds this very command.
+      char a[4096], b[4096];
+      const std::string found = on_path("coact-plot");
+      if (!found.empty() && ::realpath(found.c_str(), a) != nullptr && ::realpath(beside.c_str(), b) != nullptr &&
+          std::string(a) == b) {
+        return "coact-plot";
+      }
+      return beside;
+    }
   }
   const std::string src = source_dir();
   if (!src.empty()) return "/usr/bin/python3 " + src + "/reports/coact_plot.py";
