@@ -99,6 +99,6 @@ def plot_profile(results: Sequence[RegionResult], output: str,
              "faint: single experiments; line: fit (dashed: extrapolated); "
              "band: 95% bootstrap.\nProgram speedup x as in Coz: less time per progress "
              "visit; right axis: the same change as more visits per second, 1/(1-x) - 1",
-             ha="center", va="bottom", fontsize=7, color="0.35")
+             ha="center", va="bottom", fontsize=7, color="0.35", wrap=True)
     fig.tight_layout(rect=(0, 0.4 / height, 1, 1 - 0.6 / height))
     _save(fig, output)
