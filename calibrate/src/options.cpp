@@ -123,6 +123,14 @@ constexpr std::array kKeys{
         "256"sv, ""sv, "own-deque length before spilling to the injector"sv},
     Key{"COACT_LOCAL_CHAIN_BACKSTOP"sv, "scheduler"sv, "local_chain_backstop"sv, Type::integer, ""sv, 1, 1'000'000,
         false, "64"sv, ""sv, "every Nth consecutive own-deque pop probes the injector"sv},
+    Key{"COACT_BURST"sv, "scheduler"sv, "burst"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
+        "burst dispatch: a handler's sends routed as one unit grouped by recipient, run in place by seize"sv},
+    Key{"COACT_BURST_RING_BYTES"sv, "scheduler"sv, "burst_ring_bytes"sv, Type::integer, "bytes"sv, 0,
+        1'073'741'824, false, "65536"sv, ""sv, "each worker's outbound MailRing (burst on); 0: heap envelopes only"sv},
+    Key{"COACT_BURST_RECRUIT_MIN"sv, "scheduler"sv, "burst_recruit_min"sv, Type::integer, ""sv, 1, 4096, false,
+        "9"sv, ""sv, "width gate: recipient groups a flush needs to recruit while a cost estimate is untrusted"sv},
+    Key{"COACT_BURST_RECRUIT_MAX"sv, "scheduler"sv, "burst_recruit_max"sv, Type::integer, ""sv, 0, 4096, false,
+        "32"sv, ""sv, "siblings recruited per flush at most (0: never recruit)"sv},
 };
 constexpr std::size_t kKeyCount = kKeys.size();
 

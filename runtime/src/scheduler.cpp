@@ -74,7 +74,9 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   if (tuning_.local_time_budget_us) valve_pin_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
   batch_max_ns_ = uint64_t(tuning_.batch_max_us) * 1000;
   workers_.reserve(n);
-  for (uint32_t i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(this, i));
+  for (uint32_t i = 0; i < n; ++i) {
+    workers_.push_back(std::make_unique<Worker>(this, i, tuning_.burst_ring_bytes, tuning_.burst));
+  }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
   live_schedulers_add(this);
 }
@@ -97,6 +99,16 @@ void Scheduler::shutdown() {
   for (auto& w : workers_) {                         // 3.
     if (w->thread.joinable()) w->thread.join();
   }
+  // 5 (before 4, while the recipients are still registered): drainers still
+  // queued hold burst references; their unclaimed mail is dropped and counted.
+  for (auto& w : workers_) {
+    while (Job j = w->own.pop()) {
+      if (is_burst(j)) discard_burst(burst_of(j));
+    }
+  }
+  while (Job j = injector_.try_pop()) {
+    if (is_burst(j)) discard_burst(burst_of(j));
+  }
   std::vector<ActorCell*> cells = registry_.snapshot();  // 4.
   for (ActorCell* c : cells) {
     if (c->token.load() != RunState::dead) finalize_stop(nullptr, c);
@@ -110,7 +122,25 @@ void Scheduler::shutdown() {
     ++orphans;
   }
   timers_dropped_.fetch_add(orphans, std::memory_order_relaxed);
-  // 5. deques and injector are plain pointers without references: nothing to release.
+}
+
+void Scheduler::discard_burst(Burst* b) {
+  while (auto idx = b->life.claim()) {
+    Group& g = b->groups()[*idx];
+    uint64_t n = 0;
+    while (Envelope* e = g.take_or_close()) {
+      while (e != nullptr) {
+        Envelope* next = e->next.load(std::memory_order_relaxed);
+        if (e->system == SystemMail::none) ++n;
+        e->drop(e);
+        e = next;
+      }
+    }
+    if (n != 0) count_dropped_dead(n);
+    g.target->release();
+    b->life.complete();
+  }
+  b->release();
 }
 
 // ---- mail ----------------------------------------------------------------
@@ -142,8 +172,16 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
   }
 }
 
-void Scheduler::flush(Worker& w) {
+// The burst lifecycle step 2 (detail/burst.hpp): the one flush point.
+void Scheduler::flush(Worker& w, ActorCell* producer) {
   causal::on_pay_point();  // pay before making other actors runnable
+  w.ring.seal();           // lock = mail count, before any mail leaves this thread
+  if (w.outbound.empty()) return;
+  if (tuning_.burst && producer != nullptr) {
+    flush_burst(w, producer);
+    return;
+  }
+  // COACT_BURST=off: every mail deposits and wakes its recipient on its own.
   // deposit() never appends to outbound (we are outside the handler now).
   for (auto& [t, e] : w.outbound) {
     t->sched->deposit(t, e, &w);
@@ -152,8 +190,170 @@ void Scheduler::flush(Worker& w) {
   w.outbound.clear();
 }
 
-void Scheduler::schedule_local(Worker& w, ActorCell* c) {
-  w.own.push(c);
+// The burst lifecycle steps 3 and 4 (detail/burst.hpp).
+void Scheduler::flush_burst(Worker& w, ActorCell* p) {
+  auto& out = w.outbound;
+  BurstProducer* bp = p->producer;
+  if (bp == nullptr) bp = p->producer = new BurstProducer();
+  Burst* b = bp->active;
+  if (b != nullptr && b->life.retired()) {  // every group closed: roll a fresh burst
+    b->release();
+    b = bp->active = nullptr;
+    bp->clear_index();
+  }
+  if (out.size() == 1) {
+    // One mail: onto the recipient's open group if it has one, else the
+    // direct path (no open group, so nothing to order behind).
+    auto [t, e] = out[0];
+    out.clear();
+    const uint32_t gi = b != nullptr ? bp->find(t) : UINT32_MAX;
+    if (gi == UINT32_MAX || !b->groups()[gi].push(e)) t->sched->deposit(t, e, &w);
+    t->release();
+    return;
+  }
+  if (b == nullptr) {
+    const size_t want = std::max<size_t>(8, out.size());
+    b = bp->active = Burst::create(uint32_t(std::min<size_t>(want, Lifecycle::kMaxGroups)));
+  }
+  const uint32_t base = b->life.peek_len();
+  Group* groups = b->groups();
+  uint32_t staged = 0;
+  // Cost of the fresh groups (read before publish: afterwards a claimer
+  // owns their lists). One untrusted cell sends the decision to the width gate.
+  bool confident = true;
+  auto cost = [&](const Envelope* e) -> uint64_t {
+    if (auto ns = costs_.trusted(e->kind)) return *ns;
+    confident = false;
+    return 0;
+  };
+  for (auto& [t, e] : out) {
+    if (t->sched != this) {  // another runtime's actor: its own door
+      t->sched->deposit(t, e, &w);
+      t->release();
+      continue;
+    }
+    const uint32_t gi = bp->find(t);
+    if (gi != UINT32_MAX) {
+      Group& g = groups[gi];
+      if (gi >= base) {  // opened by this flush, not yet published
+        g.push_unpublished(e);
+        g.work_ns += cost(e);
+        t->release();
+        continue;
+      }
+      if (g.push(e)) {
+        t->release();
+        continue;
+      }
+      // Closed by its claimer: a fresh group lands behind everything it dispatched.
+    }
+    if (base + staged >= b->cap) {  // array full: the direct path (no open group)
+      deposit(t, e, &w);
+      t->release();
+      continue;
+    }
+    Group* g = ::new (&groups[base + staged]) Group();
+    g->target = t;  // the outbound reference moves to the group
+    g->push_unpublished(e);
+    g->work_ns = cost(e);
+    bp->put(t, base + staged);
+    ++staged;
+  }
+  out.clear();
+  if (staged == 0) return;
+  uint64_t total_ns = 0, max_group_ns = 0;
+  for (uint32_t i = 0; i < staged; ++i) {
+    total_ns += groups[base + i].work_ns;
+    max_group_ns = std::max(max_group_ns, groups[base + i].work_ns);
+  }
+  if (b->life.publish(staged) != Lifecycle::Published::ok) {
+    // Retired meanwhile (every earlier group closed, so none of these
+    // recipients has an open group): the staged groups were never claimable;
+    // deposit their mail in order and roll a fresh burst next time.
+    for (uint32_t i = 0; i < staged; ++i) {
+      Group& g = groups[base + i];
+      for (Envelope* e = g.head; e != nullptr;) {
+        Envelope* next = e->next.load(std::memory_order_relaxed);
+        deposit(g.target, e, &w);
+        e = next;
+      }
+      g.target->release();
+      g.~Group();
+    }
+    b->release();
+    bp->active = nullptr;
+    bp->clear_index();
+    return;
+  }
+  bump(w.bursts);
+  // Keep warm: one drainer on this worker's own deque.
+  b->add_ref();
+  schedule_job(w, job_of(b));
+  // Recruit: K from the cost estimates of the fresh groups, or the width gate.
+  uint32_t extra = 0;
+  if (confident) {
+    const uint64_t wake_ns = uint64_t(handoff_->wake_break_even().count());
+    extra = recruit_k(total_ns, max_group_ns, staged, worker_count(), wake_ns) - 1;
+  } else if (staged >= tuning_.burst_recruit_min) {
+    extra = std::min(staged, worker_count()) - 1;
+  }
+  extra = std::min(extra, tuning_.burst_recruit_max);
+  if (extra != 0) {
+    for (uint32_t i = 0; i < extra; ++i) {
+      b->add_ref();
+      injector_.push(job_of(b));
+    }
+    injector_pushes_.fetch_add(extra, std::memory_order_relaxed);
+    w.recruited.fetch_add(extra, std::memory_order_relaxed);
+    // Recruitment wakes siblings directly: one spinner cannot drain K drainers.
+    spin_park_.wake_workers(extra);
+  }
+}
+
+// The burst lifecycle step 5: race the cursor, one whole group per claim.
+void Scheduler::run_burst(Worker& w, Burst* b) {
+  while (auto idx = b->life.claim()) {
+    Group& g = b->groups()[*idx];
+    ActorCell* t = g.target;  // the group's reference keeps t alive through its drain
+    // Drain in send order until the group is found empty, which closes it
+    // (the FIFO barrier for the producer's later pushes).
+    while (Envelope* e = g.take_or_close()) {
+      while (e != nullptr) {
+        Envelope* next = e->next.load(std::memory_order_relaxed);
+        deliver_claimed(w, t, e);
+        e = next;
+      }
+    }
+    t->release();
+    b->life.complete();
+  }
+  b->release();  // this drainer's reference
+}
+
+// The burst lifecycle step 6: seize the recipient and run it here, or deposit.
+void Scheduler::deliver_claimed(Worker& w, ActorCell* t, Envelope* e) {
+  if (t->token.seize()) {
+    bump(w.seized);
+    // We hold t's run-token, so its consumer state is ours to read. Older
+    // mail in the inbox (an earlier deposit, possibly from this very
+    // producer) or a suspended coroutine goes first: then this mail queues
+    // behind it and the inbox is drained in order.
+    if (t->waiting == nullptr && (t->stash == nullptr || t->stash->q.empty()) && t->inbox.empty_for_consumer()) {
+      drain_cell(w, t, e);
+    } else {
+      t->inbox.push(e);
+      drain_cell(w, t, nullptr);
+    }
+    return;
+  }
+  bump(w.seize_lost);
+  causal::on_pay_point();  // the deposit may make t runnable
+  deposit(t, e, &w);
+}
+
+void Scheduler::schedule_job(Worker& w, Job j) {
+  bump(w.deque_pushes);
+  w.own.push(j);
   const int64_t n = w.own.size();
   if (n <= 1) return;  // a chain: the one hop stays warm, nothing to spill
   const uint64_t valve = valve_ns();
@@ -161,7 +361,7 @@ void Scheduler::schedule_local(Worker& w, ActorCell* c) {
   if (valve_tripped || n >= int64_t(tuning_.local_sticky_max)) {
     // Spill the backlog (all but the freshest) so a heavy cascade parallelizes.
     for (int64_t i = 0; i < n - 1; ++i) {
-      ActorCell* x = w.own.take_oldest();
+      Job x = w.own.take_oldest();
       if (x == nullptr) break;
       injector_.push(x);
       injector_pushes_.fetch_add(1, std::memory_order_relaxed);
@@ -179,7 +379,7 @@ uint64_t Scheduler::valve_ns() const noexcept {
   return std::clamp<uint64_t>(6 * h, 6000, 60000);
 }
 
-void Scheduler::publish_shared(ActorCell* c) {
+void Scheduler::publish_job(Job c) {
   causal::on_pay_point();
   injector_.push(c);
   injector_pushes_.fetch_add(1, std::memory_order_relaxed);
@@ -200,9 +400,9 @@ void Scheduler::worker_main(Worker& w) {
   // Shutdown must stop busy workers too, not only idle ones: a
   // self-sustaining cascade never reaches idle(). One relaxed load per loop.
   while (!stopping_.load(std::memory_order_relaxed)) {
-    ActorCell* c = acquire(w);
-    if (c == nullptr) break;
-    run_cell(w, c);
+    Job j = acquire(w);
+    if (j == nullptr) break;
+    run_job(w, j);
   }
   t_worker = nullptr;
 }
@@ -215,17 +415,17 @@ bool Scheduler::timers_due(uint64_t& now_ns) const noexcept {
 }
 
 // Step 1.
-ActorCell* Scheduler::acquire(Worker& w) {
+Job Scheduler::acquire(Worker& w) {
   // Busy-path due check (seed 003): under saturation nobody parks and no
   // timekeeper exists, yet due timers must fire. One relaxed load per loop.
   uint64_t now = 0;
   if (timers_due(now)) fire_due(&w, now);
-  if (ActorCell* c = w.own.pop()) {
+  if (Job c = w.own.pop()) {
     if (++w.own_streak >= tuning_.local_chain_backstop) {
       // Chain backstop: a self-sustaining relay never visits the injector on
       // its own; probe it once so shared work waits at most K own pops.
       w.own_streak = 0;
-      if (ActorCell* x = injector_.try_pop()) {
+      if (Job x = injector_.try_pop()) {
         w.own.push(c);
         return x;
       }
@@ -235,15 +435,15 @@ ActorCell* Scheduler::acquire(Worker& w) {
   w.own_streak = 0;
   w.cascade_start_ns = w.clock_ns;  // shared work starts a new cascade
   bool more = false;
-  if (ActorCell* c = take_shared(w, more)) {
+  if (Job c = take_shared(w, more)) {
     if (more) spin_park_.notify();  // chain rule: surplus runs in parallel
     return c;
   }
   return idle(w);
 }
 
-ActorCell* Scheduler::take_shared(Worker& w, bool& more) {
-  if (ActorCell* c = injector_.try_pop()) {
+Job Scheduler::take_shared(Worker& w, bool& more) {
+  if (Job c = injector_.try_pop()) {
     more = !injector_.empty();
     return c;
   }
@@ -251,8 +451,8 @@ ActorCell* Scheduler::take_shared(Worker& w, bool& more) {
     const uint32_t n = uint32_t(workers_.size());
     for (uint32_t k = 1; k < n; ++k) {
       Worker& v = *workers_[(w.index + k) % n];
-      DequeStealer<ActorCell*> stealer(&v.deque);
-      if (ActorCell* c = stealer.steal()) {
+      DequeStealer<Job> stealer(&v.deque);
+      if (Job c = stealer.steal()) {
         more = stealer.size() > 0;
         return c;
       }
@@ -263,7 +463,7 @@ ActorCell* Scheduler::take_shared(Worker& w, bool& more) {
 
 // SpinPark, steps as in spin_park.hpp; the window and the timekeeper's early
 // wake as in spin_window.hpp.
-ActorCell* Scheduler::idle(Worker& w) {
+Job Scheduler::idle(Worker& w) {
   const uint64_t ceiling = uint64_t(tuning_.spin_window_us) * 1000;
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
@@ -274,7 +474,7 @@ ActorCell* Scheduler::idle(Worker& w) {
     const uint64_t deadline = spin_start + spin_ns;
     uint64_t now = spin_start;
     for (;;) {
-      if (ActorCell* c = take_shared(w, more)) {
+      if (Job c = take_shared(w, more)) {
         spin_park_.end_spin();
         // An idle (spinning) worker was blocked waiting, like a parked one:
         // the publisher paid before publishing, so credit (causal resume).
@@ -293,7 +493,7 @@ ActorCell* Scheduler::idle(Worker& w) {
       if (timers_due(now)) {
         spin_park_.end_spin();
         fire_due(&w, now);
-        if (ActorCell* c = w.own.pop()) {
+        if (Job c = w.own.pop()) {
           w.clock_ns = now;
           return c;
         }
@@ -308,7 +508,7 @@ ActorCell* Scheduler::idle(Worker& w) {
     // (woken by a thread that paid), so paying here would only make it late
     // to take new work while it is virtually idle.
     spin_park_.register_idle_then_unspin(w.index);  // 2. + 3.
-    if (ActorCell* c = take_shared(w, more)) {        // 4.
+    if (Job c = take_shared(w, more)) {        // 4.
       spin_park_.unregister_idle(w.index);
       causal::on_resume();
       if (more) spin_park_.notify();
@@ -357,7 +557,15 @@ ActorCell* Scheduler::idle(Worker& w) {
       // another idle worker so it is not left to the busy-path check alone.
       spin_park_.wake_workers(1);
     }
-    if (ActorCell* c = w.own.pop()) return c;
+    if (Job c = w.own.pop()) return c;
+  }
+}
+
+void Scheduler::run_job(Worker& w, Job j) {
+  if (is_burst(j)) {
+    run_burst(w, burst_of(j));
+  } else {
+    run_cell(w, cell_of(j));
   }
 }
 
@@ -397,8 +605,21 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
 // Steps 2-5.
 void Scheduler::run_cell(Worker& w, ActorCell* c) {
   COACT_INVARIANT(c->token.enter_running(), "run-token: a popped actor was not Ready");
+  drain_cell(w, c, nullptr);
+}
+
+void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
   const uint64_t batch_start = w.clock_ns;
   uint32_t mails = 0;
+  if (first != nullptr) {  // a claimed mail run in place (burst step 6)
+    dispatch(w, c, first);
+    if (c->stop_requested) {
+      finalize_stop(&w, c);
+      return;
+    }
+    ++mails;
+    causal::on_pay_point();  // between dispatches
+  }
   for (;;) {
     Envelope* e = nullptr;
     if (c->waiting != nullptr) {
@@ -486,6 +707,13 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   causal::on_handler_enter(c->type, kind);
   w.current = c;
   w.in_handler = true;
+  // Burst recruitment's cost estimates: every 16th dispatch is timed (two
+  // clock reads), the cost of its kind's EWMA cell updated.
+  uint64_t t0 = 0;
+  if (tuning_.burst && ++w.cost_stride >= 16) {
+    w.cost_stride = 0;
+    t0 = sync::now_ns();
+  }
   try {
     e->invoke(c->actor, e);
   } catch (const std::exception& ex) {
@@ -495,11 +723,12 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
     std::string what = "non-standard exception escaped a handler for message " + kind_name(kind);
     panic(what.c_str());
   }
+  if (t0 != 0) costs_.observe(kind, sync::now_ns() - t0);
   w.in_handler = false;
   w.current = nullptr;
   causal::on_handler_exit(c->type, kind);
   bump(w.delivered);
-  if (!w.outbound.empty()) flush(w);
+  if (!w.outbound.empty() || w.ring.building()) flush(w, c);
 }
 
 void Scheduler::drop_wait_state(ActorCell* c) {
@@ -536,12 +765,14 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
       c->destroy_actor(c);
       w->in_handler = false;
       w->current = nullptr;
-      if (!w->outbound.empty()) flush(*w);
+      if (!w->outbound.empty() || w->ring.building()) flush(*w, c);
     } else {
       c->destroy_actor(c);
     }
   }
   drop_wait_state(c);
+  delete c->producer;  // releases the active burst; queued drainers keep theirs
+  c->producer = nullptr;
   uint64_t dropped = 0;
   while (Envelope* e = c->inbox.pop()) {
     if (e->system == SystemMail::none) ++dropped;
@@ -594,7 +825,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
     COACT_INVARIANT(c->waiting == h.address(), "a coroutine handler suspended on something other than a coact wait");
   }
   bump(w.delivered);
-  if (!w.outbound.empty()) flush(w);
+  if (!w.outbound.empty() || w.ring.building()) flush(w, c);
 }
 
 void Scheduler::arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out) {
@@ -661,6 +892,24 @@ void Scheduler::fire(Worker* w, TimerEntry& e) {
       e.cell->sched->deposit(e.cell, new ResumeEnvelope(e.wait_epoch), w);
       e.cell->release();
       break;
+  }
+}
+
+void* alloc_envelope(size_t bytes, RingRegion** region) {
+  *region = nullptr;
+  Worker* w = t_worker;
+  if (w != nullptr && w->in_handler && w->ring_on) {
+    if (void* p = w->ring.alloc(bytes, region)) return p;
+    bump(w->ring_fallbacks);  // the ring is full: an owned heap envelope
+  }
+  return small_alloc(bytes);
+}
+
+void abandon_envelope(void* mem, size_t bytes, RingRegion* region) noexcept {
+  if (region != nullptr) {
+    t_worker->ring.abandon(region);
+  } else {
+    small_free(mem, bytes);
   }
 }
 
@@ -760,7 +1009,14 @@ RuntimeStats Scheduler::stats() const noexcept {
   for (const auto& w : workers_) {
     s.delivered += w->delivered.load(std::memory_order_relaxed);
     s.parks += w->parks.load(std::memory_order_relaxed);
+    s.deque_pushes += w->deque_pushes.load(std::memory_order_relaxed);
+    s.bursts += w->bursts.load(std::memory_order_relaxed);
+    s.recruited += w->recruited.load(std::memory_order_relaxed);
+    s.seized += w->seized.load(std::memory_order_relaxed);
+    s.seize_lost += w->seize_lost.load(std::memory_order_relaxed);
+    s.ring_fallbacks += w->ring_fallbacks.load(std::memory_order_relaxed);
   }
+  s.wakes = spin_park_.unparks();
   s.dropped_dead = dropped_dead_.load(std::memory_order_relaxed);
   s.dropped_unresolved = dropped_unresolved_.load(std::memory_order_relaxed);
   s.futex_wakes = sync::g_futex_wakes.load(std::memory_order_relaxed) - futex_wakes_at_boot_;

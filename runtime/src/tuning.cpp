@@ -36,6 +36,10 @@ SchedulerTuning tuning_from(const options::Values& v) {
   t.handoff_cost_ns = v.integer("COACT_HANDOFF_COST_NS");
   t.local_sticky_max = u32(v, "COACT_LOCAL_STICKY_MAX");
   t.local_chain_backstop = u32(v, "COACT_LOCAL_CHAIN_BACKSTOP");
+  t.burst = v.boolean("COACT_BURST");
+  t.burst_ring_bytes = u32(v, "COACT_BURST_RING_BYTES");
+  t.burst_recruit_min = u32(v, "COACT_BURST_RECRUIT_MIN");
+  t.burst_recruit_max = u32(v, "COACT_BURST_RECRUIT_MAX");
   return t;
 }
 

@@ -41,7 +41,9 @@
 #include <coact/runtime/runtime.hpp>
 #include <coact/runtime/tuning.hpp>
 
+#include "burst.hpp"
 #include "injector.hpp"
+#include "mail_ring.hpp"
 #include "registry.hpp"
 #include "spin_park.hpp"
 #include "spin_window.hpp"
@@ -52,12 +54,27 @@ namespace coact::detail {
 
 class Scheduler;
 
+/// What the deques and the injector carry: a runnable actor (ActorCell*,
+/// Ready) or a drainer of a burst (Burst*, tagged in bit 0, holding one
+/// reference to the burst).
+struct JobTag;
+using Job = JobTag*;
+inline Job job_of(ActorCell* c) noexcept { return reinterpret_cast<Job>(c); }
+inline Job job_of(Burst* b) noexcept { return reinterpret_cast<Job>(reinterpret_cast<uintptr_t>(b) | 1); }
+inline bool is_burst(Job j) noexcept { return (reinterpret_cast<uintptr_t>(j) & 1) != 0; }
+inline ActorCell* cell_of(Job j) noexcept { return reinterpret_cast<ActorCell*>(j); }
+inline Burst* burst_of(Job j) noexcept { return reinterpret_cast<Burst*>(reinterpret_cast<uintptr_t>(j) & ~uintptr_t(1)); }
+
 struct Worker {
-  Worker(Scheduler* s, uint32_t i) : sched(s), index(i), own(&deque) {}
+  Worker(Scheduler* s, uint32_t i, size_t ring_bytes, bool ring_on)
+      : sched(s), index(i), own(&deque), ring(ring_on ? ring_bytes : 0), ring_on(ring_on && ring_bytes != 0) {}
   Scheduler* sched;
   uint32_t index;
-  WorkDeque<ActorCell*> deque;
-  DequeOwner<ActorCell*> own;
+  WorkDeque<Job> deque;
+  DequeOwner<Job> own;
+  // The worker's outbound MailRing (mail_ring.hpp): producer = this thread.
+  MailRing ring;
+  bool ring_on;
   // Everything below is owned by this worker's thread.
   std::vector<std::pair<ActorCell*, Envelope*>> outbound;  // buffered sends of the running handler
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
@@ -67,9 +84,16 @@ struct Worker {
   uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
   uint64_t cascade_start_ns = 0; // when the current local cascade began
   SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
+  uint32_t cost_stride = 0;      // dispatches since the last cost sample (burst on)
   // Counters: written by this worker (relaxed), read by stats().
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> parks{0};
+  std::atomic<uint64_t> deque_pushes{0};
+  std::atomic<uint64_t> bursts{0};          // flushes that published groups
+  std::atomic<uint64_t> recruited{0};       // drainers pushed for siblings
+  std::atomic<uint64_t> seized{0};          // recipients run in place (seize won)
+  std::atomic<uint64_t> seize_lost{0};      // claimed mail deposited (seize lost)
+  std::atomic<uint64_t> ring_fallbacks{0};  // in-handler mail that took a heap envelope
   std::thread thread;
   std::vector<TimerEntry> due;   // scratch for fire_due
 };
@@ -120,21 +144,34 @@ class Scheduler {
   /// The worker running on this thread (any scheduler), or nullptr.
   static Worker* current_worker() noexcept;
 
+  /// Per-kind handler cost estimates (burst recruitment). Tests read it.
+  const CostTable& costs() const noexcept { return costs_; }
+
  private:
   void worker_main(Worker& w);
-  ActorCell* acquire(Worker& w);
-  ActorCell* take_shared(Worker& w, bool& more);
-  ActorCell* idle(Worker& w);
+  Job acquire(Worker& w);
+  Job take_shared(Worker& w, bool& more);
+  Job idle(Worker& w);
   /// Timekeeper: parks until `next` minus the wake-latency margin, then spins
   /// until a timer is due, shared work appears or shutdown. Returns whether
   /// the park timed out (false: woken by an unpark).
   bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns);
+  void run_job(Worker& w, Job j);
   void run_cell(Worker& w, ActorCell* c);
+  /// Drains c's inbox; the caller holds c's run-token (Running). `first`
+  /// (may be null) is dispatched before the inbox.
+  void drain_cell(Worker& w, ActorCell* c, Envelope* first);
   void dispatch(Worker& w, ActorCell* c, Envelope* e);
-  void flush(Worker& w);
-  void schedule(Worker* w, ActorCell* c);
-  void schedule_local(Worker& w, ActorCell* c);
-  void publish_shared(ActorCell* c);
+  /// The flush point: `producer` is the actor whose handler (or destructor) ran.
+  void flush(Worker& w, ActorCell* producer);
+  void flush_burst(Worker& w, ActorCell* producer);
+  void run_burst(Worker& w, Burst* b);
+  void deliver_claimed(Worker& w, ActorCell* t, Envelope* e);
+  void discard_burst(Burst* b);
+  void schedule_local(Worker& w, ActorCell* c) { schedule_job(w, job_of(c)); }
+  void schedule_job(Worker& w, Job j);
+  void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
+  void publish_job(Job j);
   void finalize_stop(Worker* w, ActorCell* c);
   void arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out);
   bool fire_due(Worker* w, uint64_t now_ns);
@@ -153,7 +190,8 @@ class Scheduler {
   std::unique_ptr<WakeLatency> wake_latency_;  // timekeeper's early wake (spin_window.hpp)
   uint64_t batch_max_ns_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
-  Injector<ActorCell*> injector_;
+  Injector<Job> injector_;
+  CostTable costs_;
   SpinPark spin_park_;
   Registry registry_;
   TimerHeap timers_;

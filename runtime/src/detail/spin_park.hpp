@@ -111,6 +111,8 @@ class SpinPark {
   Parker& parker(uint32_t w) noexcept { return parkers_[w]; }
 
   int32_t spinning() const noexcept { return spinning_.load(sync::memory_order_relaxed); }
+  /// Workers unparked by notify / wake_workers since construction (stats).
+  uint64_t unparks() const noexcept { return unparks_.load(sync::memory_order_relaxed); }
   int32_t idle() const noexcept { return idle_count_.load(sync::memory_order_relaxed); }
 
  private:
@@ -123,6 +125,7 @@ class SpinPark {
       idle_.pop_back();
       idle_count_.store(int32_t(idle_.size()), sync::memory_order_seq_cst);
     }
+    unparks_.fetch_add(1, sync::memory_order_relaxed);
     parkers_[w].unpark();
     return true;
   }
@@ -135,6 +138,7 @@ class SpinPark {
   std::vector<uint32_t> idle_;  // guarded by mu_: workers registered in step 2
   std::unique_ptr<Parker[]> parkers_;
   uint32_t n_;
+  sync::atomic<uint64_t> unparks_{0};  // stats only
 };
 
 }  // namespace coact::detail

@@ -23,7 +23,9 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -123,10 +125,46 @@ struct TypedEnvelope final : Envelope, SmallAllocated {
     } else {
       static_cast<A*>(actor)->on(self->msg);
     }
-    delete self;
+    finish(self);
   }
-  static void destroy(Envelope* e) { delete static_cast<TypedEnvelope*>(e); }
+  static void destroy(Envelope* e) { finish(static_cast<TypedEnvelope*>(e)); }
+  /// Destroys the envelope: in place plus a region release for a ring
+  /// envelope, else back to the small-object allocator.
+  static void finish(TypedEnvelope* self) noexcept {
+    if (RingRegion* r = self->region) {
+      self->~TypedEnvelope();
+      release_region(r);
+    } else {
+      delete self;
+    }
+  }
 };
+
+/// Memory for an envelope of `bytes`: written in place into the running
+/// handler's outbound MailRing when called from inside a handler with burst
+/// dispatch on and the ring has room (*region = its region), else from the
+/// small-object allocator (*region = nullptr). Any thread.
+void* alloc_envelope(size_t bytes, RingRegion** region);
+/// Gives back memory from alloc_envelope whose envelope was never
+/// constructed (the message's constructor threw).
+void abandon_envelope(void* mem, size_t bytes, RingRegion* region) noexcept;
+
+/// Builds a TypedEnvelope<A, M> from `msg` in alloc_envelope memory.
+template <class A, class M, class U>
+Envelope* make_envelope(U&& msg) {
+  using E = TypedEnvelope<A, M>;
+  RingRegion* r = nullptr;
+  void* mem = alloc_envelope(sizeof(E), &r);
+  E* e;
+  try {
+    e = ::new (mem) E(std::forward<U>(msg));
+  } catch (...) {
+    abandon_envelope(mem, sizeof(E), r);
+    throw;
+  }
+  e->region = r;
+  return e;
+}
 
 /// Delivers `e` to `target`: buffered for the handler-boundary flush when
 /// called from inside a handler, else through the root door. Takes ownership
@@ -169,7 +207,7 @@ class ActorRef {
   void send(M&& msg) const {
     using Msg = std::remove_cvref_t<M>;
     detail::check_handles<A, Msg>();
-    detail::post(cell_, new detail::TypedEnvelope<A, Msg>(std::forward<M>(msg)));
+    detail::post(cell_, detail::make_envelope<A, Msg>(std::forward<M>(msg)));
   }
 
   /// Asks the actor to stop once the mail queued ahead of this request is

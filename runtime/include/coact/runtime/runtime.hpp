@@ -56,6 +56,16 @@ struct RuntimeStats {
   uint64_t injector_pushes = 0;   ///< pushes onto the shared injector
   uint64_t timers_cancelled = 0;  ///< send timers cancelled before they fired
   uint64_t timers_dropped = 0;    ///< live timers (sends, sleeps, wait timeouts) discarded by shutdown()
+  uint64_t deque_pushes = 0;      ///< pushes onto workers' own deques
+  uint64_t wakes = 0;             ///< parked workers unparked for work (notify, recruitment)
+  uint64_t bursts = 0;            ///< burst flushes that published recipient groups
+  uint64_t recruited = 0;         ///< burst drainers pushed to the injector for siblings
+  uint64_t seized = 0;            ///< claimed burst mail whose recipient ran in place (seize won)
+  uint64_t seize_lost = 0;        ///< claimed burst mail deposited in the inbox (seize lost)
+  uint64_t ring_fallbacks = 0;    ///< in-handler sends that took a heap envelope (ring full)
+
+  /// Scheduling synchronizations: wakes + injector pushes + deque pushes.
+  uint64_t syncs() const noexcept { return wakes + injector_pushes + deque_pushes; }
 };
 
 namespace detail {

@@ -38,6 +38,10 @@ struct SchedulerTuning {
   std::optional<uint64_t> handoff_cost_ns;   ///< COACT_HANDOFF_COST_NS; nullopt = calibrated ("auto")
   uint32_t local_sticky_max = 256;           ///< COACT_LOCAL_STICKY_MAX
   uint32_t local_chain_backstop = 64;        ///< COACT_LOCAL_CHAIN_BACKSTOP
+  bool burst = false;                        ///< COACT_BURST (off: every send deposits and wakes on its own)
+  uint32_t burst_ring_bytes = 65536;         ///< COACT_BURST_RING_BYTES; 0 = no ring
+  uint32_t burst_recruit_min = 9;            ///< COACT_BURST_RECRUIT_MIN (width gate)
+  uint32_t burst_recruit_max = 32;           ///< COACT_BURST_RECRUIT_MAX (0 = never recruit)
 
   /// Workers after resolving 0 to the number of CPUs in this thread's affinity
   /// mask (sched_getaffinity; equals the online cores unless taskset/cpuset

@@ -29,6 +29,7 @@ class Runtime;
 namespace coact::detail {
 
 class Scheduler;
+struct BurstProducer;
 
 struct ActorCell {
   // Any thread that copies/drops a reference; relaxed increment (a reference
@@ -57,6 +58,9 @@ struct ActorCell {
   uint64_t wait_epoch = 0;
   void* reply_slot = nullptr;            // std::optional<R>* of the current ask, if any
   struct Stash* stash = nullptr;
+  // Holder-only: this actor's burst state as a producer (detail/burst.hpp),
+  // created at its first burst flush, freed when it stops.
+  BurstProducer* producer = nullptr;
   Mailbox inbox;
 
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }

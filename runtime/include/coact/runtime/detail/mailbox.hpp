@@ -29,6 +29,24 @@ enum class SystemMail : uint32_t {
   reply = 3,   ///< a reply for a waiting request (ReplyEnvelopeBase)
 };
 
+/// The header of one reclaim region of a MailRing (runtime/src/detail/
+/// mail_ring.hpp): the envelopes a handler wrote in place into its worker's
+/// outbound ring. `lock` is the live-reference count: set to the region's
+/// mail count when the producer seals it (before any of its mail is handed to
+/// a consumer), decremented once per mail when that mail is consumed or
+/// dropped (release_region); the producer reuses the bytes only after it read
+/// 0 with acquire, so every consumer's reads of the payload happened before.
+struct alignas(16) RingRegion {
+  std::atomic<uint32_t> lock{0};
+  uint32_t total = 0;   ///< bytes of this region, header included (producer-only)
+  uint32_t filler = 0;  ///< 1: a skip filler laid over the tail before a wrap
+  uint32_t mails = 0;   ///< mails written (producer-only, diagnostics)
+};
+
+/// Drops one mail's reference to its region. Any thread. release: the
+/// consumer's reads of the payload happen before the producer's reuse.
+inline void release_region(RingRegion* r) noexcept { r->lock.fetch_sub(1, std::memory_order_release); }
+
 /// One mail: type-erased header followed (in TypedEnvelope) by the message.
 struct Envelope {
   // Written by the producer that pushed this node (release store in push),
@@ -42,6 +60,10 @@ struct Envelope {
   uint32_t kind = 0;
   /// System mail kind; SystemMail::none for user mail.
   SystemMail system = SystemMail::none;
+  /// The ring region holding this envelope (written in place by a handler's
+  /// send), or nullptr for a heap envelope. A ring envelope is destroyed in
+  /// place and releases its region instead of being freed.
+  RingRegion* region = nullptr;
 };
 
 class Mailbox {
