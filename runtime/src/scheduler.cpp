@@ -195,26 +195,41 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
   auto& out = w.outbound;
   BurstProducer* bp = p->producer;
   if (bp == nullptr) bp = p->producer = new BurstProducer();
+  bp->prune();
   Burst* b = bp->active;
   if (b != nullptr && b->life.retired()) {  // every group closed: roll a fresh burst
     b->release();
     b = bp->active = nullptr;
-    bp->clear_index();
+    bp->index.clear();
   }
+  // The recipient's open group in the live bursts, if any: push onto it.
+  auto push_open = [&](ActorCell* t, Envelope* e, uint32_t gi) {
+    if (gi != UINT32_MAX && b->groups()[gi].push(e)) return true;
+    if (bp->prev != nullptr) {
+      const uint32_t pi = bp->prev_index.find(t);
+      if (pi != UINT32_MAX && bp->prev->groups()[pi].push(e)) return true;
+    }
+    return false;
+  };
   if (out.size() == 1) {
     // One mail: onto the recipient's open group if it has one, else the
     // direct path (no open group, so nothing to order behind).
     auto [t, e] = out[0];
     out.clear();
-    const uint32_t gi = b != nullptr ? bp->find(t) : UINT32_MAX;
-    if (gi == UINT32_MAX || !b->groups()[gi].push(e)) t->sched->deposit(t, e, &w);
+    if (!push_open(t, e, b != nullptr ? bp->index.find(t) : UINT32_MAX)) t->sched->deposit(t, e, &w);
     t->release();
     return;
   }
-  if (b == nullptr) {
-    const size_t want = std::max<size_t>(8, out.size());
-    b = bp->active = Burst::create(uint32_t(std::min<size_t>(want, Lifecycle::kMaxGroups)));
+  const size_t want = std::min<size_t>(std::max<size_t>(8, out.size() + out.size() / 2), Lifecycle::kMaxGroups);
+  if (b != nullptr && bp->prev == nullptr && b->life.peek_len() + out.size() > b->cap) {
+    // The active burst may fill before it retires: it becomes `prev` (its
+    // open groups still take their recipients' mail) and a fresh one opens.
+    bp->prev = b;
+    bp->prev_index.swap(bp->index);
+    bp->index.clear();
+    b = bp->active = nullptr;
   }
+  if (b == nullptr) b = bp->active = Burst::create(uint32_t(want));
   const uint32_t base = b->life.peek_len();
   Group* groups = b->groups();
   uint32_t staged = 0;
@@ -232,21 +247,19 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
       t->release();
       continue;
     }
-    const uint32_t gi = bp->find(t);
-    if (gi != UINT32_MAX) {
-      Group& g = groups[gi];
-      if (gi >= base) {  // opened by this flush, not yet published
-        g.push_unpublished(e);
-        g.work_ns += cost(e);
-        t->release();
-        continue;
-      }
-      if (g.push(e)) {
-        t->release();
-        continue;
-      }
-      // Closed by its claimer: a fresh group lands behind everything it dispatched.
+    const uint32_t gi = bp->index.find(t);
+    if (gi != UINT32_MAX && gi >= base) {  // opened by this flush, not yet published
+      groups[gi].push_unpublished(e);
+      groups[gi].work_ns += cost(e);
+      t->release();
+      continue;
     }
+    if (push_open(t, e, gi)) {
+      t->release();
+      continue;
+    }
+    // No open group (or its claimer closed it: a fresh group lands behind
+    // everything that one dispatched).
     if (base + staged >= b->cap) {  // array full: the direct path (no open group)
       deposit(t, e, &w);
       t->release();
@@ -256,7 +269,7 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
     g->target = t;  // the outbound reference moves to the group
     g->push_unpublished(e);
     g->work_ns = cost(e);
-    bp->put(t, base + staged);
+    bp->index.put(t, base + staged);
     ++staged;
   }
   out.clear();
@@ -282,7 +295,7 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
     }
     b->release();
     bp->active = nullptr;
-    bp->clear_index();
+    bp->index.clear();
     return;
   }
   bump(w.bursts);

@@ -74,6 +74,7 @@
 #include <cstdint>
 #include <new>
 #include <optional>
+#include <utility>
 
 #include <coact/runtime/detail/actor_cell.hpp>
 #include <coact/runtime/detail/small_alloc.hpp>
@@ -250,24 +251,26 @@ struct Burst {
 static_assert(alignof(Group) <= alignof(std::max_align_t));
 static_assert(sizeof(Burst) % alignof(Group) == 0);
 
-/// The producing actor's burst state (ActorCell::producer; holder-only): the
-/// active burst and its recipient -> group index (open addressing, cleared
-/// when a burst is rolled).
-struct BurstProducer : SmallAllocated {
-  Burst* active = nullptr;
+/// recipient -> group index of one burst (open addressing; holder-only).
+struct RecipientIndex {
   struct Slot {
     ActorCell* key;
     uint32_t group;
   };
   Slot* slots = nullptr;
-  uint32_t mask = 0;   // capacity - 1 (power of two), 0 = no table yet
+  uint32_t mask = 0;  // capacity - 1 (power of two); 0 = no table yet
   uint32_t count = 0;
 
-  ~BurstProducer() {
-    if (active) active->release();
-    delete[] slots;
+  RecipientIndex() = default;
+  RecipientIndex(const RecipientIndex&) = delete;
+  RecipientIndex& operator=(const RecipientIndex&) = delete;
+  ~RecipientIndex() { delete[] slots; }
+  void swap(RecipientIndex& o) noexcept {
+    std::swap(slots, o.slots);
+    std::swap(mask, o.mask);
+    std::swap(count, o.count);
   }
-  void clear_index() noexcept {
+  void clear() noexcept {
     if (count == 0) return;
     for (uint32_t i = 0; i <= mask; ++i) slots[i].key = nullptr;
     count = 0;
@@ -277,7 +280,7 @@ struct BurstProducer : SmallAllocated {
     x *= 0x9E3779B97F4A7C15ull;
     return uint32_t(x >> 32);
   }
-  /// Group index of `c` in the active burst, or UINT32_MAX.
+  /// Group index of `c`, or UINT32_MAX.
   uint32_t find(const ActorCell* c) const noexcept {
     if (count == 0) return UINT32_MAX;
     for (uint32_t i = hash(c) & mask;; i = (i + 1) & mask) {
@@ -314,6 +317,32 @@ struct BurstProducer : SmallAllocated {
       if (prev[i].key != nullptr) put(prev[i].key, prev[i].group);
     }
     delete[] prev;
+  }
+};
+
+/// The producing actor's burst state (ActorCell::producer; holder-only): the
+/// active burst and, when the active one filled its group array before it
+/// retired, the previous one, each with its recipient index. A recipient
+/// gets a group in `active` only if it has no open group in `prev`; a burst
+/// older than `prev` is always retired (the producer rolls only then). So a
+/// recipient has at most one open group across the live bursts.
+struct BurstProducer : SmallAllocated {
+  Burst* active = nullptr;
+  RecipientIndex index;       // of active
+  Burst* prev = nullptr;
+  RecipientIndex prev_index;  // of prev
+
+  ~BurstProducer() {
+    if (active) active->release();
+    if (prev) prev->release();
+  }
+  /// Drops `prev` once it retired (all its groups closed).
+  void prune() noexcept {
+    if (prev != nullptr && prev->life.retired()) {
+      prev->release();
+      prev = nullptr;
+      prev_index.clear();
+    }
   }
 };
 
