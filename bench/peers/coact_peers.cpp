@@ -330,5 +330,8 @@ int main(int argc, char** argv) {
     run_thread_ring(rt, a);
   else
     run_skynet(rt, a);
+  // Scheduling synchronizations (wakes + injector + deque pushes), for
+  // coact-burst-bench's on/off comparison; stderr, so stdout stays one JSON line.
+  std::fprintf(stderr, "coact-peers stats: syncs=%llu\n", static_cast<unsigned long long>(rt.stats().syncs()));
   return 0;
 }

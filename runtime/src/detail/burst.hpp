@@ -177,7 +177,6 @@ struct Group {
   bool closed = false;        // guarded by lock
   Envelope* head = nullptr;   // guarded by lock
   Envelope* tail = nullptr;   // guarded by lock
-  uint64_t work_ns = 0;       // producer-only: summed cost estimate of its mail
 
   void acquire() noexcept {
     while (lock.exchange(true, std::memory_order_acquire)) {
@@ -264,7 +263,7 @@ struct RecipientIndex {
   RecipientIndex() = default;
   RecipientIndex(const RecipientIndex&) = delete;
   RecipientIndex& operator=(const RecipientIndex&) = delete;
-  ~RecipientIndex() { delete[] slots; }
+  ~RecipientIndex() { free_slots(slots, mask); }
   void swap(RecipientIndex& o) noexcept {
     std::swap(slots, o.slots);
     std::swap(mask, o.mask);
@@ -309,14 +308,18 @@ struct RecipientIndex {
     const uint32_t old = mask == 0 ? 0 : mask + 1;
     const uint32_t cap = old == 0 ? 16 : old * 2;
     Slot* prev = slots;
-    slots = new Slot[cap];
+    const uint32_t prev_mask = mask;
+    slots = static_cast<Slot*>(small_alloc(sizeof(Slot) * cap));
     for (uint32_t i = 0; i < cap; ++i) slots[i].key = nullptr;
     mask = cap - 1;
     count = 0;
     for (uint32_t i = 0; i < old; ++i) {
       if (prev[i].key != nullptr) put(prev[i].key, prev[i].group);
     }
-    delete[] prev;
+    free_slots(prev, prev_mask);
+  }
+  static void free_slots(Slot* p, uint32_t m) noexcept {
+    if (p != nullptr) small_free(p, sizeof(Slot) * (size_t(m) + 1));
   }
 };
 

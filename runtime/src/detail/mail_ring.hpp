@@ -152,8 +152,15 @@ class MailRing {
   // Opens a region for a first mail of n bytes: reclaim, then place header +
   // mail contiguously at write_ or (laying a filler over the tail) at 0.
   bool open(size_t n) noexcept {
-    reclaim();
+    if (used_ != 0) reclaim();
     const size_t need = kHeader + n;
+    if (used_ == 0) {  // empty (the common case of a chain): restart at 0, cache-hot
+      front_ = write_ = 0;
+      cur_ = ::new (buf_) RingRegion();
+      cur_->total = uint32_t(kHeader);
+      write_ = used_ = kHeader;
+      return true;
+    }
     if (full()) return false;
     if (write_ >= front_) {
       if (write_ + need > cap_) {

@@ -1,7 +1,9 @@
 // coact/runtime/detail/small_alloc.hpp: per-thread free lists for the
 // runtime's small, short-lived objects (envelopes, actor cells).
 //
-// Every mail is one envelope allocation and one free, and a spawn tree
+// Every mail outside a burst is one envelope allocation and one free (burst
+// dispatch writes a handler's further sends into its MailRing), a burst
+// flush allocates one Burst (its group array inline), and a spawn tree
 // allocates and frees a cell per actor; glibc's malloc was ~25% of the
 // instructions of ping-pong and ~45% of skynet (callgrind). Blocks are kept in
 // 16-byte size classes up to kMaxSmallBytes on a thread-local free list of at
@@ -21,7 +23,7 @@
 namespace coact::detail {
 
 inline constexpr size_t kSmallClassBytes = 16;
-inline constexpr size_t kMaxSmallBytes = 512;
+inline constexpr size_t kMaxSmallBytes = 1024;
 inline constexpr size_t kSmallClasses = kMaxSmallBytes / kSmallClassBytes;
 inline constexpr uint32_t kMaxCachedPerClass = 512;
 

@@ -1,0 +1,289 @@
+// bench/burst/burst_bench.cpp: burst dispatch on vs off (COACT_BURST), side by
+// side in one run, behind `scripts/bench.sh burst`.
+//
+//   coact-burst-bench [--workers 2] [--trials 3] [--quick] [--peers PATH] [--rows fan_out,chain,peers]
+//
+// Rows (one JSON line each on stdout):
+//   fan_out  width 1, 8, 64, 512 x handler_us 0, 20: a fan actor sends one
+//            request to each of `width` workers and starts the next round when
+//            all replied (msgs = 2 x width x rounds).
+//   chain    handler_us 0, 20: a token relayed along a ring of 64 actors
+//            (width 1; msgs = hops).
+//   peers    the four workloads of `scripts/bench.sh peers` (ping_pong,
+//            fan_out, thread_ring, skynet), run as the coact-peers program at
+//            --peers PATH with COACT_BURST=on / off in its environment.
+// Each row alternates on, off, on, off, ... (--trials each), a fresh runtime
+// (or process) per trial, and reports medians:
+//   {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
+//    "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":on/off,
+//    "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T}
+// syncs = scheduling synchronizations of the timed run: wakes of parked
+// workers + injector pushes + own-deque pushes (RuntimeStats::syncs(); for
+// peers rows, the whole process's, printed by coact-peers on stderr).
+// The in-process rows use resolve_tuning() (COACT_* knobs apply) with
+// `workers` and `burst` forced. Exit: 0; 1 on a wrong result or a failed
+// coact-peers run; 2 on bad usage.
+#include <coact/runtime/runtime.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using coact::bench::now_ns;
+
+void spin_us(uint32_t us) {
+  if (us == 0) return;
+  const int64_t end = now_ns() + int64_t(us) * 1000;
+  while (now_ns() < end) {
+  }
+}
+
+// ---- fan_out ------------------------------------------------------------------
+struct fan;
+struct request {
+  coact::ActorRef<fan> from;
+};
+struct reply {};
+struct start {
+  uint32_t rounds;
+};
+
+struct leaf : coact::Actor<leaf> {
+  uint32_t us;
+  explicit leaf(uint32_t u) : us(u) {}
+  void on(const request& r);
+};
+
+struct fan : coact::Actor<fan> {
+  std::vector<coact::ActorRef<leaf>> leaves;
+  uint32_t rounds = 0, waiting = 0;
+  std::atomic<int64_t>* end;
+  fan(std::vector<coact::ActorRef<leaf>> l, std::atomic<int64_t>* e) : leaves(std::move(l)), end(e) {}
+  void round() {
+    waiting = uint32_t(leaves.size());
+    for (auto& l : leaves) l.send(request{self()});
+  }
+  void on(const start& s) {
+    rounds = s.rounds;
+    round();
+  }
+  void on(const reply&) {
+    if (--waiting > 0) return;
+    if (--rounds > 0) {
+      round();
+    } else {
+      end->store(now_ns(), std::memory_order_release);
+      runtime().request_stop();
+    }
+  }
+};
+
+void leaf::on(const request& r) {
+  spin_us(us);
+  r.from.send(reply{});
+}
+
+// ---- chain --------------------------------------------------------------------
+struct link;
+struct token {
+  uint64_t left;
+};
+struct link : coact::Actor<link> {
+  coact::ActorRef<link> next;
+  uint32_t us;
+  std::atomic<int64_t>* end;
+  link(uint32_t u, std::atomic<int64_t>* e) : us(u), end(e) {}
+  void on(const coact::ActorRef<link>& n) { next = n; }
+  void on(const token& t) {
+    spin_us(us);
+    if (t.left == 0) {
+      end->store(now_ns(), std::memory_order_release);
+      runtime().request_stop();
+      return;
+    }
+    next.send(token{t.left - 1});
+  }
+};
+
+struct trial {
+  double msgs_per_s;
+  uint64_t syncs;
+};
+
+coact::SchedulerTuning tuning(uint32_t workers, bool burst) {
+  coact::SchedulerTuning t = coact::resolve_tuning();
+  t.workers = workers;
+  t.burst = burst;
+  return t;
+}
+
+trial run_fan_out(uint32_t workers, bool burst, uint32_t width, uint32_t us, uint32_t rounds) {
+  std::atomic<int64_t> end{0};
+  coact::Runtime rt(tuning(workers, burst));
+  std::vector<coact::ActorRef<leaf>> ls;
+  for (uint32_t i = 0; i < width; ++i) ls.push_back(rt.spawn<leaf>(us));
+  auto f = rt.spawn<fan>(ls, &end);
+  const coact::RuntimeStats before = rt.stats();
+  const int64_t t0 = now_ns();
+  f.send(start{rounds});
+  rt.run();
+  const coact::RuntimeStats after = rt.stats();
+  const double s = double(end.load() - t0) * 1e-9;
+  return {double(2ull * width * rounds) / s, after.syncs() - before.syncs()};
+}
+
+trial run_chain(uint32_t workers, bool burst, uint32_t us, uint64_t hops) {
+  std::atomic<int64_t> end{0};
+  coact::Runtime rt(tuning(workers, burst));
+  constexpr uint32_t kLinks = 64;
+  std::vector<coact::ActorRef<link>> ls;
+  for (uint32_t i = 0; i < kLinks; ++i) ls.push_back(rt.spawn<link>(us, &end));
+  for (uint32_t i = 0; i < kLinks; ++i) ls[i].send(ls[(i + 1) % kLinks]);
+  while (rt.stats().delivered < kLinks) std::this_thread::yield();
+  const coact::RuntimeStats before = rt.stats();
+  const int64_t t0 = now_ns();
+  ls[0].send(token{hops});
+  rt.run();
+  const coact::RuntimeStats after = rt.stats();
+  const double s = double(end.load() - t0) * 1e-9;
+  return {double(hops + 1) / s, after.syncs() - before.syncs()};
+}
+
+// One coact-peers run with COACT_BURST=on|off: its msgs_per_s (stdout JSON)
+// and syncs (stderr stats line).
+trial run_peer(const std::string& bin, const std::string& workload, uint64_t n, uint32_t workers, bool burst) {
+  const std::string cmd = std::string("COACT_BURST=") + (burst ? "on" : "off") + " '" + bin + "' --workload " +
+                          workload + " --n " + std::to_string(n) + " --workers " + std::to_string(workers) +
+                          " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) coact::bench::wrong_result("coact-burst-bench", "cannot run " + cmd);
+  std::string out;
+  char buf[4096];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
+  const int rc = pclose(p);
+  trial t{0, 0};
+  bool have_rate = false, have_syncs = false;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t eol = out.find('\n', pos);
+    if (eol == std::string::npos) eol = out.size();
+    const std::string line = out.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (!line.empty() && line[0] == '{') {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.contains("msgs_per_s")) {
+        t.msgs_per_s = j["msgs_per_s"].get<double>();
+        have_rate = true;
+      }
+    } else if (line.rfind("coact-peers stats:", 0) == 0) {
+      const size_t at = line.find("syncs=");
+      if (at != std::string::npos) {
+        t.syncs = std::stoull(line.substr(at + 6));
+        have_syncs = true;
+      }
+    }
+  }
+  if (rc != 0 || !have_rate || !have_syncs) {
+    coact::bench::wrong_result("coact-burst-bench", "coact-peers failed (" + cmd + "): " + out);
+  }
+  return t;
+}
+
+template <class T>
+T median(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, uint32_t trials, F run) {
+  std::vector<double> on_r, off_r;
+  std::vector<uint64_t> on_s, off_s;
+  for (uint32_t i = 0; i < trials; ++i) {
+    const trial a = run(true);
+    on_r.push_back(a.msgs_per_s);
+    on_s.push_back(a.syncs);
+    const trial b = run(false);
+    off_r.push_back(b.msgs_per_s);
+    off_s.push_back(b.syncs);
+  }
+  const double on = median(on_r), off = median(off_r);
+  const uint64_t son = median(on_s), soff = median(off_s);
+  coact::bench::print_json_line({{"group", "burst"},
+                                 {"workload", workload},
+                                 {"width", width},
+                                 {"handler_us", us},
+                                 {"workers", workers},
+                                 {"on_msgs_per_s", coact::bench::rounded(on, 1)},
+                                 {"off_msgs_per_s", coact::bench::rounded(off, 1)},
+                                 {"ratio", coact::bench::rounded(on / off, 3)},
+                                 {"syncs_on", son},
+                                 {"syncs_off", soff},
+                                 {"sync_ratio", coact::bench::rounded(double(soff) / double(std::max<uint64_t>(son, 1)), 2)},
+                                 {"trials", trials}});
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint32_t workers = 2, trials = 3;
+  bool quick = false;
+  std::string peers, rows = "fan_out,chain,peers";
+  CLI::App app{"Burst dispatch on vs off, side by side (bench/burst/burst_bench.cpp)."};
+  app.add_option("--workers", workers, "worker threads")->check(CLI::Range(1u, 1024u));
+  app.add_option("--trials", trials, "trials per side (alternating on, off)")->check(CLI::Range(1u, 1000u));
+  app.add_flag("--quick", quick, "small sizes (smoke test; the numbers then mean little)");
+  app.add_option("--peers", peers, "path of the coact-peers program (for the peers rows)");
+  app.add_option("--rows", rows, "comma-separated subset of fan_out, chain, peers");
+  coact::bench::parse_or_exit(app, argc, argv);
+  auto want = [&](const char* r) { return ("," + rows + ",").find(std::string(",") + r + ",") != std::string::npos; };
+  try {
+    (void)coact::resolve_tuning();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "coact-burst-bench: %s\n", e.what());
+    return 2;
+  }
+  const uint32_t scale = quick ? 20 : 1;
+  if (want("fan_out")) {
+    for (uint32_t us : {0u, 20u}) {
+      for (uint32_t width : {1u, 8u, 64u, 512u}) {
+        // About 2*10^5 messages for zero-work rows, ~0.2 s of handler time for 20 us rows.
+        const uint64_t msgs = us == 0 ? 200000 : 10000;
+        const uint32_t rounds = std::max<uint32_t>(2, uint32_t(msgs / (2ull * width) / scale));
+        row("fan_out", width, us, workers, trials,
+            [&](bool on) { return run_fan_out(workers, on, width, us, rounds); });
+      }
+    }
+  }
+  if (want("chain")) {
+    for (uint32_t us : {0u, 20u}) {
+      const uint64_t hops = (us == 0 ? 1000000 : 10000) / scale;
+      row("chain", 1, us, workers, trials, [&](bool on) { return run_chain(workers, on, us, hops); });
+    }
+  }
+  if (want("peers")) {
+    if (peers.empty()) {
+      std::fprintf(stderr, "coact-burst-bench: --rows peers needs --peers PATH (the coact-peers program)\n");
+      return 2;
+    }
+    struct peer_wl {
+      const char* name;
+      uint64_t n;
+    };
+    for (const peer_wl& p : {peer_wl{"ping_pong", 1000000}, peer_wl{"fan_out", 1000000},
+                             peer_wl{"thread_ring", 2000000}, peer_wl{"skynet", 1000000}}) {
+      const uint64_t n = quick ? (std::string(p.name) == "skynet" ? 1000 : p.n / 100) : p.n;
+      row(p.name, 0, 0, workers, trials, [&](bool on) { return run_peer(peers, p.name, n, workers, on); });
+    }
+  }
+  return 0;
+}
