@@ -46,6 +46,16 @@
 #                is a spawned sleeping task aborted by its JoinHandle.
 #            "target" holds the goals for coact and whether this run met them.
 #            --quick: 10^3 timers, shorter windows (CI smoke); the numbers then mean little.
+#   burst    burst dispatch on vs off (bench/burst/burst_bench.cpp): fan-out widths 1, 8,
+#            64, 512 with 0 and 20 us handlers, a 64-actor chain (0 / 20 us), and the four
+#            peers workloads (coact-peers with COACT_BURST=on / off). Trials alternate
+#            on, off (COACT_BENCH_TRIALS each, fresh runtime or process per trial);
+#            medians. One object per row:
+#            {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
+#             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":on/off,"syncs_on":S,
+#             "syncs_off":S,"sync_ratio":off/on,"trials":T}
+#            syncs: scheduling synchronizations (wakes + injector pushes + deque pushes)
+#            of the run; width 0 marks the peers rows. --quick: small sizes.
 #
 # Steps:
 #   1. Check the group name (unknown: exit 2 before building anything).
@@ -82,7 +92,7 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS).
-readonly BENCH_GROUPS=(runtime peers timers)
+readonly BENCH_GROUPS=(runtime peers timers burst)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
@@ -97,6 +107,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              runtime  Google Benchmark micro-benchmarks (ARGS go to the binary)
              peers    coact vs CAF, whole programs (${PEER_WORKLOADS[*]})
              timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
+             burst    coact with burst dispatch on vs off (COACT_BURST), side by side
   --quick  small sizes for a CI smoke run
 Knobs (environment): COACT_BENCH_BUILD_DIR, COACT_BENCH_NO_BUILD=1, COACT_BENCH_TRIALS,
   COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S (the script's header
@@ -385,6 +396,24 @@ run_timers_group() {
           "{\"delay_ms\":$delay_ms,\"duration_ms\":$cancel_ms,\"pairs_per_handler\":256}" ;;
     esac
   done
+}
+
+# ---- group burst ----------------------------------------------------------------
+run_burst_group() {
+  configure_build_dir
+  build_targets coact-burst-bench coact-peers
+  local bin peers
+  bin=$(find_binary coact-burst-bench bench/burst/coact-burst-bench)
+  peers=$(find_binary coact-peers bench/peers/coact-peers)
+  [[ -n $bin && -n $peers ]] || die 1 "group burst: coact-burst-bench or coact-peers not found in $BUILD_DIR"
+  local args=(--trials "$TRIALS" --workers "$WORKERS" --peers "$peers")
+  ((quick)) && args+=(--quick)
+  log "burst: $bin ${args[*]}"
+  local rc=0 limit=${COACT_BENCH_TIMEOUT_S:+$TIMEOUT_S}
+  limit=${limit:-3600}  # the whole run (every row)
+  timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" || rc=$?
+  ((rc != 124)) || die 1 "group burst: coact-burst-bench timed out after ${limit}s"
+  ((rc == 0)) || die 1 "group burst: coact-burst-bench failed (exit $rc)"
 }
 
 "run_${group}_group"

@@ -55,18 +55,17 @@ inline constexpr double kStressScale = 0.02;
 inline constexpr double kStressScale = 1.0;
 #endif
 
-/// Tuning for a test with `workers` workers and otherwise defaults (no env).
-/// Default tuning with `workers` workers. COACT_BURST from the environment
-/// (if set) applies, so a suite can be run with burst dispatch on and off
-/// (tests/CMakeLists.txt registers the runtime suites a second time with
-/// COACT_BURST=off). Throws tuning_error on a malformed value.
+/// Tuning for a test with `workers` workers and otherwise defaults; only
+/// COACT_BURST from the environment (if set) applies, so a suite runs with
+/// burst dispatch on and off (tests/CMakeLists.txt registers the runtime
+/// suites a second time with COACT_BURST=on). Throws tuning_error on a
+/// malformed value.
 inline SchedulerTuning tuning_for(uint32_t workers) {
   SchedulerTuning t;
   t.workers = workers;
   if (const char* b = std::getenv("COACT_BURST")) {
     TuningSources s;
     s.env = std::vector<std::string>{std::string("COACT_BURST=") + b};
-    s.config_path = "";
     t.burst = resolve_tuning(s).burst;
   }
   return t;

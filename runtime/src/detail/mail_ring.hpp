@@ -70,7 +70,14 @@ class MailRing {
   MailRing(const MailRing&) = delete;
   MailRing& operator=(const MailRing&) = delete;
   ~MailRing() {
-    if (buf_ != nullptr) ::operator delete(buf_, std::align_val_t(kAlign));
+    if (buf_ == nullptr) return;
+    cur_ = nullptr;
+    reclaim();
+    // A region still referenced (mail that raced an actor's stop and sits in
+    // the inbox of a cell the user keeps alive past the runtime) must not be
+    // freed under its reader: the buffer is then left allocated (a bounded,
+    // rare leak, instead of a use after free).
+    if (used_ == 0) ::operator delete(buf_, std::align_val_t(kAlign));
   }
 
   static constexpr size_t round_up(size_t n) noexcept { return (n + kAlign - 1) & ~(kAlign - 1); }

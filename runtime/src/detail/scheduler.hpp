@@ -20,10 +20,16 @@
 // local_sticky_max: then the backlog (all but the freshest) spills to the
 // injector and one sibling is notified. Off-pool threads enter through the
 // root door: injector push + notify (at most one wake).
+// Burst dispatch (COACT_BURST=on; the life of one burst is numbered in
+// burst.hpp): the flush of step 3 routes a handler's whole output as one
+// unit, and the deques and the injector carry Jobs: a Ready actor, or a
+// drainer of a burst (one reference each). Popping a drainer runs the cursor
+// race (run_burst) instead of steps 2-5; a claimed mail whose recipient is
+// seized runs steps 3-5 for that recipient on this worker (drain_cell).
 // Shutdown: 1. set stopping_ (busy workers leave at their next loop); 2. wake
-// every parker; 3. join workers; 4. stop
-// every still-live actor on the joining thread (destroy, drop and count its
-// mail); 5. free the deques and the injector (they hold no references).
+// every parker; 3. join workers; 5. drainers still queued release their
+// bursts, dropping and counting unclaimed mail; 4. stop every still-live
+// actor on the joining thread (destroy, drop and count its mail).
 #pragma once
 
 #include <atomic>

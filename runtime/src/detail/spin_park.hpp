@@ -39,6 +39,10 @@
 // later), and it leaves its spin as soon as shared work is published.
 // Fairness: the window sets how long an idle worker looks for work, never the
 // order in which work is taken.
+// Burst dispatch adds two kinds of shared work, both covered by the same
+// argument: a recruited drainer (injector push, then wake_workers) and a
+// spilled drainer (own deque -> injector, then notify). A drainer kept on the
+// producer's own deque needs no wake: its owner pops it next.
 #pragma once
 
 #include <cstdint>
@@ -64,9 +68,14 @@ class SpinPark {
     wake_one();  // c.
   }
 
-  /// Unparks up to n idle workers regardless of spinners (the timekeeper
-  /// handing a re-armed deadline to an idle sibling). Returns how many were
-  /// unparked. Any thread.
+  /// Unparks up to n idle workers regardless of spinners: the timekeeper
+  /// handing a re-armed deadline to an idle sibling, and burst recruitment
+  /// (scheduler.cpp flush_burst), which bypasses route-to-spinner on purpose:
+  /// it has pushed n drainers of one burst on the injector, and one spinner
+  /// cannot race the cursor n ways. Lost wakeups: the drainers were published
+  /// (the injector's seq_cst length) before this call, so the argument above
+  /// holds for each unparked (or not-yet-parked) worker as for notify's c.
+  /// Returns how many were unparked. Any thread.
   uint32_t wake_workers(uint32_t n) noexcept {
     uint32_t k = 0;
     while (k < n && wake_one()) ++k;

@@ -12,7 +12,10 @@
 // Who calls what:
 //  - try_wake: a sender after depositing mail; only the winner schedules the actor.
 //  - enter_running: the worker that popped the actor from a deque/injector.
-//  - seize: a worker that wants to run an Idle actor in place (burst drain).
+//  - seize: a worker draining a burst (runtime/src/detail/burst.hpp, step 6)
+//    holding a claimed mail for this actor: won, it runs the actor in place
+//    (no scheduling push), first checking the inbox it now owns (older mail
+//    goes first); lost, the mail is deposited like any send.
 //  - mark_idle / mark_ready / mark_dead: the worker that holds Running.
 //  - try_self_requeue: the same worker right after mark_idle.
 //
@@ -32,6 +35,16 @@
 // exactly once. Hence no mail is stranded in the inbox of an Idle actor, and
 // no actor is scheduled twice. seize and try_wake are CASes from Idle on the
 // same byte, so they agree on one owner.
+//
+// seize and the stranded-mail race. A seize that wins from Idle takes the
+// holder's duties, including step W1-W3 when it releases: the seizer drains
+// through the same drain cycle (scheduler.cpp drain_cell), which ends with
+// the same canonical-empty check, mark_idle and recheck. A sender whose S2
+// failed because a seizer held Running is covered exactly as above (S2 < W2).
+// Ordering inside the seizer: it reads the inbox after its seize CAS (both
+// seq_cst), so mail pushed before a prior holder's mark_idle - possibly an
+// earlier deposit from the very producer whose burst mail it holds - is seen
+// and handled before the seized mail (the burst's per-recipient FIFO).
 #pragma once
 
 #include <atomic>
