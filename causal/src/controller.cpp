@@ -774,10 +774,32 @@ void leave_sweep_in_forked_child() noexcept {
 }
 }  // namespace detail
 
+namespace {
+// A profile output the sweep could not open is a bad option value, found before
+// anything is written (a missing directory used to abort the program from the
+// writer's std::system_error, leaving an empty sibling file behind).
+void check_output(std::string_view key, const std::string& path) {
+  if (path.empty()) return;
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (::access(path.c_str(), W_OK) == 0) return;
+    throw options::option_error(std::string(key) + "='" + path +
+                                "': the file exists but is not writable (expected a writable file path)");
+  }
+  const std::string::size_type slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw options::option_error(std::string(key) + "='" + path + "': directory '" + dir +
+                                "' does not exist or is not writable (expected a writable file path)");
+  }
+}
+}  // namespace
+
 bool Controller::start_from_env() {
   if (g_forked_child.load(std::memory_order_relaxed)) return false;  // a forked child left the sweep
   const std::optional<Options> o = options_from(options::process());
   if (!o) return false;
+  check_output(kOutput, o->output);
+  check_output(kJsonOutput, o->json_output);
   // One environment sweep per process: a second Runtime boot does not start
   // another (the first one's atexit handler ends it).
   static std::mutex once_mu;

@@ -605,6 +605,14 @@ class CliTest(TempDirCase):
     def test_usage_errors(self):
         r = run_cli("profile", TOY_COZ, "-o", os.path.join(self.tmp, "x.jpg"))
         self.assertEqual(r.returncode, 2)
+        # Regression: a plot into a missing directory printed the ranking, then a
+        # Python traceback (FileNotFoundError, exit 1). Now one line, exit 2, before any work.
+        for cmd, data in (("profile", TOY_COZ), ("compare", TRIALS)):
+            r = run_cli(cmd, data, "-o", "/nonexistent/dir/x.png")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+            self.assertIn("'/nonexistent/dir' does not exist", r.stderr)
+            self.assertEqual(r.stdout, "")
         r = run_cli("profile", TOY_COZ, "-p", "nope")
         self.assertEqual(r.returncode, 1)
         self.assertIn("available", r.stderr)

@@ -94,6 +94,22 @@ TEST_CASE("a README-style program: a bad option is one line and exit 2", "[optio
          "COACT_CAUSAL_OUTPUT=" + (dir.path / "p.coz").string()});
     check_usage_error(r, "coact-readme-program", {"", "COACT_CAUSAL_MAX_EXPERIMENT_MS='50'", "at least"});
   }
+  // Regression: a profile output in a missing directory aborted the program
+  // (std::system_error from the writer: "terminate called", exit 134) and the
+  // JSON one left an empty profile.coz behind.
+  SECTION("a sweep output that cannot be written: one line, exit 2, nothing created") {
+    TempDir dir;
+    const std::string coz = (dir.path / "p.coz").string();
+    ProgramResult r = run_program({COACT_README_PROGRAM},
+                                  {"COACT_CAUSAL=1", "COACT_CAUSAL_OUTPUT=/nonexistent/dir/p.coz"});
+    check_usage_error(r, "coact-readme-program",
+                      {"", "COACT_CAUSAL_OUTPUT='/nonexistent/dir/p.coz'", "expected a writable file path"});
+    r = run_program({COACT_README_PROGRAM}, {"COACT_CAUSAL=1", "COACT_CAUSAL_OUTPUT=" + coz,
+                                             "COACT_CAUSAL_JSON_OUTPUT=/nonexistent/dir/p.jsonl"});
+    check_usage_error(r, "coact-readme-program",
+                      {"", "COACT_CAUSAL_JSON_OUTPUT='/nonexistent/dir/p.jsonl'", "expected a writable file path"});
+    CHECK_FALSE(std::filesystem::exists(coz));
+  }
 }
 
 TEST_CASE("the library entry point throws options::option_error instead of exiting", "[options][entry]") {

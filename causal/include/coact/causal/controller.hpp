@@ -153,8 +153,10 @@ class Controller {
   /// sweep was started.
   /// At most one environment sweep per process: later calls (a second Runtime
   /// boot) start nothing and return true, even if that sweep has ended.
-  /// Errors: options::option_error (options_from), and as start(). Any
-  /// thread; meant for runtime boot.
+  /// Errors: options::option_error (options_from; or a COACT_CAUSAL_OUTPUT /
+  /// COACT_CAUSAL_JSON_OUTPUT that cannot be written: a missing or read-only
+  /// directory, a read-only file, checked before anything is written), and as
+  /// start(). Any thread; meant for runtime boot.
   static bool start_from_env();
 };
 
