@@ -362,11 +362,13 @@ namespace {
 // KNOWN MISS, not in CI: these cases carry the hidden tag [sleepers] instead
 // of [accuracy] (run them with `coact-tests-causal "[sleepers]"`). On a quiet
 // machine after the stamp fix they still failed: sleepers A y(0.75) = 0.082
-// (truth 0), B at 0.5 predicted 0.206 against 0.038 for the really-faster
-// program in the same process — and the really-faster program's own 0.038 is
-// far from the 4 -> 2 unit ideal (period 28 -> 24 units, 0.143), so the
-// workload's period is not yet what the comment above says. Open: find where
-// the round's time goes before trusting either number.
+// (truth 0), B at 0.5 predicted 0.206 against 0.038 for the in-process
+// really-faster run. The standalone program disagrees with that 0.038
+// (`coact-known-answer --workload sleepers --seconds 2 [--speed B=0.5]`: period
+// 16.1 ms -> 12.7 ms, 0.215, close to the prediction; --speed A=0.75: 16.4 ms,
+// no gain), so B's check may be measuring the wrong "real" run, while A's
+// 8-point over-prediction is a real miss. Note the baseline period is 16.1 ms,
+// not the 14 ms the shape implies: find where the round's time goes first.
 void check_sleepers(ka::Workload w) {
   if (skip_if_sanitized()) return;
   std::lock_guard lock(ca::test_ledger_mutex());
