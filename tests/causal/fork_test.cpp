@@ -82,6 +82,7 @@ TEST_CASE("fork() during a sweep: the child leaves it (not delayed, writes nothi
   // ThreadSanitizer dies when a child of a multi-threaded process starts
   // threads (die_after_fork); the plain build runs this case.
   WARN("ThreadSanitizer build: fork case skipped (a forked child may not start threads under TSan)");
+  SUCCEED("not run under ThreadSanitizer");  // the unit entry fails a case with no assertion
   return;
 #endif
   std::lock_guard lock(ca::test_ledger_mutex());
