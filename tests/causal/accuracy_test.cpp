@@ -369,6 +369,14 @@ namespace {
 // no gain), so B's check may be measuring the wrong "real" run, while A's
 // 8-point over-prediction is a real miss. Note the baseline period is 16.1 ms,
 // not the 14 ms the shape implies: find where the round's time goes first.
+// `coact-profile validate -w sleepers --no-dedup` on the quiet machine
+// (2026-11-30): A predicted 0.043 / 0.073 / 0.088 vs really-faster 0.092 /
+// 0.098 / 0.102 at s = 0.25 / 0.5 / 0.75, B 0.216 vs 0.209: the profiler
+// follows the real program (mean 2.4 points, max 4.9); it is the workload
+// whose A is on the critical path (16.1 ms ~ A's 2 ms + B's 4 + 10 ms: B seems
+// to start only after A's handler, on the forking worker — check whether the
+// adaptive spin window now parks the idle worker that the known answers
+// assume spins through idle gaps).
 void check_sleepers(ka::Workload w) {
   if (skip_if_sanitized()) return;
   std::lock_guard lock(ca::test_ledger_mutex());
