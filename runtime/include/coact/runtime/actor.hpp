@@ -15,7 +15,7 @@
 //
 // Sending (ActorRef<A>::send) is legal from any thread. Inside a handler the
 // mail is buffered and flushed at the handler boundary (the flush point the
-// burst dispatch planned in docs/DESIGN.md would build on); outside the pool it enters through
+// burst dispatch groups, with COACT_BURST=on); outside the pool it enters through
 // the root door (injector push + at most one wake). Per sender-recipient FIFO
 // holds: mail from one handler (or one outside thread) to one recipient is
 // handled in send order. Mail to an actor that has stopped is dropped and
