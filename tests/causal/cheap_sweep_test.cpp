@@ -21,6 +21,7 @@
 #include <coact/causal/testing.hpp>
 
 #include "support/spin.hpp"
+#include "support/sweep_on.hpp"
 
 namespace cal = coact::calibrate;
 namespace ca = coact::causal;
@@ -33,15 +34,8 @@ struct Short {};
 
 namespace {
 
-struct SweepOn {
-  SweepOn() { ca::g_sweep_active.store(true); }
-  ~SweepOn() {
-    ca::end_experiment();
-    ca::g_sweep_active.store(false);
-  }
-};
-
-uint64_t cycles_of(std::chrono::nanoseconds d) { return cal::duration_to_cycles(d); }
+using coact::test::cycles_of;
+using coact::test::SweepOn;
 using coact::test::spin_for;
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/spin.hpp"
+#include "support/sweep_on.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -33,16 +34,8 @@ struct Box {};
 using coact::test::spin_for;
 namespace {
 
-// Turns the sweep gate on for the test's duration (hooks and scopes act).
-struct SweepOn {
-  SweepOn() { ca::g_sweep_active.store(true); }
-  ~SweepOn() {
-    ca::end_experiment();
-    ca::g_sweep_active.store(false);
-  }
-};
-
-uint64_t cycles_of(std::chrono::nanoseconds d) { return cal::duration_to_cycles(d); }
+using coact::test::cycles_of;
+using coact::test::SweepOn;
 
 std::string test_kind_namer(uint32_t kind) { return kind == 7 ? "region_test::Line" : "other#" + std::to_string(kind); }
 
