@@ -164,9 +164,15 @@ class CoactProfileRun(unittest.TestCase):
         r = run(["run", "--duration", "5", "--", "true"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("did you mean --duration-s?", r.stderr)
-        r = run(["run", "-o", "x.coz", "./prog", "a", "b"])
+        # The program without `--`: the corrected line keeps the options typed
+        # before it and the program's own options after it.
+        r = run(["run", "-o", "x.coz", "--duration-s", "3", "./prog", "a", "--flag", "b"])
         self.assertEqual(r.returncode, 2)
-        self.assertIn("coact-profile run [options] -- ./prog a b", r.stderr)
+        self.assertIn("coact-profile run -o x.coz --duration-s 3 -- ./prog a --flag b", r.stderr)
+        # With `--` given, a typo's value is not mistaken for the program.
+        r = run(["run", "--durration-s", "3", "--", "./prog"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean --duration-s?", r.stderr)
         r = run(["rn"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("did you mean run?", r.stderr)

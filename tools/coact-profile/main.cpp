@@ -68,12 +68,37 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return s;
 }
 
-// Leftover arguments of a parsed command: an unknown option (with a
-// did-you-mean) or, for run, a program given without `--`. Returns the exit
-// status (2) after printing one explanation, or 0 if there is nothing left over.
-int leftovers(const CLI::App* cmd, const std::vector<std::string>& rest, const std::vector<std::string>& command) {
+// Leftover arguments of a parsed command: for run, a program given without
+// `--` (the corrected command line keeps every option typed before the
+// program); otherwise an unknown option (with a did-you-mean). `head` is the
+// command line before any `--` (subcommand included), `command` what followed
+// it. Returns the exit status (2) after printing one explanation, or 0 if
+// there is nothing left over.
+int leftovers(const CLI::App* cmd, const std::vector<std::string>& rest, const std::vector<std::string>& head,
+              const std::vector<std::string>& command) {
   if (rest.empty()) return 0;
   const std::string name = cmd->get_name().empty() ? "coact-profile" : "coact-profile " + cmd->get_name();
+  if (cmd->get_name() == "run" && command.empty() && (rest.front().empty() || rest.front().front() != '-')) {
+    // The program: the first leftover, not an option (with `--` already
+    // given, a leftover is a typo's value instead). Everything the user typed
+    // from it on (its own options included) belongs after `--`.
+    const auto prog = rest.begin();
+    {
+      const auto at = std::find(head.begin(), head.end(), *prog);
+      std::string fixed;
+      for (auto it = head.begin(); it != head.end(); ++it) {
+        if (it == at) fixed += " --";
+        fixed += " " + *it;
+      }
+      if (at == head.end()) fixed += " --";
+      for (const auto& c : command) fixed += " " + c;
+      std::fprintf(stderr,
+                   "coact-profile run: '%s' is not an option of coact-profile; the program to run and its arguments "
+                   "come after `--`:\n  coact-profile%s\n",
+                   prog->c_str(), fixed.c_str());
+      return 2;
+    }
+  }
   for (const auto& r : rest) {
     if (r.size() > 1 && r.front() == '-') {
       const auto s = suggestions(cmd, r);
@@ -81,16 +106,6 @@ int leftovers(const CLI::App* cmd, const std::vector<std::string>& rest, const s
                    s.empty() ? "" : (": did you mean " + join(s, " or ") + "?").c_str(), name.c_str());
       return 2;
     }
-  }
-  if (cmd->get_name() == "run") {
-    std::string fixed;
-    for (const auto& r : rest) fixed += " " + r;
-    for (const auto& c : command) fixed += " " + c;
-    std::fprintf(stderr,
-                 "coact-profile run: '%s' is not an option; the program to run comes after `--`:\n"
-                 "  coact-profile run [options] --%s\n",
-                 rest.front().c_str(), fixed.c_str());
-    return 2;
   }
   std::fprintf(stderr, "%s: unexpected argument '%s' (see %s --help)\n", name.c_str(), rest.front().c_str(), name.c_str());
   return 2;
@@ -241,7 +256,7 @@ int main(int argc, char** argv) {
   }
   for (const CLI::App* cmd : {static_cast<const CLI::App*>(&app), static_cast<const CLI::App*>(run_cmd),
                               static_cast<const CLI::App*>(val_cmd)}) {
-    if (const int rc = leftovers(cmd, cmd->remaining(), a.command); rc != 0) return rc;
+    if (const int rc = leftovers(cmd, cmd->remaining(), head, a.command); rc != 0) return rc;
   }
   if (val_cmd->parsed()) {
     if (!a.command.empty()) {
