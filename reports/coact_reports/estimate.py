@@ -286,6 +286,12 @@ def _curve(region: str, point: str, kind: str, exps: List[Experiment],
 SORT_KEYS = ("slope", "max", "area", "name")
 
 
+def _listed(names: List[str], most: int = 5) -> str:
+    """The first `most` names, then how many more."""
+    shown = "; ".join(names[:most])
+    return shown + (f"; and {len(names) - most} more" if len(names) > most else "")
+
+
 def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
             min_points: int = 3, degree: int = 2, sort: str = "slope",
             n_boot: int = 1000, seed: int = 0) -> List[RegionResult]:
@@ -313,7 +319,8 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
     by_region: Dict[str, List[Experiment]] = {}
     for e in profile.experiments:
         by_region.setdefault(e.region, []).append(e)
-    no_baseline = too_few = 0
+    no_baseline: List[str] = []  # "region @ point" left out for want of a speedup-0 experiment
+    too_few: List[str] = []      # ... for want of --min-points distinct speedups
     results = []
     for region in sorted(by_region):
         curves = []
@@ -327,23 +334,23 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
                                    "and a latency point", where)
             kind = "throughput" if kinds == {Throughput} else "latency"
             if not any(round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0 for e in exps):
-                no_baseline += 1
+                no_baseline.append(f"{region} @ {point}")
                 continue
             c = _curve(region, point, kind, exps, degree, n_boot, rng, grid)
             if c is not None and c.points >= min_points:
                 curves.append(c)
             else:
-                too_few += 1
+                too_few.append(f"{region} @ {point}")
         if curves:
             results.append(RegionResult(region, curves))
     if no_baseline:
-        warnings.warn(f"{no_baseline} region/progress-point pair(s) have no "
-                      "speedup-0 experiment (no baseline) and were left out",
+        warnings.warn(f"{len(no_baseline)} region/progress-point pair(s) have no "
+                      f"speedup-0 experiment (no baseline) and were left out: {_listed(no_baseline)}",
                       ProfileWarning, stacklevel=2)
     if too_few:
-        warnings.warn(f"{too_few} region/progress-point pair(s) have fewer than "
+        warnings.warn(f"{len(too_few)} region/progress-point pair(s) have fewer than "
                       f"{min_points} usable distinct speedups (--min-points) and were "
-                      "left out", ProfileWarning, stacklevel=2)
+                      f"left out: {_listed(too_few)}", ProfileWarning, stacklevel=2)
     if not results:
         raise ProfileError(f"no region has a baseline and at least {min_points} "
                            f"distinct speedups for progress point(s) "

@@ -129,5 +129,33 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(json.loads(a.stdout)["regions"], json.loads(b.stdout)["regions"])
 
 
+class LeftOutTest(unittest.TestCase):
+    """A region that cannot get a curve is named in the warning, not only counted."""
+
+    def test_warnings_name_the_regions_left_out(self):
+        import tempfile
+        lines = ["startup\ttime=1"]
+        for s, d in ((0.0, 1000), (0.25, 1100), (0.5, 1200)):  # Good: baseline + 2 speedups
+            lines += [f"experiment\tselected=Good::on(M)\tspeedup={s:.2f}\tduration=1000000000\tselected-samples=10",
+                      f"throughput-point\tname=p\tdelta={d}"]
+        for s in (0.25, 0.5):  # NoBase: never measured at speedup 0
+            lines += [f"experiment\tselected=NoBase::on(M)\tspeedup={s:.2f}\tduration=1000000000\tselected-samples=10",
+                      "throughput-point\tname=p\tdelta=1000"]
+        for s in (0.0, 0.5):  # Few: baseline + one speedup < min_points 3
+            lines += [f"experiment\tselected=Few::on(M)\tspeedup={s:.2f}\tduration=1000000000\tselected-samples=10",
+                      "throughput-point\tname=p\tdelta=1000"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", profile.ProfileWarning)
+                results = estimate.analyze(profile.load_profiles([path]), n_boot=0)
+        self.assertEqual([r.region for r in results], ["Good::on(M)"])
+        texts = [str(w.message) for w in caught if issubclass(w.category, profile.ProfileWarning)]
+        self.assertTrue(any("no baseline" in t and "NoBase::on(M) @ p" in t for t in texts), texts)
+        self.assertTrue(any("--min-points" in t and "Few::on(M) @ p" in t for t in texts), texts)
+
+
 if __name__ == "__main__":
     unittest.main()
