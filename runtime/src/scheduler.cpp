@@ -652,6 +652,7 @@ void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
         const bool current = static_cast<ResumeEnvelope*>(e)->epoch == c->wait_epoch;
         e->drop(e);
         if (!current) continue;  // stale wake: impossible to act on by protocol
+        c->wait_timer = 0;       // a sleep, or the ask's timeout that fired
         resume_waiting(w, c);
       } else if (e->system == SystemMail::reply) {
         auto* r = static_cast<ReplyEnvelopeBase*>(e);
@@ -659,6 +660,7 @@ void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
         if (current) r->deliver(r, c->reply_slot);
         e->drop(e);
         if (!current) continue;  // a reply after its timeout (or a second reply): stale
+        cancel_wait_timer(c);
         resume_waiting(w, c);
       } else if (e->system == SystemMail::stop) {
         e->drop(e);
@@ -752,7 +754,16 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   if (!w.outbound.empty() || w.ring.building()) flush(w, c);
 }
 
+void Scheduler::cancel_wait_timer(ActorCell* c) {
+  // A cancel that beats the fire leaves the entry's cell reference to us (the
+  // entry will never touch the cell); one that loses leaves it to fire(),
+  // whose Resume then arrives stale. The holder's own reference keeps c alive.
+  if (c->wait_timer != 0 && timers_.cancel(c->wait_timer)) c->release();
+  c->wait_timer = 0;
+}
+
 void Scheduler::drop_wait_state(ActorCell* c) {
+  cancel_wait_timer(c);  // an actor stopped inside an ask
   if (c->waiting != nullptr) {
     std::coroutine_handle<>::from_address(c->waiting).destroy();
     c->waiting = nullptr;
@@ -881,14 +892,16 @@ TimerId Scheduler::arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* actio
   return TimerId{seq};
 }
 
-void Scheduler::arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason) {
+uint64_t Scheduler::arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason) {
   TimerEntry e{};
   e.anchor = anchor;
   e.reason = reason;
   e.cell = c;
   e.wait_epoch = c->wait_epoch;
-  c->add_ref();  // released when the entry fires or is dropped
-  arm(e, delay_ns, nullptr);
+  c->add_ref();  // released when the entry fires or is dropped, or by cancel_wait_timer
+  uint64_t seq = 0;
+  arm(e, delay_ns, &seq);
+  return seq;
 }
 
 bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
@@ -967,7 +980,7 @@ std::pair<ActorCell*, uint64_t> begin_reply_wait(std::coroutine_handle<> h, void
                                                  std::chrono::nanoseconds timeout, Anchor anchor) {
   ActorCell* c = begin_wait(h, "coact::ask awaited outside a coact handler coroutine");
   c->reply_slot = slot;
-  c->sched->arm_wait(c, clamp_ns(timeout), anchor, TimerReason::wait_timeout);
+  c->wait_timer = c->sched->arm_wait(c, clamp_ns(timeout), anchor, TimerReason::wait_timeout);
   c->add_ref();  // the ReplyTo's reference
   return {c, c->wait_epoch};
 }

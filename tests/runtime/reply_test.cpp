@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <coact/runtime/runtime.hpp>
@@ -20,7 +22,12 @@ struct Query {
 };
 
 struct Store : coact::Actor<Store> {
+  std::vector<coact::ReplyTo<int>> held;  // queries never answered (negative delay)
   coact::Task on(Query q) {
+    if (q.delay.count() < 0) {
+      held.push_back(std::move(q.reply));
+      co_return;
+    }
     if (q.delay.count() > 0) co_await coact::sleep(q.delay);
     q.reply.send(q.key * 10);
   }
@@ -97,6 +104,41 @@ TEST_CASE("ask: a timeout resumes with nullopt and the late reply is discarded a
   CHECK(res.timed_out.load() == 3);
   CHECK(res.answered.load() == 0);
   CHECK(rt.stats().dropped_dead == 0);
+  client.stop();
+  store.stop();
+  rt.run();
+}
+
+TEST_CASE("ask: an answered ask leaves no timer behind, and a stopped asker's timeout is disarmed", "[reply][timer]") {
+  // Regression: the WaitTimeout entry of an answered ask stayed in the heap
+  // (holding the asker's cell) until its deadline: 10^4 asks with a one-hour
+  // timeout left pending_timers() == 10^4 for an hour.
+  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  coact::test::Watchdog wd(60, "ask timers");
+  constexpr int kAsks = 10'000;
+  Result res;
+  coact::Runtime rt(coact::test::tuning_for(workers));
+  auto store = rt.spawn<Store>();
+  auto client = rt.spawn<Client>(store, &res);
+  client.send(Client::Go{kAsks, 0us, 1h});
+  auto end = std::chrono::steady_clock::now() + 30s;
+  while (res.done.load() == 0 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+  REQUIRE(res.answered.load() == kAsks);
+  CHECK(rt.pending_timers() == 0u);
+  // An asker stopped inside its ask: the store keeps the query and never
+  // replies (negative delay), so only the stop ends the wait; the one-hour
+  // timeout must go with it instead of firing into a dead actor an hour on.
+  Result res2;
+  auto client2 = rt.spawn<Client>(store, &res2);
+  client2.send(Client::Go{1, -1us, 1h});
+  end = std::chrono::steady_clock::now() + 10s;
+  while (rt.pending_timers() == 0u && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+  CHECK(rt.pending_timers() == 1u);  // the waiting ask's timeout
+  client2.stop();
+  end = std::chrono::steady_clock::now() + 10s;
+  while (rt.pending_timers() != 0u && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+  CHECK(rt.pending_timers() == 0u);
+  CHECK(res2.done.load() == 0);  // the coroutine was destroyed, not resumed
   client.stop();
   store.stop();
   rt.run();

@@ -141,7 +141,8 @@ class Scheduler {
   // Timers.
   TimerId arm_send(uint64_t delay_ns, Anchor anchor, TimerAction* action);
   /// Arms the Sleep / WaitTimeout entry of c's current wait (c->wait_epoch).
-  void arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason);
+  /// Returns the entry's seq (for cancel_wait_timer).
+  uint64_t arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, TimerReason reason);
   bool cancel(uint64_t seq) {
     const bool won = timers_.cancel(seq);
     if (won) timers_cancelled_.fetch_add(1, std::memory_order_relaxed);
@@ -187,6 +188,9 @@ class Scheduler {
   bool timers_due(uint64_t& now_ns) const noexcept;
   void resume_waiting(Worker& w, ActorCell* c);
   void drop_wait_state(ActorCell* c);
+  /// Disarms the current ask's WaitTimeout entry, if any (its reply arrived
+  /// first, or the actor stops); the holder's thread.
+  void cancel_wait_timer(ActorCell* c);
   /// Keep-local time valve (ns, 0 = off): pinned, or 6x the live hand-off
   /// cost estimate clamped to 6..60 µs (seed 000).
   uint64_t valve_ns() const noexcept;

@@ -10,9 +10,14 @@
 // an entry not yet due at its shifted deadline is re-queued there with a fresh
 // stamp and the same seq (cancellation identity survives). Zero debt takes
 // the unshifted path. Wall entries never shift.
-// Cancellation: Send entries are "armed" in a set keyed by seq; pop_due fires
-// a Send only if it is still armed and disarms it under the lock, so
-// cancel(seq) returns true iff it landed before the fire. A cancelled entry
+// Cancellation: Send and WaitTimeout entries are "armed" in a set keyed by
+// seq; pop_due fires one only if it is still armed and disarms it under the
+// lock, so cancel(seq) returns true iff it landed before the fire. A
+// WaitTimeout is cancelled when its reply arrives first (or its actor stops):
+// the canceller then drops the entry's cell reference itself, so a cancelled
+// entry never touches its cell again. Found: 10^5 asks answered at once with
+// a one-hour timeout kept 10^5 entries (and their actors' cells) for an
+// hour. A cancelled entry
 // stays in the heap (a binary heap cannot remove from the middle cheaply)
 // until it is popped or until cancelled entries outnumber live ones; then
 // the heap is compacted (cancelled entries freed, heap rebuilt, spare
@@ -45,6 +50,9 @@ namespace coact::detail {
 
 enum class TimerReason : uint8_t { sleep, wait_timeout, send };
 
+/// Entries that cancel(seq) can disarm (a sleep always runs to its deadline).
+constexpr bool cancellable(TimerReason r) noexcept { return r != TimerReason::sleep; }
+
 struct TimerEntry {
   uint64_t deadline_ns;   // CLOCK_MONOTONIC ns (raw, or shifted after a re-queue)
   uint64_t seq;           // unique, monotonic: ties fire in arming order
@@ -67,7 +75,7 @@ class TimerHeap {
     std::lock_guard lk(mu_);
     e.seq = ++seq_;
     if (e.anchor != Anchor::virtual_time) e.stamp_cycles = 0;
-    if (e.reason == TimerReason::send) armed_.insert(e.seq);
+    if (cancellable(e.reason)) armed_.insert(e.seq);
     heap_.push_back(e);
     std::push_heap(heap_.begin(), heap_.end(), later);
     const bool earliest = heap_.front().seq == e.seq;
@@ -75,7 +83,9 @@ class TimerHeap {
     return {e.seq, earliest};
   }
 
-  /// True iff the Send timer `seq` was still armed (the cancel beat the fire).
+  /// True iff the Send or WaitTimeout timer `seq` was still armed (the cancel
+  /// beat the fire); the entry will never fire. A cancelled WaitTimeout's cell
+  /// reference is the caller's to release.
   bool cancel(uint64_t seq) {
     std::lock_guard lk(mu_);
     if (armed_.erase(seq) == 0) return false;
@@ -93,8 +103,8 @@ class TimerHeap {
       std::pop_heap(heap_.begin(), heap_.end(), later);
       TimerEntry e = heap_.back();
       heap_.pop_back();
-      if (e.reason == TimerReason::send && armed_.erase(e.seq) == 0) {  // cancelled
-        delete e.action;
+      if (cancellable(e.reason) && armed_.erase(e.seq) == 0) {  // cancelled
+        delete e.action;  // null for a WaitTimeout
         --cancelled_;
         continue;
       }
@@ -103,7 +113,7 @@ class TimerHeap {
         if (e.deadline_ns + shift > now_ns) {  // not yet due in virtual time: chase the delay
           e.deadline_ns += shift;
           e.stamp_cycles = g;
-          if (e.reason == TimerReason::send) armed_.insert(e.seq);
+          if (cancellable(e.reason)) armed_.insert(e.seq);
           heap_.push_back(e);
           std::push_heap(heap_.begin(), heap_.end(), later);
           continue;
@@ -124,10 +134,10 @@ class TimerHeap {
     std::lock_guard lk(mu_);
     std::vector<TimerEntry> all;
     all.swap(heap_);
-    // Cancelled Sends are not returned (they were never going to fire).
+    // Cancelled entries are not returned (they were never going to fire).
     std::erase_if(all, [&](TimerEntry& e) {
-      if (e.reason != TimerReason::send || armed_.contains(e.seq)) return false;
-      delete e.action;
+      if (!cancellable(e.reason) || armed_.contains(e.seq)) return false;
+      delete e.action;  // null for a WaitTimeout
       return true;
     });
     armed_.clear();
@@ -136,8 +146,8 @@ class TimerHeap {
     return all;
   }
 
-  /// Live entries: armed Sends, sleeps and wait timeouts (cancelled Sends
-  /// still in the heap are not counted).
+  /// Live entries: armed Sends and wait timeouts, and sleeps (cancelled
+  /// entries still in the heap are not counted).
   size_t size() const {
     std::lock_guard lk(mu_);
     return heap_.size() - cancelled_;
@@ -151,12 +161,12 @@ class TimerHeap {
   }
 
  private:
-  // Drops every cancelled Send, rebuilds the heap and returns spare memory
+  // Drops every cancelled entry, rebuilds the heap and returns spare memory
   // (the vector's and the armed set's) once it is mostly unused. Under mu_.
   void compact_locked() {
     std::erase_if(heap_, [&](TimerEntry& e) {
-      if (e.reason != TimerReason::send || armed_.contains(e.seq)) return false;
-      delete e.action;
+      if (!cancellable(e.reason) || armed_.contains(e.seq)) return false;
+      delete e.action;  // null for a WaitTimeout
       return true;
     });
     cancelled_ = 0;
@@ -171,9 +181,9 @@ class TimerHeap {
   }
   mutable std::mutex mu_;
   std::vector<TimerEntry> heap_;           // guarded by mu_
-  std::unordered_set<uint64_t> armed_;     // guarded by mu_: armed Send seqs
+  std::unordered_set<uint64_t> armed_;     // guarded by mu_: armed Send / WaitTimeout seqs
   uint64_t seq_ = 0;                       // guarded by mu_
-  size_t cancelled_ = 0;                   // guarded by mu_: cancelled Sends still in heap_
+  size_t cancelled_ = 0;                   // guarded by mu_: cancelled entries still in heap_
   // next_: written under mu_ (seq_cst: the inserter side of the timekeeper
   // handshake in scheduler.cpp), read lock-free by the busy-path due check.
   sync::atomic<uint64_t> next_{kNone};

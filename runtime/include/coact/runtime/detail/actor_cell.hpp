@@ -57,6 +57,7 @@ struct ActorCell {
   Envelope* waiting_env = nullptr;
   uint64_t wait_epoch = 0;
   void* reply_slot = nullptr;            // std::optional<R>* of the current ask, if any
+  uint64_t wait_timer = 0;               // seq of the current ask's WaitTimeout entry (0: none armed)
   struct Stash* stash = nullptr;
   // Holder-only: this actor's burst state as a producer (detail/burst.hpp),
   // created at its first burst flush, freed when it stops.
