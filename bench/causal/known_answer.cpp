@@ -17,8 +17,13 @@
 //   {"workload":..,"unit_us":..,"speed":{"A":..,"B":..},"seconds":..,
 //    "iterations":N,"period_us":..,"rate_per_s":..}
 // where iterations, period and rate are measured over the S seconds after the
-// warm-up (wall clock). --list prints the workloads, their stages, regions
-// and ideal curves as one JSON object.
+// warm-up (wall clock). --list prints the workloads, their stages, regions,
+// source lines (where a stage's loop has one of its own) and ideal curves as
+// one JSON object.
+//
+// Built twice: coact-known-answer, and coact-known-answer-coz (COACT_KA_COZ:
+// the iteration is also Coz's progress point, DWARF 4 debug information that
+// Debian's Coz 0.2.2 can read) for `coact-profile validate --with-coz`.
 //
 // The runtime tuning is resolve_tuning() (--coact-* arguments, COACT_* knobs
 // and COACT_CONFIG apply) with workers = 2, peer_steal = on and a spin window of at least 4
@@ -55,8 +60,9 @@ std::string list_json() {
     first_w = false;
     bool first_s = true;
     for (const auto& st : ka::stages(w)) {
-      out += fmt::format("{}{{\"stage\":\"{}\",\"region\":\"{}\",\"region_kind\":\"{}\",\"units\":{},\"ideal\":[",
-                         first_s ? "" : ",", st.key, st.region, st.kind, st.units);
+      out += fmt::format(
+          "{}{{\"stage\":\"{}\",\"region\":\"{}\",\"region_kind\":\"{}\",\"units\":{},\"line\":\"{}\",\"ideal\":[",
+          first_s ? "" : ",", st.key, st.region, st.kind, st.units, st.line);
       first_s = false;
       for (int i = 0; i <= 20; ++i) {
         out += fmt::format("{}{:.4f}", i == 0 ? "" : ",", ka::ideal_speedup(w, st.key, i / 20.0));

@@ -79,6 +79,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
+#if defined(COACT_KA_COZ)
+#include <coz.h>  // Debian's coz-profiler; COZ_PROGRESS_NAMED finds libcoz by dlsym, a no-op without it
+#endif
 
 namespace coact::known_answer {
 
@@ -97,9 +100,10 @@ inline constexpr Workload kAllWorkloads[] = {Workload::fork_join,     Workload::
 /// Source lines of the line workloads' loops (this file; static_asserts at
 /// the loops keep them true). Display names are the shortest unique path
 /// suffix (symbolizer.hpp): "known_answer.hpp:N" for coact-known-answer.
-inline constexpr int kLineA1 = 604;
-inline constexpr int kLineA2 = 605;
-inline constexpr int kLineWork = 634;
+inline constexpr int kLineA1 = 615;
+inline constexpr int kLineA2 = 616;
+inline constexpr int kLineWork = 645;
+inline constexpr int kLineB = 620;  ///< fork_join_lines: B's loop (its handler body's one line)
 inline std::string line_name(int line) { return "known_answer.hpp:" + std::to_string(line); }
 
 /// sleepers*: per round A computes kSleepersA units then waits kSleepersAWait
@@ -142,14 +146,18 @@ inline std::optional<Workload> parse_workload(std::string_view s) noexcept {
 
 /// One stage of a workload: its --speed key, its region's name, its cost in
 /// units (0 for the timer stage, which computes nothing), the kind of region
-/// ("handler" or "line"), and the cost slots (bit 0: Shared::a_cycles, 1:
-/// b_cycles, 2: c_cycles) that --speed KEY=S really shortens.
+/// ("handler" or "line"), the cost slots (bit 0: Shared::a_cycles, 1:
+/// b_cycles, 2: c_cycles) that --speed KEY=S really shortens, and the source
+/// line of the stage's loop ("known_answer.hpp:N") where the stage has one
+/// of its own (what Coz's --fixed-line can select; empty where the loop is
+/// spin_cycles, shared by every stage of the workload).
 struct Stage {
   std::string key;
   std::string region;
   double units;
   std::string kind = "handler";
   unsigned slots = 0;
+  std::string line = {};
 };
 
 /// The stages of `w` that --speed and the profiler's regions refer to.
@@ -171,13 +179,13 @@ inline std::vector<Stage> stages(Workload w) {
       return {{"A", "sleepers::A::on(sleepers::Go)", kSleepersA, "handler", 1},
               {"B", "sleepers::B::on(sleepers::Go)", kSleepersB, "handler", 2}};
     case Workload::fork_join_lines:
-      return {{"a1", line_name(kLineA1), 2, "line", 1},
-              {"a2", line_name(kLineA2), 1, "line", 4},
-              {"B", "fork_join_lines::B::on(fork_join_lines::Go)", 1.5, "handler", 2}};
+      return {{"a1", line_name(kLineA1), 2, "line", 1, line_name(kLineA1)},
+              {"a2", line_name(kLineA2), 1, "line", 4, line_name(kLineA2)},
+              {"B", "fork_join_lines::B::on(fork_join_lines::Go)", 1.5, "handler", 2, line_name(kLineB)}};
     case Workload::shared_callee:
-      return {{"work@A", "shared_callee::A::on(shared_callee::Go) @ " + line_name(kLineWork), 2, "line", 1},
-              {"work@B", "shared_callee::B::on(shared_callee::Go) @ " + line_name(kLineWork), 1, "line", 2},
-              {"work", line_name(kLineWork), 3, "line", 3}};
+      return {{"work@A", "shared_callee::A::on(shared_callee::Go) @ " + line_name(kLineWork), 2, "line", 1, line_name(kLineWork)},
+              {"work@B", "shared_callee::B::on(shared_callee::Go) @ " + line_name(kLineWork), 1, "line", 2, line_name(kLineWork)},
+              {"work", line_name(kLineWork), 3, "line", 3, line_name(kLineWork)}};
   }
   return {};
 }
@@ -281,6 +289,9 @@ inline void spin_cycles(uint64_t cycles) noexcept {
 
 inline void iteration_done(Shared& sh) noexcept {
   COACT_PROGRESS(kProgressPoint);
+#if defined(COACT_KA_COZ)
+  COZ_PROGRESS_NAMED(kProgressPoint);  // the coz-flavoured build (coact-known-answer-coz): Coz's progress point
+#endif
   sh.iterations.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -606,7 +617,7 @@ inline void A::on(Go& g) {
   g.join.send(Done{});
 }
 inline void B::on(Go& g) {
-  COACT_KA_SPIN(sh->b_cycles.load(std::memory_order_relaxed));
+  COACT_KA_SPIN(sh->b_cycles.load(std::memory_order_relaxed)); static_assert(__LINE__ == ka::kLineB);  // B's loop
   g.join.send(Done{});
 }
 }  // namespace fork_join_lines

@@ -188,6 +188,9 @@ int main(int argc, char** argv) {
       "(examples/dedup)");
   ValidateArgs v;
   val_cmd->add_option("-w,--workload", v.workloads, "Only this known-answer workload (repeatable; default: all)");
+  val_cmd->add_option("--stage", v.stages,
+                      "Only the rows of this stage (a key of coact-known-answer --list, e.g. A, a2, work@A; repeatable; "
+                      "default: all)");
   val_cmd->add_option("--sweep-s", v.sweep_s, "Sweep seconds per workload (split into --chunks)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
@@ -226,6 +229,16 @@ int main(int argc, char** argv) {
   val_cmd->add_flag("--reanalyze", v.reanalyze,
                     "Recompute the known-answer rows from the profiles and results an earlier run left in --out");
   val_cmd->add_flag("-v,--verbose", v.verbose, "Progress on stderr also with --json");
+  val_cmd->add_flag("--with-coz", v.with_coz,
+                    "Also predict each known-answer row whose stage has a source line of its own with Coz (`coz run "
+                    "--fixed-line FILE:LINE --fixed-speedup 0 / 100s`, on coact-known-answer-coz) and print Coz's "
+                    "prediction and error beside coact's");
+  val_cmd->add_option("--coz", v.coz, "The coz command (Debian's coz-profiler)")->capture_default_str();
+  val_cmd->add_option("--known-answer-coz", v.known_answer_coz,
+                      "Path of coact-known-answer-coz (default: beside coact-known-answer, the build tree, PATH)");
+  val_cmd->add_option("--coz-s", v.coz_s, "Seconds of each Coz run (Coz's experiments last >= 0.5 s each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
 
   run_cmd->footer(
       "Examples:\n"

@@ -97,6 +97,8 @@ bool is_file(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+}  // namespace
+
 std::string on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
   if (path == nullptr) return {};
@@ -111,7 +113,6 @@ std::string on_path(const std::string& name) {
   }
   return {};
 }
-}  // namespace
 
 bool in_build_tree() {
   // A build tree has CMakeCache.txt two levels up (<build>/tools/coact-profile).

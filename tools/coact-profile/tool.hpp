@@ -26,6 +26,7 @@ int run(RunArgs& a);
 // `coact-profile validate` (validate.cpp; its protocol is described there).
 struct ValidateArgs {
   std::vector<std::string> workloads;
+  std::vector<std::string> stages;  // only these stages' rows (--list keys; empty: all)
   double sweep_s = 60;
   double actual_s = 2;
   int chunks = 3;
@@ -44,6 +45,10 @@ struct ValidateArgs {
   bool json_out = false;
   bool verbose = false;
   bool reanalyze = false;  // recompute the table from --out's files, run nothing
+  bool with_coz = false;   // also run each row's line under Debian's `coz run --fixed-line`
+  std::string coz = "coz";            // the coz command (PATH)
+  std::string known_answer_coz;       // coact-known-answer-coz (default: beside coact-known-answer)
+  double coz_s = 10;                  // seconds of each Coz run
 };
 int validate(ValidateArgs& a);
 
@@ -77,6 +82,8 @@ std::string source_dir();
 // `given` when not empty, else <build tree>/rel when this tool runs from a build
 // tree, else <prefix>/bin/name next to this tool, else `name` on PATH; empty if none.
 std::string find_program(const std::string& given, const std::string& rel, const std::string& name);
+// The first executable `name` in a directory of PATH; empty if none.
+std::string on_path(const std::string& name);
 // The command that plots a profile where the user is: `coact-plot` when
 // installed next to this tool or on PATH, else the source tree's reports/ tool.
 std::string plot_command();

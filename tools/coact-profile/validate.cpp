@@ -45,9 +45,22 @@
 //     each pass (walk, chunking, the Writer's metadata at the end), so a
 //     default sweep's handful of windows near s = r is far noisier than the
 //     same seconds spent at s = r.
-//  6. Print the table (workload, region, s, predicted, actual, error in
-//     points) and the mean and maximum absolute error; --json prints one JSON
-//     object instead. Exit 0, or 1 if a program failed.
+//  6. --with-coz, per known-answer workload after its chunks: every row
+//     whose stage has a source line of its own (--list's "line": a line
+//     region, or a handler whose loop is one line of its body) is predicted
+//     by Coz too. For each such line: `coz run --fixed-line LINE
+//     --fixed-speedup 0`, then one run per row at round(100 s) %, then 0 %
+//     again (--coz-s each, on coact-known-answer-coz: Coz's progress point at
+//     the same iteration, debug information Coz can read); Coz's profile.coz
+//     records read by the same estimator (coact_reports.profile reads Coz's
+//     format), degree 1 through the origin and the pooled point at s, as for
+//     the archiver in 5b. A row without a line of its own (its loop is
+//     spin_cycles, shared by all stages), or a line Coz recorded no usable
+//     experiments for, gets no Coz estimate and says why (coz_reason).
+//  7. Print the table (workload, region, s, predicted, actual, error in
+//     points; with --with-coz Coz's prediction and error) and the mean and
+//     maximum absolute error; --json prints one JSON object instead. Exit 0,
+//     or 1 if a program failed.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -85,6 +98,10 @@ struct Row {
   int experiments = 0;
   int actual_runs = 0;
   std::string note;
+  std::string line;  // the stage's own source line (--list), empty if none
+  double coz_predicted = std::nan("");
+  int coz_experiments = 0;
+  std::string coz_reason;  // why there is no Coz estimate (with --with-coz)
 };
 
 std::string fmt_num(double v, int prec = 3) { return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, prec); }
@@ -109,6 +126,26 @@ std::string make_out_dir(const std::string& given) {
   char tmpl[] = "/tmp/coact-validate-XXXXXX";
   const char* d = ::mkdtemp(tmpl);
   return d != nullptr ? std::string(d) : std::string("/tmp");
+}
+
+// The prediction for (s, the region that is the source line `line`) among
+// Coz's curves: Coz names a line by its full path, "/src/dir/file.hpp:N".
+const Prediction* find_line_prediction(const std::vector<Prediction>& p, const std::string& line, double s) {
+  for (const Prediction& x : p) {
+    const bool same = x.region == line ||
+                      (x.region.size() > line.size() && x.region.ends_with(line) &&
+                       x.region[x.region.size() - line.size() - 1] == '/');
+    if (same && std::abs(x.s - s) < 1e-6) return &x;
+  }
+  return nullptr;
+}
+
+// Experiments in a Coz profile.coz (text records), 0 if it is missing.
+int coz_experiment_count(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.starts_with("experiment\t") ? 1 : 0;
+  return n;
 }
 
 struct Stopwatch {
@@ -146,6 +183,26 @@ int validate(ValidateArgs& a) {
     }
   }
   const std::string progress = list.is_object() ? list.value("progress", "known_answer.iteration") : "";
+  std::string coz, ka_coz;  // step 6
+  if (a.with_coz) {
+    coz = a.coz.find('/') != std::string::npos ? a.coz : on_path(a.coz);
+    if (coz.empty() || ::access(coz.c_str(), X_OK) != 0) {
+      std::fprintf(stderr, "coact-profile: validate --with-coz: '%s' not found (install Debian's coz-profiler, or pass --coz PATH)\n",
+                   a.coz.c_str());
+      return 2;
+    }
+    ka_coz = a.known_answer_coz;
+    if (ka_coz.empty() && !ka.empty()) {  // beside coact-known-answer
+      const std::string beside = ka.substr(0, ka.find_last_of('/') + 1) + "coact-known-answer-coz";
+      if (ka.find('/') != std::string::npos && ::access(beside.c_str(), X_OK) == 0) ka_coz = beside;
+    }
+    if (ka_coz.empty()) ka_coz = find_program("", "bench/causal/coact-known-answer-coz", "coact-known-answer-coz");
+    if (ka_coz.empty() || ::access(ka_coz.c_str(), X_OK) != 0) {
+      std::fprintf(stderr, "coact-profile: validate --with-coz: coact-known-answer-coz not found '%s' (build it: it needs "
+                   "/usr/include/coz.h from coz-profiler; or pass --known-answer-coz PATH)\n", ka_coz.c_str());
+      return 2;
+    }
+  }
   const int chunks = std::max(1, a.chunks);
   if (list.is_object()) {  // -w NAME must name a workload (else the run would silently skip it)
     std::vector<std::string> names;
@@ -158,12 +215,37 @@ int validate(ValidateArgs& a) {
                    want.c_str(), valid.c_str());
       return 2;
     }
+    std::vector<std::string> keys;  // --stage KEY must name a stage of a selected workload
+    for (const auto& w : list["workloads"]) {
+      if (!a.workloads.empty() && std::find(a.workloads.begin(), a.workloads.end(), w.value("name", "")) == a.workloads.end()) {
+        continue;
+      }
+      for (const auto& st : w["stages"]) {
+        const std::string key = st.value("stage", "");
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      }
+    }
+    for (const auto& want : a.stages) {
+      if (std::find(keys.begin(), keys.end(), want) != keys.end()) continue;
+      std::string valid;
+      for (const auto& k : keys) valid += (valid.empty() ? "" : ", ") + k;
+      std::fprintf(stderr, "coact-profile: validate --stage '%s': no such stage in the selected workloads (expected one of: %s)\n",
+                   want.c_str(), valid.c_str());
+      return 2;
+    }
   }
 
   // Steps 2-4 per workload.
   for (const auto& w : list.is_object() ? list["workloads"] : json::array()) {
     const std::string name = w.value("name", "");
     if (!a.workloads.empty() && std::find(a.workloads.begin(), a.workloads.end(), name) == a.workloads.end()) continue;
+    if (!a.stages.empty()) {  // a workload none of whose stages is asked for has no rows
+      bool any = false;
+      for (const auto& st : w["stages"]) {
+        any = any || std::find(a.stages.begin(), a.stages.end(), st.value("stage", "")) != a.stages.end();
+      }
+      if (!any) continue;
+    }
     Stopwatch sw;
     // The rows: the first (bottleneck) stage at 0.25, 0.5, 0.75; every other stage at 0.5.
     std::vector<Row> wrows;
@@ -171,6 +253,11 @@ int validate(ValidateArgs& a) {
     std::vector<std::string> filter;
     for (const auto& st : w["stages"]) {
       filter.push_back(st.value("region", ""));
+      if (!a.stages.empty() &&
+          std::find(a.stages.begin(), a.stages.end(), st.value("stage", "")) == a.stages.end()) {
+        first = false;
+        continue;
+      }
       const std::vector<double> ss = first ? std::vector<double>{0.25, 0.5, 0.75} : std::vector<double>{0.5};
       for (double s : ss) {
         Row r;
@@ -178,6 +265,7 @@ int validate(ValidateArgs& a) {
         r.stage = st.value("stage", "");
         r.region = st.value("region", "");
         r.region_kind = st.value("region_kind", "handler");
+        r.line = st.value("line", "");
         r.s = s;
         const auto& ideal = st["ideal"];
         r.ideal = ideal.at(static_cast<size_t>(std::lround(s * 20))).get<double>();
@@ -307,6 +395,70 @@ int validate(ValidateArgs& a) {
       std::fprintf(stderr, "coact-profile: %s\n", e.what());
       return 1;
     }
+    // Step 6: Coz on the rows' own lines.
+    double coz_wall = 0;
+    if (a.with_coz) {
+      Stopwatch swc;
+      std::vector<std::string> lines;
+      for (const Row& r : wrows) {
+        if (!r.line.empty() && std::find(lines.begin(), lines.end(), r.line) == lines.end()) lines.push_back(r.line);
+      }
+      int coz_runs = 0;
+      auto coz_run = [&](const std::string& line, uint32_t pct) {
+        const std::string path = fmt::format("{}/{}.coz-{}.{}.coz", out_dir, name, coz_runs++, pct);
+        if (a.reanalyze) return path;
+        std::remove(path.c_str());  // Coz appends
+        const ChildResult r = run_child({coz, "run", "--fixed-line", line, "--fixed-speedup", std::to_string(pct), "-o", path,
+                                         "---", ka_coz, "--workload", name, "--seconds", fmt::format("{}", a.coz_s),
+                                         "--unit-us", unit},
+                                        child_env({}), log);
+        if (!exited_ok(r)) failed = true;
+        return path;
+      };
+      for (const std::string& line : lines) {
+        std::vector<size_t> idx;
+        for (size_t i = 0; i < wrows.size(); ++i) {
+          if (wrows[i].line == line) idx.push_back(i);
+        }
+        say(fmt::format("{}: Coz at {}: 0 %, {} row(s), 0 % ({:.0f} s each)", name, line, idx.size(), a.coz_s));
+        const std::string b0 = coz_run(line, 0);
+        std::vector<std::string> fast;
+        for (size_t i : idx) fast.push_back(coz_run(line, static_cast<uint32_t>(std::lround(wrows[i].s * 100))));
+        const std::string b1 = coz_run(line, 0);
+        const int base_n = coz_experiment_count(b0) + coz_experiment_count(b1);
+        for (size_t k = 0; k < idx.size(); ++k) {
+          Row& r = wrows[idx[k]];
+          const int n = coz_experiment_count(fast[k]);
+          if (base_n == 0 || n == 0) {
+            r.coz_reason = fmt::format("Coz wrote no experiments at {} ({} baseline, {} at {:.0f} %; see {})", line,
+                                       base_n, n, r.s * 100, log);
+            continue;
+          }
+          try {
+            EstimateOptions eo;
+            eo.python = a.python;
+            eo.points = {progress};
+            eo.min_points = 2;  // two levels: 0 and round(100 s) %
+            eo.degree = 1;
+            const auto preds = run_estimator({b0, fast[k], b1}, {r.s}, eo, log);
+            if (const Prediction* p = find_line_prediction(preds, line, r.s); p != nullptr && !std::isnan(p->value)) {
+              r.coz_predicted = p->value;
+              r.coz_experiments = p->curve_experiments;
+            } else {
+              r.coz_reason = fmt::format("the estimator found no curve for {} in Coz's profiles (no progress recorded?)", line);
+            }
+          } catch (const std::runtime_error& e) {
+            r.coz_reason = std::string("the estimator failed on Coz's profiles: ") + e.what();
+          }
+        }
+      }
+      for (Row& r : wrows) {
+        if (r.line.empty()) {
+          r.coz_reason = "no source line of its own for --fixed-line (its loop is spin_cycles, shared by every stage)";
+        }
+      }
+      coz_wall = swc.s();
+    }
     for (size_t i = 0; i < wrows.size(); ++i) {
       Row& r = wrows[i];
       if (const Prediction* p = find_prediction(predictions, r.region, r.s)) {
@@ -322,7 +474,7 @@ int validate(ValidateArgs& a) {
         r.note = fmt::format("{} chunk(s) contended even after {} retries", contended_kept, a.retries);
       }
     }
-    timing[name] = {{"sweep_s", sweep_wall},        {"total_s", sw.s()},
+    timing[name] = {{"sweep_s", sweep_wall},        {"total_s", sw.s()},        {"coz_s", coz_wall},
                     {"experiments", ex.size()},      {"chunks_redone", redone},
                     {"chunks_contended", contended_kept}};
   }
@@ -454,12 +606,13 @@ int validate(ValidateArgs& a) {
     } else {
       r.note = "the archiver's runs measured nothing (see " + log + ")";
     }
+    if (a.with_coz) r.coz_reason = "the archiver is not run under Coz (its real change is a zstd level, not a line)";
     rows.push_back(r);
     std::remove(archive.c_str());
     timing["dedup"] = {{"total_s", sw.s()}};
   }
 
-  // Step 6.
+  // Step 7.
   double sum_abs = 0, max_abs = 0;
   int n = 0;
   for (const Row& r : rows) {
@@ -470,6 +623,22 @@ int validate(ValidateArgs& a) {
     ++n;
   }
   const double mean_abs = n > 0 ? sum_abs / n : std::nan("");
+  // Coz on the rows it predicted; coact on those of them it predicted too.
+  double coz_sum = 0, coz_max = 0, both_sum = 0, both_max = 0;
+  int coz_n = 0, both_n = 0;
+  for (const Row& r : rows) {
+    if (std::isnan(r.coz_predicted) || std::isnan(r.actual)) continue;
+    const double ec = std::abs(r.coz_predicted - r.actual) * 100;
+    coz_sum += ec;
+    coz_max = std::max(coz_max, ec);
+    ++coz_n;
+    if (std::isnan(r.predicted)) continue;
+    const double e = std::abs(r.predicted - r.actual) * 100;
+    both_sum += e;
+    both_max = std::max(both_max, e);
+    ++both_n;
+  }
+  const double nan = std::nan("");
   if (a.json_out) {
     json j;
     j["rows"] = json::array();
@@ -486,6 +655,23 @@ int validate(ValidateArgs& a) {
                            {"experiments", r.experiments},
                            {"actual_runs", r.actual_runs},
                            {"note", r.note}});
+      if (a.with_coz) {
+        json& jr = j["rows"].back();
+        jr["line"] = r.line.empty() ? json(nullptr) : json(r.line);
+        jr["coz_predicted"] = json_num(r.coz_predicted);
+        jr["coz_error_pts"] = json_num((r.coz_predicted - r.actual) * 100);
+        jr["coz_experiments"] = r.coz_experiments;
+        jr["coz_reason"] = r.coz_reason.empty() ? json(nullptr) : json(r.coz_reason);
+      }
+    }
+    if (a.with_coz) {
+      j["coz_rows_compared"] = coz_n;
+      j["coz_mean_abs_error_pts"] = json_num(coz_n > 0 ? coz_sum / coz_n : nan);
+      j["coz_max_abs_error_pts"] = json_num(coz_n > 0 ? coz_max : nan);
+      j["coact_rows_compared_on_coz_rows"] = both_n;
+      j["coact_mean_abs_error_pts_on_coz_rows"] = json_num(both_n > 0 ? both_sum / both_n : nan);
+      j["coact_max_abs_error_pts_on_coz_rows"] = json_num(both_n > 0 ? both_max : nan);
+      j["coz_s"] = a.coz_s;
     }
     j["mean_abs_error_pts"] = json_num(mean_abs);
     j["max_abs_error_pts"] = json_num(n > 0 ? max_abs : std::nan(""));
@@ -500,17 +686,31 @@ int validate(ValidateArgs& a) {
   } else {
     size_t wr = 6;
     for (const Row& r : rows) wr = std::max(wr, r.region.size());
-    std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5s\n", "workload", static_cast<int>(wr), "region", "s", "predicted",
+    std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5s", "workload", static_cast<int>(wr), "region", "s", "predicted",
                 "actual", "error(pts)", "ideal", "exps");
+    if (a.with_coz) std::printf(" %6s %9s", "coz", "coz err");
+    std::printf("\n");
     for (const Row& r : rows) {
-      std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5d\n", r.workload.c_str(), static_cast<int>(wr), r.region.c_str(),
+      std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5d", r.workload.c_str(), static_cast<int>(wr), r.region.c_str(),
                   fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), fmt_num(r.actual).c_str(),
                   fmt_num((r.predicted - r.actual) * 100, 1).c_str(), fmt_num(r.ideal).c_str(), r.experiments);
+      if (a.with_coz) {
+        std::printf(" %6s %9s", fmt_num(r.coz_predicted).c_str(), fmt_num((r.coz_predicted - r.actual) * 100, 1).c_str());
+      }
+      std::printf("\n");
       if (!r.note.empty()) std::printf("%-12s %s\n", "", r.note.c_str());
+      if (a.with_coz && !r.line.empty() && !r.coz_reason.empty()) std::printf("%-12s coz: %s\n", "", r.coz_reason.c_str());
     }
     std::printf("mean |error| %s pts, max %s pts over %d rows; sweep %.0f s per workload in %d chunks; profiles in %s\n",
                 fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, a.sweep_s,
                 chunks, out_dir.c_str());
+    if (a.with_coz) {
+      std::printf("Coz (coz run --fixed-line, %.0f s per run): mean |error| %s pts, max %s pts over %d rows; "
+                  "coact on %d of them: mean %s, max %s\n",
+                  a.coz_s, fmt_num(coz_n > 0 ? coz_sum / coz_n : nan, 1).c_str(), fmt_num(coz_n > 0 ? coz_max : nan, 1).c_str(),
+                  coz_n, both_n, fmt_num(both_n > 0 ? both_sum / both_n : nan, 1).c_str(),
+                  fmt_num(both_n > 0 ? both_max : nan, 1).c_str());
+    }
     for (const auto& s : skipped) std::printf("skipped %s: %s\n", s.value("what", "").c_str(), s.value("why", "").c_str());
   }
   return failed ? 1 : 0;
