@@ -56,6 +56,22 @@
 #             "syncs_off":S,"sync_ratio":off/on,"trials":T}
 #            syncs: scheduling synchronizations (wakes + injector pushes + deque pushes)
 #            of the run; width 0 marks the peers rows. --quick: small sizes.
+#   instructions  load-independent costs per message of coact-peers (the four peers
+#            workloads, 1 worker, COACT_BURST off and on): instructions (valgrind
+#            --tool=callgrind, the difference between a run of n and one of 3n, or 10n
+#            for skynet, over the difference in messages, so start-up cancels) and
+#            syscalls (strace -f -c, the same difference, at COACT_BENCH_WORKERS workers,
+#            default 2: futex wakes and parks need a sibling; this one depends on timing).
+#            One object per row:
+#            {"group":"instructions","workload":W,"workers":1,"burst":"off"|"on",
+#             "n":[n1,n2],"msgs":[m1,m2],"instr_per_msg":X,"syscalls_per_msg":Y,
+#             "syscall_workers":K,
+#             "base_instr_per_msg":X0,"base_syscalls_per_msg":Y0}
+#            base_* only with COACT_BENCH_BASE_PEERS=PATH: another coact-peers binary
+#            (e.g. built from an older commit), run the same way with burst off (no
+#            COACT_BURST in its environment). Needs valgrind and strace. 1 worker
+#            because callgrind serializes threads: an idle sibling's spinning would
+#            be counted as work. --quick: small n.
 #
 # Steps:
 #   1. Check the group name (unknown: exit 2 before building anything).
@@ -92,7 +108,7 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS).
-readonly BENCH_GROUPS=(runtime peers timers burst)
+readonly BENCH_GROUPS=(runtime peers timers burst instructions)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
@@ -108,6 +124,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              peers    coact vs CAF, whole programs (${PEER_WORKLOADS[*]})
              timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
              burst    coact with burst dispatch on vs off (COACT_BURST), side by side
+             instructions  coact-peers instructions and syscalls per message (callgrind, strace)
   --quick  small sizes for a CI smoke run
 Knobs (environment): COACT_BENCH_BUILD_DIR, COACT_BENCH_NO_BUILD=1, COACT_BENCH_TRIALS,
   COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S (the script's header
@@ -414,6 +431,78 @@ run_burst_group() {
   timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" || rc=$?
   ((rc != 124)) || die 1 "group burst: coact-burst-bench timed out after ${limit}s"
   ((rc == 0)) || die 1 "group burst: coact-burst-bench failed (exit $rc)"
+}
+
+# ---- group instructions -----------------------------------------------------------
+# count_run KIND OUT BIN WORKLOAD N [ENV...]: runs BIN once under callgrind (KIND=ir)
+# or strace -c (KIND=sys); appends "msgs count" to OUT.
+count_run() {
+  local kind=$1 out=$2 bin=$3 wl=$4 n=$5 line msgs count rc=0
+  shift 5
+  local log="$tmp/count.$kind.log"
+  if [[ $kind == ir ]]; then
+    line=$(timeout $((TIMEOUT_S * 20)) "${child_env[@]}" "$@" valgrind --tool=callgrind \
+      --callgrind-out-file="$log" "$bin" --workload "$wl" --n "$n" --workers 1 2>/dev/null) || rc=$?
+    count=$(sed -n 's/^summary: \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
+  else
+    line=$(timeout "$TIMEOUT_S" "${child_env[@]}" "$@" strace -f -c -o "$log" \
+      "$bin" --workload "$wl" --n "$n" --workers "$WORKERS" 2>/dev/null) || rc=$?
+    count=$(awk '$NF == "total" {print $4 + 0}' "$log" 2>/dev/null)
+  fi
+  ((rc == 0)) || die 1 "instructions/$wl: $bin under $kind failed (exit $rc, n=$n)"
+  msgs=$(grep -o '"msgs":[0-9]*' <<<"$line" | head -1 | cut -d: -f2)
+  [[ -n $msgs && -n $count ]] || die 1 "instructions/$wl: no message count or no $kind total from $bin (n=$n)"
+  echo "$msgs $count" >>"$out"
+}
+# per_msg FILE: (count2 - count1) / (msgs2 - msgs1) of the two lines of FILE.
+per_msg() { awk 'NR==1{m=$1;c=$2} NR==2{printf "%.1f", ($2-c)/($1-m)}' "$1"; }
+
+run_instructions_group() {
+  command -v valgrind >/dev/null || die 1 "group instructions: valgrind not found (apt-get install valgrind)"
+  command -v strace >/dev/null || die 1 "group instructions: strace not found (apt-get install strace)"
+  configure_build_dir
+  build_targets coact-peers
+  local peers base=${COACT_BENCH_BASE_PEERS:-}
+  peers=$(find_binary coact-peers bench/peers/coact-peers)
+  [[ -n $peers ]] || die 1 "group instructions: coact-peers not found in $BUILD_DIR"
+  [[ -z $base || -x $base ]] || die 2 "COACT_BENCH_BASE_PEERS='$base': not an executable"
+  local wls=("${PEER_WORKLOADS[@]}")
+  [[ -n ${COACT_BENCH_WORKLOADS:-} ]] && IFS=, read -r -a wls <<<"$COACT_BENCH_WORKLOADS"
+  local wl n1 n2 burst f kind
+  for wl in "${wls[@]}"; do
+    in_list "$wl" "${PEER_WORKLOADS[@]}" || die 2 "COACT_BENCH_WORKLOADS: unknown workload '$wl' (known: ${PEER_WORKLOADS[*]})"
+    case $wl in
+      skynet) n1=10000 n2=100000 ;;
+      thread_ring) n1=200000 n2=600000 ;;
+      *) n1=100000 n2=300000 ;;
+    esac
+    ((quick)) && { n1=$((n1 / 10)); n2=$((n2 / 10)); }
+    for burst in off on; do
+      log "instructions/$wl: burst $burst, n=$n1 and $n2"
+      declare -A val=()
+      for kind in ir sys; do
+        f="$tmp/$wl.$burst.$kind"; : >"$f"
+        count_run "$kind" "$f" "$peers" "$wl" "$n1" env COACT_BURST="$burst"
+        count_run "$kind" "$f" "$peers" "$wl" "$n2" env COACT_BURST="$burst"
+        val[$kind]=$(per_msg "$f")
+        if [[ -n $base && $burst == off ]]; then
+          f="$tmp/$wl.base.$kind"; : >"$f"
+          count_run "$kind" "$f" "$base" "$wl" "$n1" env
+          count_run "$kind" "$f" "$base" "$wl" "$n2" env
+          val[base_$kind]=$(per_msg "$f")
+        fi
+      done
+      local msgs
+      msgs=$(cut -d' ' -f1 "$tmp/$wl.$burst.ir" | paste -sd,)
+      printf '{"group":"instructions","workload":"%s","workers":1,"burst":"%s","n":[%s,%s],"msgs":[%s],"instr_per_msg":%s,"syscalls_per_msg":%s,"syscall_workers":%s' \
+        "$wl" "$burst" "$n1" "$n2" "$msgs" "${val[ir]}" "${val[sys]}" "$WORKERS"
+      if [[ -n ${val[base_ir]:-} ]]; then
+        printf ',"base_instr_per_msg":%s,"base_syscalls_per_msg":%s,"base_bin":"%s"' "${val[base_ir]}" "${val[base_sys]}" "$base"
+      fi
+      printf '}\n'
+      unset val
+    done
+  done
 }
 
 "run_${group}_group"

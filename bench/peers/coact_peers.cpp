@@ -332,6 +332,13 @@ int main(int argc, char** argv) {
     run_skynet(rt, a);
   // Scheduling synchronizations (wakes + injector + deque pushes), for
   // coact-burst-bench's on/off comparison; stderr, so stdout stays one JSON line.
-  std::fprintf(stderr, "coact-peers stats: syncs=%llu\n", static_cast<unsigned long long>(rt.stats().syncs()));
+  // The parts follow for analysis (wakes, pushes, parks, futex wake syscalls, bursts).
+  const coact::RuntimeStats st = rt.stats();
+  auto u = [](uint64_t x) { return static_cast<unsigned long long>(x); };
+  std::fprintf(stderr,
+               "coact-peers stats: syncs=%llu wakes=%llu injector_pushes=%llu deque_pushes=%llu parks=%llu "
+               "futex_wakes=%llu bursts=%llu seized=%llu seize_lost=%llu\n",
+               u(st.syncs()), u(st.wakes), u(st.injector_pushes), u(st.deque_pushes), u(st.parks), u(st.futex_wakes),
+               u(st.bursts), u(st.seized), u(st.seize_lost));
   return 0;
 }

@@ -54,6 +54,8 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
 
 Worker* Scheduler::current_worker() noexcept { return t_worker; }
 
+std::atomic<uint32_t> g_ring_schedulers{0};
+
 Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()) {
   const uint32_t n = tuning_.effective_workers();
@@ -78,10 +80,15 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     workers_.push_back(std::make_unique<Worker>(this, i, tuning_.burst_ring_bytes, tuning_.burst));
   }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
+  rings_on_ = !workers_.empty() && workers_[0]->ring_on;
+  if (rings_on_) g_ring_schedulers.fetch_add(1, std::memory_order_relaxed);
   live_schedulers_add(this);
 }
 
-Scheduler::~Scheduler() { live_schedulers_remove(this); }
+Scheduler::~Scheduler() {
+  if (rings_on_) g_ring_schedulers.fetch_sub(1, std::memory_order_relaxed);
+  live_schedulers_remove(this);
+}
 
 void Scheduler::start() {
   for (auto& w : workers_) {
@@ -175,14 +182,17 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
 // The burst lifecycle step 2 (detail/burst.hpp): the one flush point.
 void Scheduler::flush(Worker& w, ActorCell* producer) {
   causal::on_pay_point();  // pay before making other actors runnable
-  w.ring.seal();           // lock = mail count, before any mail leaves this thread
-  w.sent_one = false;
-  if (w.outbound.empty()) return;
-  if (tuning_.burst && producer != nullptr) {
-    BurstProducer* bp = producer->producer;
-    if (w.outbound.size() > 1 || (bp != nullptr && (bp->active != nullptr || bp->prev != nullptr))) {
-      flush_burst(w, producer);
-      return;
+  if (tuning_.burst) {
+    if (w.ring_on) {
+      w.ring.seal();  // lock = mail count, before any mail leaves this thread
+      w.sent_one = false;
+    }
+    if (producer != nullptr && !w.outbound.empty()) {
+      BurstProducer* bp = producer->producer;
+      if (w.outbound.size() > 1 || (bp != nullptr && (bp->active != nullptr || bp->prev != nullptr))) {
+        flush_burst(w, producer);
+        return;
+      }
     }
     // One mail from a producer without live bursts: no open group anywhere,
     // so the direct path below is the burst path's own one-mail case.
@@ -380,12 +390,18 @@ void Scheduler::schedule_job(Worker& w, Job j) {
   const uint64_t valve = valve_ns();
   const bool valve_tripped = valve != 0 && w.clock_ns - w.cascade_start_ns > valve;
   if (valve_tripped || n >= int64_t(tuning_.local_sticky_max)) {
-    // Spill the backlog (all but the freshest) so a heavy cascade parallelizes.
+    // Spill the backlog (all but the freshest) so a heavy cascade
+    // parallelizes: oldest first, pushed under one injector lock.
+    std::vector<Job>& spill = w.spill;
+    spill.clear();
     for (int64_t i = 0; i < n - 1; ++i) {
-      Job x = w.own.take_oldest();
+      Job x = tuning_.peer_steal ? w.own.take_oldest() : w.own.take_oldest_unshared();
       if (x == nullptr) break;
-      injector_.push(x);
-      injector_pushes_.fetch_add(1, std::memory_order_relaxed);
+      spill.push_back(x);
+    }
+    if (!spill.empty()) {
+      injector_.push_many(spill.data(), spill.size());
+      injector_pushes_.fetch_add(spill.size(), std::memory_order_relaxed);
     }
     w.cascade_start_ns = w.clock_ns;
     spin_park_.notify();
@@ -441,7 +457,7 @@ Job Scheduler::acquire(Worker& w) {
   // timekeeper exists, yet due timers must fire. One relaxed load per loop.
   uint64_t now = 0;
   if (timers_due(now)) fire_due(&w, now);
-  if (Job c = w.own.pop()) {
+  if (Job c = pop_own(w)) {
     if (++w.own_streak >= tuning_.local_chain_backstop) {
       // Chain backstop: a self-sustaining relay never visits the injector on
       // its own; probe it once so shared work waits at most K own pops.
@@ -514,7 +530,7 @@ Job Scheduler::idle(Worker& w) {
       if (timers_due(now)) {
         spin_park_.end_spin();
         fire_due(&w, now);
-        if (Job c = w.own.pop()) {
+        if (Job c = pop_own(w)) {
           w.clock_ns = now;
           return c;
         }
@@ -578,7 +594,7 @@ Job Scheduler::idle(Worker& w) {
       // another idle worker so it is not left to the busy-path check alone.
       spin_park_.wake_workers(1);
     }
-    if (Job c = w.own.pop()) return c;
+    if (Job c = pop_own(w)) return c;
   }
 }
 
@@ -813,7 +829,11 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   if (dropped != 0) count_dropped_dead(dropped);
   registry_.remove(c);
   if (c->has_names.load(std::memory_order_acquire)) names_.unbind_all(c);
-  stopped_.fetch_add(1, std::memory_order_relaxed);
+  if (w != nullptr) {
+    bump(w->stopped);  // the worker's own line: no shared RMW per actor
+  } else {
+    stopped_.fetch_add(1, std::memory_order_relaxed);
+  }
   if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     // The last actor: this wakes run()'s caller, which is credited on
     // waking, so pay first (the stopping handler skipped its batch's
@@ -997,7 +1017,11 @@ void Scheduler::register_spawn(ActorCell* c) {
   c->token.init_running();
   registry_.insert(c);
   live_.fetch_add(1, std::memory_order_relaxed);
-  spawned_.fetch_add(1, std::memory_order_relaxed);
+  if (Worker* w = t_worker; w != nullptr && w->sched == this) {
+    bump(w->spawned);  // a spawn from a handler: the worker's own line
+  } else {
+    spawned_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void Scheduler::finish_spawn(ActorCell* c) {
@@ -1045,7 +1069,7 @@ void Scheduler::request_stop() noexcept {
 
 RuntimeStats Scheduler::stats() const noexcept {
   RuntimeStats s;
-  s.spawned = spawned_.load(std::memory_order_relaxed);
+  s.spawned = spawned_.load(std::memory_order_relaxed);  // plus the workers' below
   s.stopped = stopped_.load(std::memory_order_relaxed);
   const int64_t live = live_.load(std::memory_order_relaxed);
   s.live = live > 0 ? uint64_t(live) : 0;
@@ -1053,6 +1077,8 @@ RuntimeStats Scheduler::stats() const noexcept {
     s.delivered += w->delivered.load(std::memory_order_relaxed);
     s.parks += w->parks.load(std::memory_order_relaxed);
     s.deque_pushes += w->deque_pushes.load(std::memory_order_relaxed);
+    s.spawned += w->spawned.load(std::memory_order_relaxed);
+    s.stopped += w->stopped.load(std::memory_order_relaxed);
     s.bursts += w->bursts.load(std::memory_order_relaxed);
     s.recruited += w->recruited.load(std::memory_order_relaxed);
     s.seized += w->seized.load(std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 // of spin_park.hpp's argument.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -23,6 +24,13 @@ class Injector {
   void push(T x) {
     std::lock_guard lk(mu_);
     q_.push_back(x);
+    len_.store(int64_t(q_.size()), sync::memory_order_seq_cst);
+  }
+  /// Pushes xs[0..n) in order under one lock (a spilled backlog).
+  void push_many(const T* xs, size_t n) {
+    if (n == 0) return;
+    std::lock_guard lk(mu_);
+    q_.insert(q_.end(), xs, xs + n);
     len_.store(int64_t(q_.size()), sync::memory_order_seq_cst);
   }
   T try_pop() {

@@ -93,10 +93,13 @@ struct Worker {
   uint32_t cost_stride = 0;      // dispatches since the last cost sample (burst on)
   bool sent_one = false;         // the running invocation already sent a (heap) mail
   std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
+  std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
   // Counters: written by this worker (relaxed), read by stats().
   std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> parks{0};
   std::atomic<uint64_t> deque_pushes{0};
+  std::atomic<uint64_t> spawned{0};         // spawns from this worker's handlers
+  std::atomic<uint64_t> stopped{0};         // actors stopped on this worker
   std::atomic<uint64_t> bursts{0};          // flushes that published groups
   std::atomic<uint64_t> recruited{0};       // drainers pushed for siblings
   std::atomic<uint64_t> seized{0};          // recipients run in place (seize won)
@@ -178,6 +181,10 @@ class Scheduler {
   void deliver_claimed(Worker& w, ActorCell* t, Envelope* e);
   void discard_burst(Burst* b);
   void schedule_local(Worker& w, ActorCell* c) { schedule_job(w, job_of(c)); }
+  /// The worker's own deque, popped by its owner: without peer steal no
+  /// other thread touches it (take_shared steals only when peer_steal is on),
+  /// so the pop needs no fence and no CAS.
+  Job pop_own(Worker& w) { return tuning_.peer_steal ? w.own.pop() : w.own.pop_unshared(); }
   void schedule_job(Worker& w, Job j);
   void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
   void publish_job(Job j);
@@ -233,6 +240,7 @@ class Scheduler {
   std::atomic<uint64_t> timers_cancelled_{0};
   std::atomic<uint64_t> timers_dropped_{0};  // written by shutdown()
   bool shut_down_ = false;                   // shutdown() ran (the owner's thread only)
+  bool rings_on_ = false;                    // counted in g_ring_schedulers (actor.hpp)
   std::atomic<uint64_t> injector_pushes_{0};
   uint64_t futex_wakes_at_boot_ = 0;
 };

@@ -12,9 +12,11 @@ namespace detail {
 uint32_t register_kind(const std::type_info& type);
 }  // namespace detail
 
-/// Stable (for this process) id of message kind M; ids start at 1.
+/// Stable (for this process) id of message kind M; ids start at 1. Inlined
+/// into every envelope construction (a guard check and a load; out of line
+/// it measured +5 instructions per message).
 template <class M>
-uint32_t kind_id() {
+[[gnu::always_inline]] inline uint32_t kind_id() {
   static const uint32_t id = detail::register_kind(typeid(M));
   return id;
 }

@@ -59,7 +59,16 @@ class RunToken {
   /// Sender side: Idle -> Ready. True iff this caller must schedule the actor.
   bool try_wake() noexcept { return cas(RunState::idle, RunState::ready); }
   /// Worker side, after popping: Ready -> Running. False means a protocol bug.
-  bool enter_running() noexcept { return cas(RunState::ready, RunState::running); }
+  /// A load and a store, not a CAS: in Ready the popping worker is the only
+  /// thread that may change the state (try_wake and seize CAS from Idle and
+  /// fail on Ready), and the queue that handed over the actor already
+  /// ordered the Ready write before this load. Saves a locked instruction
+  /// per scheduled actor.
+  bool enter_running() noexcept {
+    if (state_.load(std::memory_order_relaxed) != uint8_t(RunState::ready)) return false;
+    state_.store(uint8_t(RunState::running), std::memory_order_relaxed);
+    return true;
+  }
   /// In-place claim of an Idle actor: Idle -> Running.
   bool seize() noexcept { return cas(RunState::idle, RunState::running); }
   /// Holder drained the inbox: Running -> Idle (then call try_self_requeue).
@@ -84,8 +93,9 @@ class RunToken {
   }
   // Written by senders (try_wake), the popping worker (enter_running) and the
   // holder (mark_*); every racing transition is seq_cst (argument above).
-  // mark_ready is release: the holder is the only writer while Running, and the
-  // acquire CAS of the next enter_running pairs with it.
+  // mark_ready is release: the holder is the only writer while Running; the
+  // queue it then publishes the actor on (injector) orders it before the next
+  // enter_running, which is a plain load and store for the same reason.
   std::atomic<uint8_t> state_{uint8_t(RunState::idle)};
 };
 
