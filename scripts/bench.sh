@@ -38,6 +38,11 @@
 #                {...,"coact_cpu_pct":P,"caf_cpu_pct":P,"tokio_cpu_pct":P,"ratio":coact/caf,
 #                 "coact_over_tokio":coact/tokio,...}
 #                (process CPU time / wall, % of one core)
+#                coact only, "coact_breakdown" (medians): early_spin_us_per_park (the
+#                timekeeper's spin after its early wake), wake_late_us_per_park, and the
+#                kernel's floor: a bare thread in the same timed futex wait, measured after
+#                coact's window in the same process (floor_cpu_pct, floor_us_per_wake,
+#                floor_late_p5/p50/p99_us: its wake latency distribution)
 #              cancel_rate (send_after + cancel pairs from a handler for 1 s):
 #                {...,"coact_pairs_per_s":R,"caf_pairs_per_s":R,"tokio_pairs_per_s":R,"ratio":...,
 #                 "caf_cancel":...,"tokio_cancel":...}

@@ -11,7 +11,13 @@
 // Timers are armed from handlers with runtime().send_after(self-ref, d, msg)
 // (virtual anchor; without a causal sweep identical to send_after_wall).
 #include <coact/runtime/runtime.hpp>
+#include <linux/futex.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -128,6 +134,50 @@ struct periodic_actor : coact::Actor<periodic_actor> {
   }
 };
 
+// The kernel's floor under the idle_cpu figure, measured after coact's window
+// in the same process: one bare thread in the parker's timed futex wait
+// (timer slack 1 ns, as the workers set it), woken once per period with
+// nothing else to do and no early wake. Its CPU per wake (getrusage
+// RUSAGE_THREAD) is what no runtime can go below with one kernel timer wake
+// per period; its lateness (wake - requested instant) is the wake latency
+// distribution the timekeeper's early wake works against (spin_window.hpp).
+json_line measure_floor(uint32_t period_ms, uint32_t duration_ms) {
+  json_line out = json_line::object();
+  std::thread t([&] {
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    const auto thread_cpu_s = [] {
+      rusage ru{};
+      getrusage(RUSAGE_THREAD, &ru);
+      return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    };
+    int32_t word = 0;  // never changes: every wait ends by its timeout
+    const int64_t period = int64_t(period_ms) * 1'000'000;
+    std::vector<double> late_us;
+    const double c0 = thread_cpu_s();
+    const int64_t w0 = now_ns();
+    int64_t next = w0 + period;
+    while (next < w0 + int64_t(duration_ms) * 1'000'000) {
+      for (int64_t now = now_ns(); now < next; now = now_ns()) {
+        timespec ts{time_t((next - now) / 1'000'000'000), long((next - now) % 1'000'000'000)};
+        syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, nullptr, 0);
+      }
+      late_us.push_back(double(now_ns() - next) * 1e-3);
+      next += period;
+    }
+    const double cpu = thread_cpu_s() - c0;
+    const double wall = double(now_ns() - w0) * 1e-9;
+    std::sort(late_us.begin(), late_us.end());
+    const auto q = [&](double f) { return late_us.empty() ? 0.0 : late_us[size_t(f * double(late_us.size() - 1))]; };
+    out = {{"floor_cpu_pct", rounded(100.0 * cpu / wall, 3)},
+           {"floor_us_per_wake", rounded(late_us.empty() ? 0.0 : cpu * 1e6 / double(late_us.size()), 2)},
+           {"floor_late_p5_us", rounded(q(0.05), 1)},
+           {"floor_late_p50_us", rounded(q(0.5), 1)},
+           {"floor_late_p99_us", rounded(q(0.99), 1)}};
+  });
+  t.join();
+  return out;
+}
+
 void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
   idle_state s;
   auto p = rt.spawn<periodic_actor>(&s, std::chrono::milliseconds(a.period_ms));
@@ -141,9 +191,20 @@ void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
       return json_line::object();
     }
     const coact::RuntimeStats st1 = rt.stats();
-    return {{"parks", st1.parks - st0.parks}, {"futex_wakes", st1.futex_wakes - st0.futex_wakes}};
+    const uint64_t timed = st1.timed_parks - st0.timed_parks;
+    const double per = timed == 0 ? 0.0 : 1e-3 / double(timed);
+    p.stop();  // the runtime goes quiet: the floor is measured alone
+    json_line floor = measure_floor(a.period_ms, a.duration_ms);
+    json_line line{{"parks", st1.parks - st0.parks},
+            {"futex_wakes", st1.futex_wakes - st0.futex_wakes},
+            {"timed_parks", timed},
+            // The timekeeper's early wake, per timed park (µs): how long it spun
+            // before the deadline, and how late its park returned past the early wake.
+            {"early_spin_us_per_park", rounded(double(st1.early_wake_spin_ns - st0.early_wake_spin_ns) * per, 2)},
+            {"wake_late_us_per_park", rounded(double(st1.wake_late_ns - st0.wake_late_ns) * per, 2)}};
+    line.update(floor);
+    return line;
   });
-  p.stop();
   p = {};
   rt.run();
 }

@@ -202,6 +202,12 @@ def timers(argv):
         out["ratio"] = round(cm / km, 4) if km else None
         out["coact_over_tokio"] = round(cm / tm, 4) if tm else None
         out["figure"] = "process CPU time (user + system, all threads) / wall over the window, % of one core"
+        # coact only: where its CPU goes (medians over trials). floor: a bare thread in the
+        # same timed futex wait, measured after coact's window in the same process.
+        out["coact_breakdown"] = {
+            k: med(coact, k, 3) for k in ("early_spin_us_per_park", "wake_late_us_per_park", "floor_cpu_pct",
+                                          "floor_us_per_wake", "floor_late_p5_us", "floor_late_p50_us",
+                                          "floor_late_p99_us")}
         # The idle-efficiency targets: one periodic timer costs at most this share of a core.
         goal = {5: 0.5, 20: 0.15, 100: 0.05}.get(params["period_ms"])
         if goal is not None:

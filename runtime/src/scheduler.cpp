@@ -616,26 +616,38 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
   }
   const uint64_t now = sync::now_ns();
   if (next <= now) return true;
-  // Wake early by the measured wake latency, then spin the rest (spin_window.hpp).
+  // Wake early by a margin chosen from the measured wake latency
+  // distribution under a CPU budget, then spin the rest (spin_window.hpp).
   const uint64_t wake_at = next - wake_latency_->margin_ns(next - now, ceiling_ns);
   if (wake_at > now) {
     sync::RelativeTimeout t{std::chrono::nanoseconds(wake_at - now)};
+    bump(w.timed_parks);
     const bool woken = spin_park_.park(w.index, &t);
     const uint64_t woke = sync::now_ns();
     slept_ns = woke - now;
     if (woken) return false;
-    wake_latency_->observe(woke > wake_at ? woke - wake_at : 0);
+    const uint64_t late = woke > wake_at ? woke - wake_at : 0;
+    wake_latency_->observe(late);
+    w.wake_late_ns.store(w.wake_late_ns.load(std::memory_order_relaxed) + late, std::memory_order_relaxed);
   }
   // Still on the idle list and still timekeeper while spinning: a notify
   // that pops us leaves a token (a spurious wake later), an earlier deadline
   // armed meanwhile is seen by timers_due, shared work by the injector check.
+  const uint64_t spin_start = sync::now_ns();
+  uint64_t t = spin_start;
   for (;;) {
-    uint64_t t = 0;
-    if (timers_due(t)) break;
-    if (t == 0) t = sync::now_ns();
+    uint64_t d = 0;
+    if (timers_due(d)) {
+      t = d;
+      break;
+    }
+    t = d == 0 ? sync::now_ns() : d;
     if (t >= next || !injector_.empty() || stopping_.load(std::memory_order_relaxed)) break;
     for (int i = 0; i < 16; ++i) sync::cpu_relax();
   }
+  if (t > spin_start)
+    w.early_spin_ns.store(w.early_spin_ns.load(std::memory_order_relaxed) + (t - spin_start),
+                          std::memory_order_relaxed);
   return true;
 }
 
@@ -1084,6 +1096,9 @@ RuntimeStats Scheduler::stats() const noexcept {
     s.seized += w->seized.load(std::memory_order_relaxed);
     s.seize_lost += w->seize_lost.load(std::memory_order_relaxed);
     s.ring_fallbacks += w->ring_fallbacks.load(std::memory_order_relaxed);
+    s.timed_parks += w->timed_parks.load(std::memory_order_relaxed);
+    s.early_wake_spin_ns += w->early_spin_ns.load(std::memory_order_relaxed);
+    s.wake_late_ns += w->wake_late_ns.load(std::memory_order_relaxed);
   }
   s.wakes = spin_park_.unparks();
   s.dropped_dead = dropped_dead_.load(std::memory_order_relaxed);

@@ -80,6 +80,10 @@ class BenchAggregationTest(unittest.TestCase):
             paths = {rt: self.write_rows(d, rt, [
                 {"runtime": rt, "scenario": "idle_cpu", "cpu_pct": x, "ticks": 600} for x in xs])
                 for rt, xs in (("coact", [0.4, 0.6, 0.5]), ("caf", [20, 25, 30]), ("tokio", [0.5, 1.0, 2.0]))}
+            # coact's rows carry the breakdown (early-wake spin, the kernel's floor): medians.
+            paths["coact"] = self.write_rows(d, "coact-breakdown", [
+                {"runtime": "coact", "scenario": "idle_cpu", "cpu_pct": x, "ticks": 600,
+                 "early_spin_us_per_park": x * 10, "floor_cpu_pct": x / 2} for x in (0.4, 0.6, 0.5)])
             for period, met in ((5, True), (20, False)):
                 p = bench("timers", "idle_cpu", f"idle_cpu.{period}",
                           json.dumps({"period_ms": period, "duration_ms": 3000}), "2", "0",
@@ -89,6 +93,9 @@ class BenchAggregationTest(unittest.TestCase):
                 self.assertEqual((row["coact_cpu_pct"], row["tokio_cpu_pct"], row["coact_over_tokio"]),
                                  (0.5, 1.0, 0.5))
                 self.assertEqual(row["target"]["met"], met)
+                self.assertEqual(row["coact_breakdown"]["early_spin_us_per_park"], 5.0)
+                self.assertEqual(row["coact_breakdown"]["floor_cpu_pct"], 0.25)
+                self.assertIsNone(row["coact_breakdown"]["floor_late_p99_us"])  # not in these rows
 
 
 if __name__ == "__main__":

@@ -105,6 +105,9 @@ struct Worker {
   std::atomic<uint64_t> seized{0};          // recipients run in place (seize won)
   std::atomic<uint64_t> seize_lost{0};      // claimed mail deposited (seize lost)
   std::atomic<uint64_t> ring_fallbacks{0};  // in-handler mail that took a heap envelope
+  std::atomic<uint64_t> timed_parks{0};     // timekeeper parks with a deadline
+  std::atomic<uint64_t> early_spin_ns{0};   // timekeeper spin after an early wake (ns)
+  std::atomic<uint64_t> wake_late_ns{0};    // timed parks' lateness past the requested wake (ns)
   std::thread thread;
   std::vector<TimerEntry> due;   // scratch for fire_due
 };

@@ -63,6 +63,9 @@ struct RuntimeStats {
   uint64_t seized = 0;            ///< claimed burst mail whose recipient ran in place (seize won)
   uint64_t seize_lost = 0;        ///< claimed burst mail deposited in the inbox (seize lost)
   uint64_t ring_fallbacks = 0;    ///< in-handler sends that took a heap envelope (ring full)
+  uint64_t timed_parks = 0;       ///< timekeeper parks with a timer deadline (each one kernel timer wake)
+  uint64_t early_wake_spin_ns = 0;///< ns the timekeeper spun between its early wake and the deadline
+  uint64_t wake_late_ns = 0;      ///< ns its timed parks returned past the requested (early) wake, summed
 
   /// Scheduling synchronizations: wakes + injector pushes + deque pushes.
   uint64_t syncs() const noexcept { return wakes + injector_pushes + deque_pushes; }
