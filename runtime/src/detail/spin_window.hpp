@@ -39,7 +39,7 @@
 // earlier rule: an EWMA of L plus twice its deviation, capped at the 50 µs
 // ceiling) pays m - L on every early wake: on the 2-vCPU KVM machine that was
 // the cap on every period, 1.35 % of a core at 5 ms where the timed park
-// itself costs 17-31 µs (bench `timers` idle_floor: a bare thread in the same
+// itself costs 20-50 µs of CPU (bench `timers` coact_breakdown: a bare thread in the same
 // timed futex wait).
 // The margin is therefore derived from the measured distribution of L, not
 // from a point estimate: a histogram of L (2 µs buckets up to 128 µs, an
@@ -56,7 +56,7 @@
 // so lateness falls by the free part of L at no CPU; beyond it each µs of
 // margin costs P(L < m) µs per period, and the budget stops it.
 // The arithmetic (idle CPU = (F + S) / I, F = the kernel's CPU per timed
-// park, measured 17-31 µs on the 2-vCPU KVM machine, load-dependent):
+// park, measured 20-50 µs on the 2-vCPU KVM machine under load, more at longer periods):
 //   I = 0.5 ms: S <= 5 µs   (+1 % of a core: a program with sub-ms timers is not idle)
 //   I = 1 ms:   S <= 10 µs  (+1 %)
 //   I = 5 ms:   S <= 10 µs  (+0.2 %;  with F = 20 µs: 0.6 %)
@@ -65,12 +65,12 @@
 // So the early wake costs at most 10 µs per timer wake -- half of F or less
 // -- and a fixed 0.2 % of a core at 5 ms, where the old margin (the 50 µs
 // cap, spun to the deadline whenever the wake was on time) cost up to 1 %.
-// With the wake latency measured on the 2-vCPU KVM machine (SCHED_FIFO, so
-// other load does not add to it: p1 15-30 µs, p50 30-50 µs, p99 80-200 µs
-// for a lone 5 ms timed futex wait) this buys a margin of ~30-45 µs: the
-// median wake is then on time and the tail is what the host adds. Whether a timer is still late
-// after this is the tail of L above the margin: this rule trades that tail
-// for CPU where the two conflict (see the README's timer table).
+// Measured on the 2-vCPU KVM machine under SCHED_FIFO (so other load adds
+// little): a lone 5 ms timed futex wait is late by p1 15-30 µs, p50 30-50 µs,
+// p99 80-200 µs, and the timekeeper spun 5-10 µs per 5 ms period with this
+// rule. Whether a timer is still late after the early wake is the tail of L
+// above the margin: where the tail and the CPU budget conflict, this rule
+// keeps the budget.
 // Samples come from the timekeeper only (one worker at a time, handed over
 // through the timekeeper_ CAS); the buckets are relaxed atomics anyway, so a
 // reader on another thread (stats) sees a lost or stale count, never a torn
