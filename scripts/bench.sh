@@ -77,6 +77,24 @@
 #            COACT_BURST in its environment). Needs valgrind and strace. 1 worker
 #            because callgrind serializes threads: an idle sibling's spinning would
 #            be counted as work. --quick: small n.
+#   sampling the sampled-line profiler's cost: the archiver (examples/dedup,
+#            `coact-dedup archive /usr/share/doc --passes 3`, archive in /dev/shm)
+#            on three sides per trial, rotating: plain (no profiler), sweep0
+#            (COACT_CAUSAL=1, fixed speedup 0: the sweep injects no delay) and
+#            sampling (sweep0 + COACT_CAUSAL_SAMPLING=1): wall time of the run,
+#            time of its last pass (the steady state; the first pays the start-up)
+#            and the process's CPU time (user + sys, /usr/bin/time: less sensitive
+#            to other processes than wall time, start-up included);
+#            COACT_BENCH_TRIALS trials. Then coact-sample-cost --samples 2000
+#            (wall-clock cost of one sample: handler and drain). Two objects:
+#            {"group":"sampling","workload":"archiver","median_wall_s":{...},
+#             "median_last_pass_s":{...},"sampling_over_sweep0_pct":P,
+#             "sampling_over_plain_pct":P,"sweep0_over_plain_pct":P (last pass),
+#             "wall":{the same three for whole runs},"cpu":{the same for CPU time},
+#             "trials":{...},...}
+#            (overheads: medians of the per-trial ratios) and
+#            {"group":"sampling","workload":"sample_cost","figures":{...}}.
+#            --quick: 1 pass, 200 samples.
 #
 # Steps:
 #   1. Check the group name (unknown: exit 2 before building anything).
@@ -113,7 +131,7 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS).
-readonly BENCH_GROUPS=(runtime peers timers burst instructions)
+readonly BENCH_GROUPS=(runtime peers timers burst instructions sampling)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
@@ -130,6 +148,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
              burst    coact with burst dispatch on vs off (COACT_BURST), side by side
              instructions  coact-peers instructions and syscalls per message (callgrind, strace)
+             sampling the archiver with and without CPU-time sampling, and one sample's cost
   --quick  small sizes for a CI smoke run
 Knobs (environment): COACT_BENCH_BUILD_DIR, COACT_BENCH_NO_BUILD=1, COACT_BENCH_TRIALS,
   COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S (the script's header
@@ -508,6 +527,56 @@ run_instructions_group() {
       unset val
     done
   done
+}
+
+# ---- group sampling -------------------------------------------------------------
+run_sampling_group() {
+  configure_build_dir
+  build_targets coact-dedup coact-sample-cost
+  local dedup cost
+  dedup=$(find_binary coact-dedup examples/dedup/coact-dedup)
+  cost=$(find_binary coact-sample-cost bench/causal/coact-sample-cost)
+  [[ -n $dedup && -n $cost ]] || die 1 "group sampling: coact-dedup or coact-sample-cost not found in $BUILD_DIR"
+  local passes=3 samples=2000 dir=/usr/share/doc
+  ((quick)) && passes=1 samples=200
+  local shm=/dev/shm
+  [[ -w $shm ]] || shm=$tmp
+  local archive="$shm/coact-bench-sampling-$$.cdar" rows="$tmp/sampling.jsonl"
+  local sweep0=(COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0 COACT_CAUSAL_PROGRESS=chunks
+                COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
+  local sides=(plain sweep0 sampling) t i side env_side t0 t1 rc
+  : >"$rows"
+  for ((t = 1; t <= TRIALS; t++)); do
+    for ((i = 0; i < 3; i++)); do
+      side=${sides[$(((i + t) % 3))]}
+      case $side in
+        plain) env_side=() ;;
+        sweep0) env_side=("${sweep0[@]}") ;;
+        sampling) env_side=("${sweep0[@]}" COACT_CAUSAL_SAMPLING=1) ;;
+      esac
+      rm -f "$tmp/profile.coz" "$tmp/profile.jsonl"
+      t0=$(date +%s%N)
+      rc=0
+      timeout "$TIMEOUT_S" /usr/bin/time -f "%U %S" -o "$tmp/cpu" "${child_env[@]}" "${env_side[@]}" "$dedup" archive \
+        "$dir" --passes "$passes" -o "$archive" >"$tmp/summary" 2>&1 || rc=$?
+      t1=$(date +%s%N)
+      ((rc == 0)) || die 1 "sampling/archiver: $side trial $t/$TRIALS failed (exit $rc): $(tail -n 3 "$tmp/summary")"
+      # The summary's "time  N passes, T s (L s last pass), R MB/s": the last pass is the steady state
+      # (the first pays the start-up: with sampling, reading the program's line table).
+      last=$(sed -n 's/^ *time .*(\([0-9.]*\) s last pass).*/\1/p' "$tmp/summary")
+      [[ -n $last ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no 'time' line in the archiver's summary"
+      cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' "$tmp/cpu" | tail -n 1)
+      [[ -n $cpu ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no CPU time from /usr/bin/time"
+      echo "{\"side\":\"$side\",\"trial\":$t,\"wall_s\":$(((t1 - t0) / 1000000)).0e-3,\"last_pass_s\":$last,\"cpu_s\":$cpu}" >>"$rows"
+      log "sampling/archiver: $side trial $t/$TRIALS: $(((t1 - t0) / 1000000)) ms, last pass $last s, CPU $cpu s"
+    done
+  done
+  rm -f "$archive"
+  log "sampling/sample_cost: $cost --samples $samples"
+  timeout "$TIMEOUT_S" "${child_env[@]}" "$cost" --samples "$samples" >"$tmp/cost.json" ||
+    die 1 "sampling/sample_cost: coact-sample-cost failed"
+  bench_py sampling "{\"dir\":\"$dir\",\"passes\":$passes,\"trials\":$TRIALS,\"samples\":$samples}" \
+    "$rows" "$tmp/cost.json"
 }
 
 "run_${group}_group"

@@ -1,6 +1,6 @@
 // coact-sample-cost: what one CPU-time sample costs (sampled-line regions).
 //
-//   coact-sample-cost [--samples N] [--depth D]
+//   coact-sample-cost [--samples N] [--depth D] [--drain both|scope|full]
 //
 // 1. signal: N samples taken by raise(SIGPROF) from a call chain D frames
 //    deep on a registered thread while sampling is active (its timer period
@@ -10,12 +10,17 @@
 //    kernel's signal delivery, which a timer-driven sample pays as well.
 // 2. drain: the drainer's work per sample: unwinding the copied stack with
 //    libdwfl and attributing it to a line (Symbolizer::unwind + attribute),
-//    on the same samples (one address cache, as a sweep's drainer).
+//    on the same samples (one address cache, as a sweep's drainer): "scope"
+//    unwinds up to the first frame in scope, as the drainer does (here:
+//    raise() in libc, then chain(), 2 frames); "full" walks every frame
+//    (D + 2), as the drainer did before. Both must attribute every sample
+//    to the same line (exit 1 otherwise).
 // Prints one JSON line: {"samples":N,"depth":D,"raise_empty_ns":..,
 // "raise_sample_ns":..,"handler_ns":..,"drain_ns":..,"frames_mean":..,
-// "attributed":..}. Wall-clock means; for a load-independent figure run it
-// under valgrind --tool=callgrind and read the handler's and drain's
-// instruction counts.
+// "drain_full_ns":..,"frames_full_mean":..,"attributed":..}. Wall-clock
+// means; for a load-independent figure run it under valgrind
+// --tool=callgrind (--drain scope or full alone, and read drain_pass's
+// inclusive instruction count, and the handler's).
 #include <signal.h>
 
 #include <chrono>
@@ -43,6 +48,29 @@ __attribute__((noinline)) void chain(int depth, int n) {
   for (int i = 0; i < n; ++i) raise(SIGPROF);
 }
 
+struct DrainResult {
+  double ns = 0;
+  size_t frames = 0;
+  std::vector<const coact::causal::SourceLine*> lines;
+};
+
+// One pass of the drainer's work over `raws` (noinline: callgrind's unit).
+__attribute__((noinline)) DrainResult drain_pass(coact::causal::Symbolizer& sym,
+                                                const std::vector<coact::causal::RawSample>& raws, bool to_scope) {
+  DrainResult out;
+  out.lines.reserve(raws.size());
+  const auto t0 = clock_type::now();
+  for (const auto& r : raws) {
+    const coact::causal::Sample s = sym.unwind(r, to_scope);
+    out.frames += s.depth;
+    out.lines.push_back(sym.attribute(s));
+  }
+  out.ns = raws.empty() ? 0.0
+                        : static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0).count()) /
+                              static_cast<double>(raws.size());
+  return out;
+}
+
 double ns_per(clock_type::duration d, int n) {
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()) / n;
 }
@@ -57,6 +85,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000'000));
   app.add_option("--depth", depth, "Call-chain depth at the sample")->capture_default_str()->check(CLI::Range(1, 64));
+  std::string drain = "both";
+  app.add_option("--drain", drain, "Drain the samples up to the first frame in scope, walking every frame, or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"both", "scope", "full"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,21 +123,22 @@ int main(int argc, char** argv) {
   coact::causal::stop_sampling();
   const double sample_ns = ns_per(sampled, n);
 
-  // 2. Drain: unwind + attribute.
+  // 2. Drain: unwind + attribute, to the first frame in scope and/or every frame.
   coact::causal::Symbolizer sym;
-  size_t frames = 0, attributed = 0;
-  t0 = clock_type::now();
-  for (const auto& r : raws) {
-    const coact::causal::Sample s = sym.unwind(r);
-    frames += s.depth;
-    attributed += sym.attribute(s) != nullptr ? 1 : 0;
-  }
-  const double drain_ns = raws.empty() ? 0.0 : ns_per(clock_type::now() - t0, static_cast<int>(raws.size()));
+  DrainResult scope, full;
+  if (drain != "full") scope = drain_pass(sym, raws, true);
+  if (drain != "scope") full = drain_pass(sym, raws, false);
+  const DrainResult& any = drain != "full" ? scope : full;
+  size_t attributed = 0;
+  for (const auto* l : any.lines) attributed += l != nullptr ? 1 : 0;
+  const bool same = drain != "both" || scope.lines == full.lines;
+  if (!same) std::fprintf(stderr, "coact-sample-cost: the two drains attributed some sample to different lines\n");
+  const double per = raws.empty() ? 0.0 : 1.0 / static_cast<double>(raws.size());
   std::printf(
       "{\"samples\":%zu,\"depth\":%d,\"raise_empty_ns\":%.1f,\"raise_sample_ns\":%.1f,\"handler_ns\":%.1f,"
-      "\"drain_ns\":%.1f,\"frames_mean\":%.2f,\"attributed\":%zu,\"symbolizer_error\":\"%s\"}\n",
-      raws.size(), depth, empty_ns, sample_ns, sample_ns - empty_ns, drain_ns,
-      raws.empty() ? 0.0 : static_cast<double>(frames) / static_cast<double>(raws.size()), attributed,
-      sym.error().c_str());
-  return raws.size() == static_cast<size_t>(n) ? 0 : 1;
+      "\"drain_ns\":%.1f,\"frames_mean\":%.2f,\"drain_full_ns\":%.1f,\"frames_full_mean\":%.2f,\"attributed\":%zu,"
+      "\"same_lines\":%s,\"symbolizer_error\":\"%s\"}\n",
+      raws.size(), depth, empty_ns, sample_ns, sample_ns - empty_ns, scope.ns, static_cast<double>(scope.frames) * per,
+      full.ns, static_cast<double>(full.frames) * per, attributed, same ? "true" : "false", sym.error().c_str());
+  return raws.size() == static_cast<size_t>(n) && same ? 0 : 1;
 }

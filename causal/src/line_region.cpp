@@ -53,7 +53,7 @@ uint64_t process(State& st, const RawSample& raw) {
   ++st.stats.samples;
   const uint64_t periods = 1 + uint64_t{raw.overrun};
   st.stats.periods += periods;
-  const Sample s = st.sym->unwind(raw);
+  const Sample s = st.sym->unwind(raw, /*to_first_in_scope=*/true);  // attribute() needs no frame beyond it
   const SourceLine* line = st.sym->attribute(s);
   if (line == nullptr) return 0;
   ++st.stats.attributed;

@@ -120,6 +120,7 @@ struct Symbolizer::Impl {
   bool attached = false;
   const RawSample* current = nullptr;  // the sample being unwound
   Sample* out = nullptr;
+  const std::vector<AddressRange>* stop_at = nullptr;  // unwind(.., true): the scope's ranges
   Dwfl_Module* main = nullptr;
   std::vector<std::string> files;
   std::vector<bool> file_in_scope;
@@ -158,12 +159,25 @@ bool unwind_set_initial_registers(Dwfl_Thread* thread, void* arg) {
   return dwfl_thread_state_registers(thread, 0, kSampleRegs, regs);
 }
 
+// True if `addr` lies in one of the sorted, disjoint `ranges`.
+bool in_ranges(const std::vector<AddressRange>& ranges, uint64_t addr) noexcept {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), addr,
+                             [](uint64_t a, const AddressRange& r) { return a < r.first; });
+  return it != ranges.begin() && addr < std::prev(it)->second;
+}
+
 int unwind_frame(Dwfl_Frame* frame, void* arg) {
-  Sample& out = *static_cast<Symbolizer::Impl*>(arg)->out;
+  auto& m = *static_cast<Symbolizer::Impl*>(arg);
+  Sample& out = *m.out;
   Dwarf_Addr pc = 0;
   bool activation = false;
   if (!dwfl_frame_pc(frame, &pc, &activation) || pc == 0) return DWARF_CB_ABORT;
-  if (out.depth == 0 || out.pc[out.depth - 1] != pc) out.pc[out.depth++] = pc;
+  if (out.depth == 0 || out.pc[out.depth - 1] != pc) {
+    out.pc[out.depth++] = pc;
+    // A frame in scope is where attribute() stops: no need to walk further
+    // (the same address as line_of: a return address is looked up at pc - 1).
+    if (m.stop_at != nullptr && in_ranges(*m.stop_at, out.depth > 1 ? pc - 1 : pc)) return DWARF_CB_ABORT;
+  }
   return out.depth < kSampleFrames ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
@@ -172,20 +186,26 @@ const Dwfl_Thread_Callbacks kUnwindCallbacks = {unwind_next_thread, unwind_get_t
 
 }  // namespace
 
-Sample Symbolizer::unwind(const RawSample& raw) {
+Sample Symbolizer::unwind(const RawSample& raw, bool to_first_in_scope) {
   Impl& m = *impl_;
   Sample out{};
   out.region = raw.region;
   out.overrun = raw.overrun;
   out.tid = raw.tid;
   out.pc[0] = raw.pc();
+  if (to_first_in_scope && in_ranges(scope_ranges_, raw.pc())) {
+    out.depth = 1;  // the interrupted PC is in scope: nothing to unwind
+    return out;
+  }
   if (m.attached) {
     m.current = &raw;
     m.out = &out;
+    m.stop_at = to_first_in_scope ? &scope_ranges_ : nullptr;
     out.depth = 0;
     (void)dwfl_getthread_frames(m.dwfl, raw.tid, unwind_frame, &m);
     m.current = nullptr;
     m.out = nullptr;
+    m.stop_at = nullptr;
   }
   if (out.depth == 0) {
     out.pc[0] = raw.pc();

@@ -4,6 +4,7 @@ the JSON lines bench.sh prints (one object per workload). Called as
   python3 -m coact_reports.bench runtime BENCHMARK_JSON
   python3 -m coact_reports.bench peers WORKLOAD N WORKERS QUICK COACT_ROWS CAF_ROWS TOKIO_ROWS
   python3 -m coact_reports.bench timers SCENARIO KEY PARAMS_JSON WORKERS QUICK COACT_ROWS CAF_ROWS TOKIO_ROWS
+  python3 -m coact_reports.bench sampling PARAMS_JSON TRIALS_ROWS COST_JSON
 
 (QUICK is 0 or 1; *_ROWS are files of the programs' JSON lines, one per
 trial; TOKIO_ROWS of peers holds both channel variants, told apart by their
@@ -232,7 +233,69 @@ def timers(argv):
     print(json.dumps(out, separators=(",", ":")), flush=True)
 
 
-COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers}
+def sampling(argv):
+    """The sampler's cost: the archiver's times per trial on three sides
+    (TRIALS_ROWS: {"side": "plain"|"sweep0"|"sampling", "trial": t, "wall_s": w,
+    "last_pass_s": l, "cpu_s": c} per run; sides rotate within a trial) and
+    coact-sample-cost's JSON line (COST_JSON). Prints two objects: the
+    archiver (medians; the medians of the per-trial ratios sampling/sweep0,
+    sampling/plain and sweep0/plain as overheads in %, on the last pass when
+    the rows have it, under "wall" on whole runs and under "cpu" on the
+    process's CPU time) and the per-sample cost."""
+    if len(argv) != 3:
+        sys.exit("bench sampling: usage: sampling PARAMS_JSON TRIALS_ROWS COST_JSON")
+    params = json.loads(argv[0])
+    rows = []
+    with open(argv[1]) as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+    sides = ("plain", "sweep0", "sampling")
+
+    def per_side(key):
+        by = {}
+        for r in rows:
+            if key in r:
+                by.setdefault(r["side"], {})[r["trial"]] = float(r[key])
+        for side in sides:
+            if not by.get(side):
+                sys.exit(f"bench sampling/archiver: no trial of side '{side}' with {key} in {argv[1]}")
+        return by
+
+    def overheads(by):
+        def overhead(cand, base):
+            pairs = [by[cand][t] / by[base][t] for t in by[cand] if t in by[base] and by[base][t] > 0]
+            return (statistics.median(pairs) - 1) * 100 if pairs else None
+        return {"sampling_over_sweep0_pct": overhead("sampling", "sweep0"),
+                "sampling_over_plain_pct": overhead("sampling", "plain"),
+                "sweep0_over_plain_pct": overhead("sweep0", "plain")}
+
+    wall = per_side("wall_s")
+    cpu = per_side("cpu_s") if any("cpu_s" in r for r in rows) else None
+    last = per_side("last_pass_s") if any("last_pass_s" in r for r in rows) else None
+    main_by = last if last is not None else wall
+    out = {"group": "sampling", "workload": "archiver", "parameters": params,
+           "metric": "last_pass_s" if last is not None else "wall_s",
+           "median_last_pass_s": {s: statistics.median(last[s].values()) for s in sides} if last else None,
+           **overheads(main_by),
+           "wall": {"median_wall_s": {s: statistics.median(wall[s].values()) for s in sides}, **overheads(wall)},
+           "cpu": ({"median_cpu_s": {s: statistics.median(cpu[s].values()) for s in sides}, **overheads(cpu)}
+                   if cpu is not None else None),
+           "trials": {s: [main_by[s][t] for t in sorted(main_by[s])] for s in sides},
+           "sides": {"plain": "no profiler", "sweep0": "COACT_CAUSAL=1, fixed speedup 0 (no delay injected)",
+                     "sampling": "sweep0 + COACT_CAUSAL_SAMPLING=1 (1 ms CPU period)"},
+           "order": "sides rotate within each trial; overheads are medians of per-trial ratios"}
+    print(json.dumps(out, separators=(",", ":")), flush=True)
+    with open(argv[2]) as f:
+        lines = [ln for ln in f.read().splitlines() if ln.startswith("{")]
+    if not lines:
+        sys.exit(f"bench sampling/sample_cost: coact-sample-cost printed no JSON line ({argv[2]})")
+    cost = json.loads(lines[-1])
+    print(json.dumps({"group": "sampling", "workload": "sample_cost", "figures": cost}, separators=(",", ":")),
+          flush=True)
+
+
+COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers, "sampling": sampling}
 
 
 def main(argv=None):

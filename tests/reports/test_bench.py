@@ -65,6 +65,30 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("peers/fan_out: coact printed an unexpected row", p.stderr)
 
+    def test_sampling_overheads_are_medians_of_per_trial_ratios(self):
+        with tempfile.TemporaryDirectory() as d:
+            walls = {"plain": [1.0, 2.0, 1.0], "sweep0": [1.0, 2.2, 1.1], "sampling": [1.02, 2.2, 1.21]}
+            rows = self.write_rows(d, "rows", [{"side": s, "trial": t + 1, "wall_s": w + 1, "last_pass_s": w, "cpu_s": 2 * w}
+                                               for s, ws in walls.items() for t, w in enumerate(ws)])
+            cost = os.path.join(d, "cost")
+            with open(cost, "w") as f:
+                f.write('{"samples":200,"handler_ns":60.0,"drain_ns":40000.0}\n')
+            p = bench("sampling", '{"passes":3}', rows, cost)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            archiver, sample = [json.loads(x) for x in p.stdout.splitlines()]
+            self.assertEqual(archiver["metric"], "last_pass_s")
+            self.assertEqual(archiver["median_last_pass_s"], {"plain": 1.0, "sweep0": 1.1, "sampling": 1.21})
+            self.assertEqual(archiver["wall"]["median_wall_s"], {"plain": 2.0, "sweep0": 2.1, "sampling": 2.21})
+            # per-trial sampling/sweep0: 1.02, 1.0, 1.1 -> median 1.02; sampling/plain: 1.02, 1.1, 1.21 -> 1.1
+            self.assertAlmostEqual(archiver["sampling_over_sweep0_pct"], 2.0)
+            self.assertAlmostEqual(archiver["sampling_over_plain_pct"], 10.0)
+            self.assertAlmostEqual(archiver["cpu"]["sampling_over_sweep0_pct"], 2.0)
+            self.assertEqual(sample["figures"]["drain_ns"], 40000.0)
+            rows = self.write_rows(d, "rows2", [{"side": "plain", "trial": 1, "wall_s": 1.0}])
+            p = bench("sampling", "{}", rows, cost)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("bench sampling/archiver: no trial of side 'sweep0' with wall_s", p.stderr)
+
     def test_peers_needs_both_tokio_variants(self):
         with tempfile.TemporaryDirectory() as d:
             paths = self.peer_rows(d)
