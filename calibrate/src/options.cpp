@@ -131,6 +131,13 @@ constexpr std::array kKeys{
         "9"sv, ""sv, "width gate: recipient groups a flush needs to recruit while a cost estimate is untrusted"sv},
     Key{"COACT_BURST_RECRUIT_MAX"sv, "scheduler"sv, "burst_recruit_max"sv, Type::integer, ""sv, 0, 4096, false,
         "32"sv, ""sv, "siblings recruited per flush at most (0: never recruit)"sv},
+    Key{"COACT_TRACE"sv, "scheduler"sv, "trace"sv, Type::text, ""sv, 0, 0, false, "off"sv, ""sv,
+        "per-mail trace: off, on (every mail) or the fraction of mail sampled, 0 < r <= 1 (e.g. 0.01)"sv},
+    Key{"COACT_TRACE_OUTPUT"sv, "scheduler"sv, "trace_output"sv, Type::text, ""sv, 0, 0, false,
+        "coact-trace.json"sv, ""sv,
+        "trace file (Chrome trace-event JSON), written at shutdown, request_stop and SIGINT/SIGTERM"sv},
+    Key{"COACT_TRACE_BUFFER"sv, "scheduler"sv, "trace_buffer"sv, Type::integer, "events"sv, 1024, 67'108'864,
+        false, "131072"sv, ""sv, "trace events kept per thread (64 bytes each); later events are dropped and counted"sv},
 };
 constexpr std::size_t kKeyCount = kKeys.size();
 

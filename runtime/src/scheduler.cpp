@@ -19,6 +19,7 @@
 #include <coact/causal/sampler.hpp>
 
 #include "detail/live_schedulers.hpp"
+#include "trace/hooks.hpp"
 
 namespace coact::detail {
 
@@ -79,6 +80,15 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   for (uint32_t i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, tuning_.burst_ring_bytes, tuning_.burst));
   }
+  if (tuning_.trace > 0) {  // the per-mail trace (trace/recorder.hpp)
+    trace_ = std::make_unique<trace::Session>(trace::SessionInfo{tuning_.trace, tuning_.burst, n},
+                                              tuning_.trace_buffer, tuning_.trace_output);
+    for (auto& w : workers_) {
+      w->trace = &trace_->ring(w->index);
+      w->trace_session = trace_.get();
+      w->trace_rng = (uint64_t(w->index) + 1) * 0x9E3779B97F4A7C15ull;
+    }
+  }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
   rings_on_ = !workers_.empty() && workers_[0]->ring_on;
   if (rings_on_) g_ring_schedulers.fetch_add(1, std::memory_order_relaxed);
@@ -106,6 +116,7 @@ void Scheduler::shutdown() {
   for (auto& w : workers_) {                         // 3.
     if (w->thread.joinable()) w->thread.join();
   }
+  if (trace_) trace_->write_output();  // every recording thread of the pool has stopped
   // 5 (before 4, while the recipients are still registered): drainers still
   // queued hold burst references; their unclaimed mail is dropped and counted.
   for (auto& w : workers_) {
@@ -156,7 +167,15 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
   if (w != nullptr && w->in_handler) {
     target->add_ref();  // keeps the cell alive until the flush deposits the mail
+    if (w->trace != nullptr) [[unlikely]] trace::on_send(*w, e);
     w->outbound.emplace_back(target, e);
+    return;
+  }
+  if (trace_ != nullptr) [[unlikely]] {  // a traced root send
+    const bool ours = w != nullptr && w->sched == this;
+    const trace::RootSend rs = trace::on_root_send_begin(*trace_, ours ? w : nullptr, target, e);
+    deposit(target, e, w);
+    trace::on_root_send_end(ours ? *w->trace : trace_->external(), rs);
     return;
   }
   deposit(target, e, w);  // root door (or a worker outside a handler)
@@ -182,11 +201,23 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
 // The burst lifecycle step 2 (detail/burst.hpp): the one flush point.
 void Scheduler::flush(Worker& w, ActorCell* producer) {
   causal::on_pay_point();  // pay before making other actors runnable
+  if (tuning_.burst && w.ring_on) {
+    w.ring.seal();  // lock = mail count, before any mail leaves this thread
+    w.sent_one = false;
+  }
+  if (w.trace != nullptr) [[unlikely]] {
+    if (w.outbound.empty()) return;
+    const uint32_t mails = uint32_t(w.outbound.size());
+    const uint64_t t_sent = trace::on_flush_begin(w, producer);
+    flush_route(w, producer);
+    trace::on_flush_end(w, producer, t_sent, mails);
+    return;
+  }
+  flush_route(w, producer);
+}
+
+void Scheduler::flush_route(Worker& w, ActorCell* producer) {
   if (tuning_.burst) {
-    if (w.ring_on) {
-      w.ring.seal();  // lock = mail count, before any mail leaves this thread
-      w.sent_one = false;
-    }
     if (producer != nullptr && !w.outbound.empty()) {
       BurstProducer* bp = producer->producer;
       if (w.outbound.size() > 1 || (bp != nullptr && (bp->active != nullptr || bp->prev != nullptr))) {
@@ -329,6 +360,7 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
     extra = std::min(staged, worker_count()) - 1;
   }
   extra = std::min(extra, tuning_.burst_recruit_max);
+  if (w.trace != nullptr) [[unlikely]] trace::on_recruit(w, p, staged, extra, !confident);
   if (extra != 0) {
     for (uint32_t i = 0; i < extra; ++i) {
       b->add_ref();
@@ -558,6 +590,7 @@ Job Scheduler::idle(Worker& w) {
       return nullptr;
     }
     bump(w.parks);
+    const uint64_t trace_park = w.trace != nullptr ? sync::now_ns() : 0;
     // 5. At most one parked worker holds the earliest timer deadline (an
     // expiry wakes one worker, not a herd); the others park indefinitely.
     bool keeper = false;
@@ -584,6 +617,7 @@ Job Scheduler::idle(Worker& w) {
     w.spin_window.parked(spun, slept, !timed_out && !injector_.empty(), uint64_t(handoff_->wake_break_even().count()),
                          ceiling);
     causal::on_resume();       // woken by a thread that paid: credit
+    if (w.trace != nullptr) [[unlikely]] trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     w.clock_ns = sync::now_ns();
     now = 0;
@@ -599,6 +633,7 @@ Job Scheduler::idle(Worker& w) {
 }
 
 void Scheduler::run_job(Worker& w, Job j) {
+  if (w.trace != nullptr) [[unlikely]] w.trace_pickup = sync::now_ns();  // t_enqueue
   if (is_burst(j)) {
     run_burst(w, burst_of(j));
   } else {
@@ -758,6 +793,12 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   causal::on_handler_enter(c->type, kind);
   w.current = c;
   w.in_handler = true;
+  uint64_t trace_mail = 0, trace_received = 0;
+  if (w.trace != nullptr) [[unlikely]] {
+    trace_mail = e->trace;
+    w.trace_kind = kind;
+    trace_received = sync::now_ns();
+  }
   // Burst recruitment's cost estimates: every 16th dispatch is timed (two
   // clock reads), the cost of its kind's EWMA cell updated.
   uint64_t t0 = 0;
@@ -777,6 +818,7 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   if (t0 != 0) costs_.observe(kind, sync::now_ns() - t0);
   w.in_handler = false;
   w.current = nullptr;
+  if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, trace_mail, kind, trace_received, false);
   causal::on_handler_exit(c->type, kind);
   bump(w.delivered);
   if (!w.outbound.empty() || w.ring.building()) flush(w, c);
@@ -868,6 +910,8 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   causal::on_handler_enter(c->type, kind);
   w.current = c;
   w.in_handler = true;
+  const uint64_t trace_received = w.trace != nullptr ? sync::now_ns() : 0;
+  if (trace_received != 0) w.trace_kind = kind;
   try {
     h.resume();
   } catch (const std::exception& ex) {
@@ -878,6 +922,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   }
   w.in_handler = false;
   w.current = nullptr;
+  if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, 0, kind, trace_received, true);
   causal::on_handler_exit(c->type, kind);
   if (h.done()) {
     h.destroy();
@@ -948,6 +993,7 @@ bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
 }
 
 void Scheduler::fire(Worker* w, TimerEntry& e) {
+  if (w != nullptr && w->trace != nullptr) [[unlikely]] trace::on_timer(*w, e);
   switch (e.reason) {
     case TimerReason::send:
       e.action->fire();  // resolves the address now; deposits from this worker
@@ -1075,6 +1121,7 @@ void Scheduler::request_stop() noexcept {
   // (causal resume), so the waker pays first, as before any other wake.
   if (Worker* w = t_worker; w != nullptr && w->sched == this) causal::on_pay_point();
   stop_requested_.store(true, std::memory_order_release);
+  if (trace_ != nullptr) trace::request_writes();  // the trace file, written off this thread
   std::lock_guard lk(done_mu_);
   done_cv_.notify_all();
 }

@@ -6,11 +6,34 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
 
 namespace coact {
 namespace {
 
 uint32_t u32(const options::Values& v, const char* key) { return static_cast<uint32_t>(*v.integer(key)); }
+
+// COACT_TRACE: off/on (the boolean spellings) or a fraction in (0, 1].
+double trace_rate(const options::Values& v) {
+  const options::Entry& e = v.entry("COACT_TRACE");
+  const std::string& s = v.text("COACT_TRACE");
+  std::string low;
+  for (char ch : s) low += char(std::tolower(static_cast<unsigned char>(ch)));
+  if (low.empty() || low == "off" || low == "0" || low == "false" || low == "no") return 0;
+  if (low == "on" || low == "1" || low == "true" || low == "yes") return 1;
+  char* end = nullptr;
+  errno = 0;
+  const double r = std::strtod(s.c_str(), &end);
+  const bool digits = s.find_first_not_of("0123456789.eE-+") == std::string::npos;
+  if (digits && end != nullptr && *end == '\0' && errno == 0 && r > 0 && r <= 1) return r;
+  std::string where = std::string(options::to_string(e.source));
+  if (!e.origin.empty()) where += " " + e.origin;
+  throw options::option_error("COACT_TRACE=" + s + " (" + where +
+                              "): expected off, on, or the fraction of mail traced, 0 < r <= 1 (e.g. 0.01)");
+}
 
 }  // namespace
 
@@ -40,6 +63,9 @@ SchedulerTuning tuning_from(const options::Values& v) {
   t.burst_ring_bytes = u32(v, "COACT_BURST_RING_BYTES");
   t.burst_recruit_min = u32(v, "COACT_BURST_RECRUIT_MIN");
   t.burst_recruit_max = u32(v, "COACT_BURST_RECRUIT_MAX");
+  t.trace = trace_rate(v);
+  t.trace_output = v.text("COACT_TRACE_OUTPUT");
+  t.trace_buffer = u32(v, "COACT_TRACE_BUFFER");
   return t;
 }
 

@@ -421,14 +421,6 @@ TEST_CASE("unknown keys are errors in every source, naming the nearest declared 
     CHECK(error_of(s) == "unknown key COACT_SPIN_WINDOW (from environment); did you mean COACT_SPIN_WINDOW_US? "
                          "(--coact-help lists every key)");
   }
-  SECTION("keys nothing reads any more are unknown") {
-    for (const char* gone : {"COACT_TRACE=1"}) {
-      TuningSources s;
-      s.env = std::vector<std::string>{gone};
-      INFO(gone);
-      CHECK_THAT(error_of(s), Contains("unknown key COACT_"));
-    }
-  }
   SECTION("an old spelling names its new key") {
     TuningSources s;
     s.env = std::vector<std::string>{"COACT_SPIN_WINDOW_USEC=20"};

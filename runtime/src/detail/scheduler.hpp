@@ -55,6 +55,7 @@
 #include "spin_window.hpp"
 #include "timer_heap.hpp"
 #include "work_deque.hpp"
+#include "../trace/recorder.hpp"
 
 namespace coact::detail {
 
@@ -85,6 +86,7 @@ struct Worker {
   std::vector<std::pair<ActorCell*, Envelope*>> outbound;  // buffered sends of the running handler
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
   bool in_handler = false;
+  trace::Ring* trace = nullptr;  // per-mail trace ring; null = tracing off (see below)
   uint32_t own_streak = 0;       // consecutive own-deque pops (chain backstop)
   uint32_t stride_count = 0;     // dispatches since the last clock read
   uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
@@ -110,6 +112,14 @@ struct Worker {
   std::atomic<uint64_t> wake_late_ns{0};    // timed parks' lateness past the requested wake (ns)
   std::thread thread;
   std::vector<TimerEntry> due;   // scratch for fire_due
+  // Per-mail trace (trace/recorder.hpp; COACT_TRACE): this worker's ring,
+  // null while tracing is off (the one branch of every trace hook), and
+  // the running invocation's trace state. Owned by this worker's thread.
+  trace::Session* trace_session = nullptr;
+  uint64_t trace_first_send = 0;  // t_construct_start of the running invocation (0: no send yet)
+  uint64_t trace_pickup = 0;      // start of the job being run (t_enqueue)
+  uint64_t trace_rng = 0;         // sampling state (xorshift)
+  uint32_t trace_kind = 0;        // message kind of the running handler
 };
 
 class Scheduler {
@@ -179,6 +189,8 @@ class Scheduler {
   void dispatch(Worker& w, ActorCell* c, Envelope* e);
   /// The flush point: `producer` is the actor whose handler (or destructor) ran.
   void flush(Worker& w, ActorCell* producer);
+  /// flush() after the pay point and the seal: routes the outbound mail.
+  void flush_route(Worker& w, ActorCell* producer);
   void flush_burst(Worker& w, ActorCell* producer);
   void run_burst(Worker& w, Burst* b);
   void deliver_claimed(Worker& w, ActorCell* t, Envelope* e);
@@ -246,6 +258,8 @@ class Scheduler {
   bool rings_on_ = false;                    // counted in g_ring_schedulers (actor.hpp)
   std::atomic<uint64_t> injector_pushes_{0};
   uint64_t futex_wakes_at_boot_ = 0;
+  // The per-mail trace (COACT_TRACE; null = off); written at shutdown.
+  std::unique_ptr<trace::Session> trace_;
 };
 
 /// Aborts with `msg`, naming the actor running on this thread (if any) and a

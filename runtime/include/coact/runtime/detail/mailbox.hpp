@@ -64,6 +64,10 @@ struct Envelope {
   /// send), or nullptr for a heap envelope. A ring envelope is destroyed in
   /// place and releases its region instead of being freed.
   RingRegion* region = nullptr;
+  /// Per-mail trace id (runtime/src/trace/recorder.hpp): set by the sending
+  /// worker when this mail is traced (COACT_TRACE), 0 otherwise. Read by the
+  /// worker that dispatches it, before the handler runs.
+  uint64_t trace = 0;
 };
 
 class Mailbox {

@@ -1,0 +1,106 @@
+// runtime/src/trace/recorder.cpp: Ring and Session (recorder.hpp).
+#include "recorder.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <coact/causal/region.hpp>
+
+#include "../detail/sync.hpp"
+
+namespace coact::detail::trace {
+
+Ring::Ring(uint16_t index, uint32_t capacity)
+    : index_(index), cap_(capacity), slots_(std::make_unique<Slot[]>(capacity)) {}
+
+std::vector<Event> Ring::snapshot() const {
+  const uint64_t n = std::min<uint64_t>(next_.load(std::memory_order_acquire), cap_);
+  std::vector<Event> out;
+  out.reserve(size_t(n));
+  for (uint64_t i = 0; i < n; ++i) {
+    // acquire: pairs with the writer's release; a slot still being written is skipped.
+    if (slots_[i].ready.load(std::memory_order_acquire) != 0) out.push_back(slots_[i].ev);
+  }
+  return out;
+}
+
+Session::Session(SessionInfo info, uint32_t capacity, std::string output)
+    : info_(info), output_(std::move(output)), boot_ns_(sync::now_ns()), all_(info.rate >= 1) {
+  // threshold_: P(xorshift state < threshold) = rate.
+  const double t = std::ldexp(info.rate, 64);
+  threshold_ = t >= 18446744073709551615.0 ? UINT64_MAX : uint64_t(t);
+  for (uint32_t i = 0; i <= info.workers; ++i) rings_.push_back(std::make_unique<Ring>(uint16_t(i), capacity));
+  register_session(this);
+}
+
+Session::~Session() { unregister_session(this); }
+
+uint64_t Session::dropped() const noexcept {
+  uint64_t d = 0;
+  for (const auto& r : rings_) d += r->dropped();
+  return d;
+}
+
+void Session::poll_experiment(Ring& r, uint64_t now_ns) noexcept {
+  const causal::Selection sel = causal::current_selection();
+  const uint64_t key = ((uint64_t(sel.epoch) << 32) | sel.region) + 1;
+  uint64_t seen = selection_.load(std::memory_order_relaxed);
+  if (seen == key) return;
+  if (seen == 0 && sel.region == causal::kNoRegion) {  // no sweep ran yet: nothing to show
+    selection_.compare_exchange_strong(seen, key, std::memory_order_relaxed);
+    return;
+  }
+  if (!selection_.compare_exchange_strong(seen, key, std::memory_order_relaxed)) return;
+  Event e{};
+  e.type = EventType::experiment;
+  e.t0 = now_ns;
+  e.id = sel.region;
+  e.count = sel.region == causal::kNoRegion ? 0 : sel.speedup_pct;
+  r.append(e);
+}
+
+bool Session::write(const std::string& path) {
+  std::lock_guard lk(write_mu_);
+  std::vector<Event> all;
+  for (const auto& r : rings_) {
+    std::vector<Event> v = r->snapshot();
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  std::string doc;
+  try {
+    doc = to_json(all, info_, boot_ns_, dropped(), uint32_t(rings_.size()));
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "coact: trace: cannot build the trace for '%s': %s\n", path.c_str(), ex.what());
+    return false;
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: cannot write '%s': %s\n", path.c_str(), tmp.c_str(),
+                   std::strerror(errno));
+      return false;
+    }
+    out.write(doc.data(), std::streamsize(doc.size()));
+    out.flush();
+    if (!out) {
+      std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: write failed\n", path.c_str());
+      ::unlink(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: cannot rename '%s': %s\n", path.c_str(), tmp.c_str(),
+                 std::strerror(errno));
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace coact::detail::trace

@@ -1,0 +1,174 @@
+// runtime/src/trace/recorder.hpp: the per-mail trace (README "Reading the
+// scheduler: traces"): loss-tolerant per-thread event rings and the session
+// that owns them and writes them out as Chrome trace-event JSON.
+//
+// What is recorded (COACT_TRACE=on or a sampling fraction; all times
+// steady_clock ns, the clock of sync::now_ns):
+//   send     one per traced mail, by the sending thread at the flush point:
+//            t_construct_start (the handler's first buffered send), t_sent
+//            (the flush at the handler boundary; a root send: both are the
+//            send itself), the recipient, the message kind.
+//   flush    one per flush that carried a traced mail: the producer handler
+//            (actor type, kind), t_construct_start, t_sent, flush end.
+//   handler  one per traced mail dispatched: t_enqueue (the start of the
+//            worker job that dispatched it: the burst drainer's run, or the
+//            actor's drain cycle), t_received (handler entered), t_finished
+//            (handler returned). The exporter joins send and handler by the
+//            mail id; t_enqueue is clamped to >= t_sent (a mail deposited
+//            into a drain that was already running joined it at t_sent).
+//   park     one per park: when the worker parked, when it woke.
+//   timer    one per timer fired: when, the deadline, the reason.
+//   recruit  one per burst flush that published groups (COACT_BURST=on):
+//            groups, siblings recruited, and whether the cost estimates
+//            decided or the width gate (an untrusted cost cell).
+//   experiment  a change of the causal controller's selection (region,
+//            speedup), seen by the next traced event of any worker.
+//
+// Rings: one per worker plus one shared by every other thread (roots). A
+// ring is a fixed array filled once: an append claims an index (fetch_add),
+// writes the event and publishes it (release store of the slot's flag). When
+// the array is full the event is dropped and counted; a writer never blocks
+// and never waits for a reader. A reader (the exporter, any thread, also
+// while writers run) takes the published slots (acquire) and skips slots
+// still being written. Nothing is overwritten, so the file holds the first
+// COACT_TRACE_BUFFER events of each thread and counts the rest.
+//
+// Threads: Ring::append from any thread; Session::write from any thread
+// (serialized by the session's mutex). Lifetime: the Scheduler owns its
+// Session; it is written at shutdown after the workers joined, and on
+// request_stop and SIGINT/SIGTERM by the trace writer thread (writer.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace coact::detail::trace {
+
+enum class EventType : uint8_t { send = 1, flush, handler, park, timer, recruit, experiment };
+
+/// One recorded event (64 bytes). Field use per type: see the file comment
+/// and Session::write (export.cpp).
+struct Event {
+  EventType type;
+  uint8_t flags;       // handler: 1 = coroutine resume; park: 1 = timed out; recruit: 1 = width gate
+  uint16_t ring;       // the ring (thread track) it was recorded on
+  uint32_t kind;       // message kind (send, handler, flush: the producer's), timer reason
+  uint32_t kind2;      // send: the producer handler's kind; recruit: groups staged
+  uint32_t count;      // flush: mails; recruit: siblings recruited; experiment: speedup %
+  uint64_t t0, t1, t2; // per type (ns)
+  uint64_t id;         // mail id (send, handler); experiment: region id
+  uint64_t a;          // recipient pid (send), actor pid (handler, flush)
+  const void* type_info;  // actor type (handler: recipient, send and flush: producer)
+};
+static_assert(sizeof(Event) == 64);
+
+/// A loss-tolerant event array (file comment). Any thread appends.
+class Ring {
+ public:
+  Ring(uint16_t index, uint32_t capacity);
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  /// Records `e` (its `ring` is set here), or drops and counts it when the
+  /// ring is full. Never blocks.
+  void append(const Event& e) noexcept {
+    const uint64_t i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= cap_) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    slots_[i].ev = e;
+    slots_[i].ev.ring = index_;
+    slots_[i].ready.store(1, std::memory_order_release);
+  }
+  /// A mail id unique in this session: ring index in the high bits.
+  uint64_t next_id() noexcept {
+    return (uint64_t(index_ + 1) << 40) | (ids_.fetch_add(1, std::memory_order_relaxed) + 1);
+  }
+  /// The published events so far (a reader; any thread).
+  std::vector<Event> snapshot() const;
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  uint16_t index() const noexcept { return index_; }
+  uint32_t capacity() const noexcept { return cap_; }
+
+ private:
+  struct Slot {
+    Event ev;
+    std::atomic<uint8_t> ready{0};
+  };
+  uint16_t index_;
+  uint32_t cap_;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<uint64_t> next_{0};
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> ids_{0};
+};
+
+/// What the exporter needs to know about the run.
+struct SessionInfo {
+  double rate = 1;
+  bool burst = false;
+  uint32_t workers = 0;
+};
+
+/// The trace of one runtime: rings (index 0..workers-1: the workers; index
+/// `workers`: every other thread), the sampling decision and the writer.
+class Session {
+ public:
+  Session(SessionInfo info, uint32_t capacity, std::string output);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Ring& ring(uint32_t i) noexcept { return *rings_[i]; }
+  Ring& external() noexcept { return *rings_.back(); }
+  /// Samples one mail with the caller's xorshift state: true = trace it.
+  bool sample(uint64_t& state) const noexcept {
+    if (all_) return true;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state < threshold_;
+  }
+  bool all() const noexcept { return all_; }
+  /// Records an experiment event on `r` if the causal selection changed since
+  /// the last one seen (any thread).
+  void poll_experiment(Ring& r, uint64_t now_ns) noexcept;
+  const std::string& output() const noexcept { return output_; }
+  /// Writes the trace to `path` (temp file + rename); false, with one line on
+  /// stderr naming the file and the reason, if it cannot. Any thread.
+  bool write(const std::string& path);
+  /// write(output()) unless the output is "".
+  bool write_output() { return output_.empty() ? true : write(output_); }
+  uint64_t dropped() const noexcept;
+  uint64_t boot_ns() const noexcept { return boot_ns_; }
+
+ private:
+  SessionInfo info_;
+  std::string output_;
+  uint64_t boot_ns_;
+  bool all_;
+  uint64_t threshold_;
+  std::vector<std::unique_ptr<Ring>> rings_;
+  std::atomic<uint64_t> selection_{0};  // last seen (epoch << 32 | region), +1 so 0 = none yet
+  std::mutex write_mu_;
+};
+
+/// Builds the Chrome trace-event JSON document of `events` (export.cpp). Pure.
+std::string to_json(const std::vector<Event>& events, const SessionInfo& info, uint64_t boot_ns,
+                    uint64_t dropped, uint32_t rings);
+
+/// Registers `s` with the process's trace writer thread (writer.cpp): it is
+/// written on SIGINT/SIGTERM (handlers installed at the first registration,
+/// then the signal's previous disposition runs) and on request_writes().
+void register_session(Session* s);
+void unregister_session(Session* s) noexcept;
+/// Asks the writer thread to write every registered session (request_stop).
+/// Never blocks; async-signal-safe.
+void request_writes() noexcept;
+
+}  // namespace coact::detail::trace
