@@ -337,8 +337,8 @@ int main(int argc, char** argv) {
   auto u = [](uint64_t x) { return static_cast<unsigned long long>(x); };
   std::fprintf(stderr,
                "coact-peers stats: syncs=%llu wakes=%llu injector_pushes=%llu deque_pushes=%llu parks=%llu "
-               "futex_wakes=%llu bursts=%llu seized=%llu seize_lost=%llu\n",
+               "futex_wakes=%llu bursts=%llu seized=%llu seize_lost=%llu ring_fallbacks=%llu\n",
                u(st.syncs()), u(st.wakes), u(st.injector_pushes), u(st.deque_pushes), u(st.parks), u(st.futex_wakes),
-               u(st.bursts), u(st.seized), u(st.seize_lost));
+               u(st.bursts), u(st.seized), u(st.seize_lost), u(st.ring_fallbacks));
   return 0;
 }

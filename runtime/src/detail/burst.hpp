@@ -287,6 +287,14 @@ struct RecipientIndex {
       if (slots[i].key == nullptr) return UINT32_MAX;
     }
   }
+  /// Room for `n` more mappings without a regrow (load factor 1/2).
+  void reserve(size_t n) {
+    const size_t have = mask == 0 ? 0 : size_t(mask) + 1;
+    if ((count + n) * 2 <= have) return;
+    size_t cap = have == 0 ? 16 : have * 2;
+    while ((count + n) * 2 > cap) cap *= 2;
+    grow_to(uint32_t(cap));
+  }
   /// Maps c to group g (replacing an existing mapping).
   void put(ActorCell* c, uint32_t g) {
     if ((count + 1) * 2 > mask + 1) grow();
@@ -306,7 +314,10 @@ struct RecipientIndex {
  private:
   void grow() {
     const uint32_t old = mask == 0 ? 0 : mask + 1;
-    const uint32_t cap = old == 0 ? 16 : old * 2;
+    grow_to(old == 0 ? 16 : old * 2);
+  }
+  void grow_to(uint32_t cap) {
+    const uint32_t old = mask == 0 ? 0 : mask + 1;
     Slot* prev = slots;
     const uint32_t prev_mask = mask;
     slots = static_cast<Slot*>(small_alloc(sizeof(Slot) * cap));

@@ -93,7 +93,7 @@ struct Worker {
   uint64_t cascade_start_ns = 0; // when the current local cascade began
   SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
   uint32_t cost_stride = 0;      // dispatches since the last cost sample (burst on)
-  bool sent_one = false;         // the running invocation already sent a (heap) mail
+  bool ring_refused = false;     // the ring refused an alloc in this invocation (full)
   std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
   std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
   // Counters: written by this worker (relaxed), read by stats().
