@@ -218,7 +218,9 @@ void Scheduler::flush(Worker& w, ActorCell* producer) {
   flush_route(w, producer);
 }
 
-void Scheduler::flush_route(Worker& w, ActorCell* producer) {
+// Inlined into flush (out of line it cost ~20 instructions per flush: the
+// call, and registers saved twice).
+[[gnu::always_inline]] inline void Scheduler::flush_route(Worker& w, ActorCell* producer) {
   if (tuning_.burst) {
     if (producer != nullptr && !w.outbound.empty()) {
       BurstProducer* bp = producer->producer;
