@@ -1,7 +1,8 @@
 """The command line: `coact-plot` (installed) or `reports/coact_plot.py`.
 
 Subcommands: profile (ranking + speedup curves), estimate (predicted program
-speedup per region at each measured s), compare (perf-compare trials),
+speedup per region at each measured s), compare (perf-compare trials), trace
+(span distributions of a per-mail trace, COACT_TRACE),
 verdict (perf-compare's verdict on a trials file; used by
 scripts/perf-compare.sh). Exit status: 0 ok, 1 data error, 2 usage error.
 """
@@ -76,7 +77,27 @@ def _build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     pc.add_argument("-t", "--title", help="figure title")
     pc.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    pt = sub.add_parser("trace", help="plot the span distributions of a per-mail trace",
+                        description="Box plots of the construct, queued, drain and handler "
+                                    "spans per recipient handler region, from a trace written "
+                                    "with COACT_TRACE=on (coact-trace summary prints the numbers).")
+    pt.add_argument("trace", metavar="TRACE.json")
+    pt.add_argument("-o", "--output", required=True, help="plot file, .png or .svg")
+    pt.add_argument("-n", "--top", type=int, default=8, help="regions with most mails to show (default 8)")
+    pt.add_argument("-t", "--title", help="figure title")
     return p
+
+
+def _run_trace(a) -> int:
+    from .plot_trace import load_spans, plot_trace
+    if a.top < 1:
+        raise ValueError("--top must be >= 1")
+    _check_output(a.output)
+    spans = load_spans(a.trace)
+    shown = plot_trace(spans, a.output, a.top, a.title)
+    print(f"{_prog()}: wrote {a.output} ({len(shown)} regions)", file=sys.stderr)
+    return 0
 
 
 def _run_profile(a) -> int:
@@ -121,7 +142,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 1 data error, 2 usage)."""
     a = _build_parser().parse_args(argv)        # exits 2 on a usage error
     run = {"profile": _run_profile, "compare": _run_compare,
-           "estimate": _estimate.run}[a.command]
+           "estimate": _estimate.run, "trace": _run_trace}[a.command]
     return guarded(_prog(), run, a)
 
 

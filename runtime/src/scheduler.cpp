@@ -208,14 +208,20 @@ void Scheduler::flush(Worker& w, ActorCell* producer) {
     w.ring_refused = false;
   }
   if (w.trace != nullptr) [[unlikely]] {
-    if (w.outbound.empty()) return;
-    const uint32_t mails = uint32_t(w.outbound.size());
-    const uint64_t t_sent = trace::on_flush_begin(w, producer);
-    flush_route(w, producer);
-    trace::on_flush_end(w, producer, t_sent, mails);
+    flush_traced(w, producer);
     return;
   }
   flush_route(w, producer);
+}
+
+// flush() with the per-mail trace on: send events, routing, the flush event.
+// Out of line so the untraced flush keeps its small frame.
+void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
+  if (w.outbound.empty()) return;
+  const uint32_t mails = uint32_t(w.outbound.size());
+  const uint64_t t_sent = trace::on_flush_begin(w, producer);
+  flush_route(w, producer);
+  trace::on_flush_end(w, producer, t_sent, mails);
 }
 
 // Inlined into flush (out of line it cost ~20 instructions per flush: the
@@ -789,6 +795,18 @@ void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
 }
 
 void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
+  if (w.trace != nullptr) [[unlikely]] {
+    dispatch_traced(w, c, e);  // out of line: the untraced path keeps one branch
+    return;
+  }
+  dispatch_as<false>(w, c, e);
+}
+
+void Scheduler::dispatch_traced(Worker& w, ActorCell* c, Envelope* e) { dispatch_as<true>(w, c, e); }
+
+// kTraced: the per-mail trace's handler event (t_received, t_finished).
+template <bool kTraced>
+inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   if (e->system != SystemMail::none) {
     if (e->system == SystemMail::stop) c->stop_requested = true;
     e->drop(e);  // a resume with no wait pending is stale
@@ -799,7 +817,7 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   w.current = c;
   w.in_handler = true;
   uint64_t trace_mail = 0, trace_received = 0;
-  if (w.trace != nullptr) [[unlikely]] {
+  if constexpr (kTraced) {
     trace_mail = e->trace;
     w.trace_kind = kind;
     trace_received = sync::now_ns();
@@ -823,7 +841,7 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
   if (t0 != 0) costs_.observe(kind, sync::now_ns() - t0);
   w.in_handler = false;
   w.current = nullptr;
-  if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, trace_mail, kind, trace_received, false);
+  if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);
   causal::on_handler_exit(c->type, kind);
   bump(w.delivered);
   if (!w.outbound.empty() || w.ring.building()) flush(w, c);
