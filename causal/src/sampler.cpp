@@ -277,10 +277,18 @@ uint64_t drain_samples_with_credit(const std::function<uint64_t(const RawSample&
   for (Ring* r : rs) {
     const uint64_t h = r->head.load(std::memory_order_acquire);
     uint64_t t = r->tail.load(std::memory_order_relaxed);
-    uint64_t credit = 0;
-    for (; t < h; ++t, ++n) credit += fn(r->buf[t % kSampleRing]);
+    for (; t < h; ++t, ++n) {
+      // Credited sample by sample, right after fn put the sample's delay into
+      // G (line_region.cpp process): the thread takes its credit at its next
+      // pay point, and a thread that got there between G's growth and a credit
+      // deferred to the end of its ring's batch (each sample before it unwound
+      // for tens of µs; milliseconds when the drainer is descheduled) paid its
+      // own virtual speedup, and the late credit was then lost (credit_local
+      // clamps L at G). What remains is the instant between these two adds.
+      const uint64_t credit = fn(r->buf[t % kSampleRing]);
+      if (credit != 0 && !r->exited) r->credit.fetch_add(credit, std::memory_order_relaxed);
+    }
     r->tail.store(t, std::memory_order_release);
-    if (credit != 0 && !r->exited) r->credit.fetch_add(credit, std::memory_order_relaxed);
   }
   // Free the drained rings of exited threads (no handler can run for them).
   std::erase_if(rs, [](Ring* r) {

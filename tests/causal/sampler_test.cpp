@@ -2,6 +2,7 @@
 // handler never allocates or takes a lock, and exiting threads, threads
 // created before sampling and fork() children are tracked or listed.
 #include <dlfcn.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -358,4 +359,42 @@ TEST_CASE("sampler stress: threads register, sample and exit concurrently", "[sa
     (void)drain_all();
     CHECK(coact::causal::sampler_stats().threads_live == 0);
   }
+}
+
+TEST_CASE("sampler: a sample's credit reaches its thread as soon as the sample is handed, not at the end of the batch",
+          "[sampler]") {
+  // The drainer adds a selected line's delay to G inside fn; a thread that
+  // reaches a pay point while the rest of its ring's batch is still being
+  // handed must already find that sample's credit, or it pays its own virtual
+  // speedup (line_region.cpp; the credit taken later is clamped away).
+  coact::test::Watchdog wd(60, "sampler credit per sample");
+  SamplingSession session(10s);  // only raise() samples: the timer does not fire in the test
+  std::atomic<int> phase{0};  // 1: samples raised; 2: take the credit now; 3: taken; 4: done
+  std::atomic<uint64_t> taken{~uint64_t{0}};
+  std::atomic<int> tid{0};
+  std::thread t([&] {
+    coact::causal::register_sampled_thread();
+    tid.store(static_cast<int>(gettid()));
+    raise(SIGPROF);
+    raise(SIGPROF);
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    taken.store(coact::causal::detail::take_sample_credit());
+    phase.store(3);
+    while (phase.load() != 4) std::this_thread::yield();  // alive (its ring not exited) until the drain ends
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  int seen = 0;
+  (void)coact::causal::drain_samples_with_credit([&](const coact::causal::RawSample& s) -> uint64_t {
+    if (s.tid != tid.load()) return 0;
+    if (++seen == 2) {  // the thread takes its credit while its second sample is being handed
+      phase.store(2);
+      while (phase.load() != 3) std::this_thread::yield();
+    }
+    return 100;
+  });
+  phase.store(4);
+  t.join();
+  REQUIRE(seen == 2);
+  CHECK(taken.load() == 100);  // the first sample's credit (before: 0, both came after the batch)
 }

@@ -134,7 +134,9 @@ uint64_t drain_samples(const std::function<void(const RawSample&)>& fn);
 /// As drain_samples; the value `fn` returns for a sample is added to the
 /// sampling thread's credit (cycles it must not owe: delay injected on its
 /// behalf for its own sample), which that thread takes with
-/// detail::take_sample_credit at its next pay point.
+/// detail::take_sample_credit at its next pay point. Each sample's credit is
+/// added as soon as `fn` returns for it (so `fn` adds the delay to G first,
+/// then the thread's credit follows at once, not at the end of the batch).
 uint64_t drain_samples_with_credit(const std::function<uint64_t(const RawSample&)>& fn);
 
 /// Counters and the list of live threads that are not sampled. Any thread.
