@@ -1,7 +1,11 @@
 // runtime/src/trace/recorder.cpp: Ring and Session (recorder.hpp).
 #include "recorder.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <new>
+#include <type_traits>
 
 #include <cerrno>
 #include <cmath>
@@ -15,8 +19,20 @@
 
 namespace coact::detail::trace {
 
-Ring::Ring(uint16_t index, uint32_t capacity)
-    : index_(index), cap_(capacity), slots_(std::make_unique<Slot[]>(capacity)) {}
+Ring::Ring(uint16_t index, uint32_t capacity) : index_(index), cap_(capacity) {
+  void* p = ::mmap(nullptr, sizeof(Slot) * size_t(cap_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    cap_ = 0;
+    return;
+  }
+  slots_ = static_cast<Slot*>(p);
+  for (uint32_t i = 0; i < cap_; ++i) ::new (&slots_[i]) Slot();
+}
+
+Ring::~Ring() {
+  static_assert(std::is_trivially_destructible_v<Slot>);
+  if (slots_ != nullptr) ::munmap(slots_, sizeof(Slot) * size_t(cap_));
+}
 
 std::vector<Event> Ring::snapshot() const {
   const uint64_t n = std::min<uint64_t>(next_.load(std::memory_order_acquire), cap_);

@@ -69,7 +69,12 @@ static_assert(sizeof(Event) == 64);
 /// A loss-tolerant event array (file comment). Any thread appends.
 class Ring {
  public:
+  /// The slots are mapped with mmap, not malloc: a free of a large malloc'd
+  /// block raises glibc's mmap threshold, which moved later large
+  /// allocations of the program onto the heap. No memory (mmap failed):
+  /// capacity 0, every event dropped and counted.
   Ring(uint16_t index, uint32_t capacity);
+  ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
@@ -102,7 +107,7 @@ class Ring {
   };
   uint16_t index_;
   uint32_t cap_;
-  std::unique_ptr<Slot[]> slots_;
+  Slot* slots_ = nullptr;
   std::atomic<uint64_t> next_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> ids_{0};
