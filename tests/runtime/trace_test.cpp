@@ -207,6 +207,25 @@ TEST_CASE("trace: a bad COACT_TRACE value is one error naming the key") {
   CHECK(coact::resolve_tuning(s).trace == 0);
 }
 
+TEST_CASE("trace: request_stop writes the trace file while the runtime is still up") {
+  coact::test::TempDir dir("trace");
+  const auto out = dir.path / "trace.json";
+  coact::SchedulerTuning t = coact::test::tuning_for(2);
+  t.trace = 1;
+  t.trace_output = out.string();
+  coact::test::Watchdog wd(60, "trace request_stop");
+  coact::Runtime rt(t);
+  auto s = rt.spawn<Sink>(1000000);  // stays live
+  for (int i = 0; i < 50; ++i) s.send(Work{0});
+  std::this_thread::sleep_for(50ms);
+  rt.request_stop();
+  for (int i = 0; i < 500 && !std::filesystem::exists(out); ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(std::filesystem::exists(out));  // written by the writer thread, before shutdown
+  CHECK(mails_to(read_json(out), "Sink::on(").size() == 50);
+  s.stop();
+  rt.shutdown();
+}
+
 TEST_CASE("trace: SIGTERM writes the trace file, then the signal ends the program") {
 #if defined(__SANITIZE_THREAD__)
   SUCCEED("fork with threads under TSan: skipped");
