@@ -71,7 +71,12 @@
 #            {"group":"instructions","workload":W,"workers":1,"burst":"off"|"on",
 #             "n":[n1,n2],"msgs":[m1,m2],"instr_per_msg":X,"syscalls_per_msg":Y,
 #             "syscall_workers":K,
-#             "base_instr_per_msg":X0,"base_syscalls_per_msg":Y0}
+#             "base_instr_per_msg":X0,"base_syscalls_per_msg":Y0,
+#             "sweep_instr_per_msg":X1}
+#            sweep_instr_per_msg (burst off rows): the same count during a causal sweep
+#            at speedup 0 (COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0, the workload's
+#            reply handler as progress point): the profiler's cost per message is
+#            sweep_instr_per_msg - instr_per_msg.
 #            base_* only with COACT_BENCH_BASE_PEERS=PATH: another coact-peers binary
 #            (e.g. built from an older commit), run the same way with burst off (no
 #            COACT_BURST in its environment). Needs valgrind and strace. 1 worker
@@ -509,6 +514,21 @@ run_instructions_group() {
         count_run "$kind" "$f" "$peers" "$wl" "$n1" env COACT_BURST="$burst"
         count_run "$kind" "$f" "$peers" "$wl" "$n2" env COACT_BURST="$burst"
         val[$kind]=$(per_msg "$f")
+        if [[ $kind == ir && $burst == off ]]; then
+          local progress
+          case $wl in
+            ping_pong) progress=pong_msg ;;
+            fan_out) progress=rep_msg ;;
+            thread_ring) progress=token_msg ;;
+            skynet) progress=skynet_reply ;;
+          esac
+          f="$tmp/$wl.sweep.ir"; : >"$f"
+          local sweep_env=(env COACT_BURST=off COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0
+                           COACT_CAUSAL_PROGRESS_HANDLER="$progress" COACT_CAUSAL_OUTPUT="$tmp/sweep.coz")
+          count_run ir "$f" "$peers" "$wl" "$n1" "${sweep_env[@]}"
+          count_run ir "$f" "$peers" "$wl" "$n2" "${sweep_env[@]}"
+          val[sweep_ir]=$(per_msg "$f")
+        fi
         if [[ -n $base && $burst == off ]]; then
           f="$tmp/$wl.base.$kind"; : >"$f"
           count_run "$kind" "$f" "$base" "$wl" "$n1" env
@@ -520,6 +540,9 @@ run_instructions_group() {
       msgs=$(cut -d' ' -f1 "$tmp/$wl.$burst.ir" | paste -sd,)
       printf '{"group":"instructions","workload":"%s","workers":1,"burst":"%s","n":[%s,%s],"msgs":[%s],"instr_per_msg":%s,"syscalls_per_msg":%s,"syscall_workers":%s' \
         "$wl" "$burst" "$n1" "$n2" "$msgs" "${val[ir]}" "${val[sys]}" "$WORKERS"
+      if [[ -n ${val[sweep_ir]:-} ]]; then
+        printf ',"sweep_instr_per_msg":%s' "${val[sweep_ir]}"
+      fi
       if [[ -n ${val[base_ir]:-} ]]; then
         printf ',"base_instr_per_msg":%s,"base_syscalls_per_msg":%s,"base_bin":"%s"' "${val[base_ir]}" "${val[base_sys]}" "$base"
       fi
