@@ -359,24 +359,24 @@ namespace {
 // A's speedup owed B's thread when B armed its wait was forgiven: A predicted
 // about s·4/28 (10.7 points at 0.75).
 //
-// KNOWN MISS, not in CI: these cases carry the hidden tag [sleepers] instead
-// of [accuracy] (run them with `coact-tests-causal "[sleepers]"`). On a quiet
-// machine after the stamp fix they still failed: sleepers A y(0.75) = 0.082
-// (truth 0), B at 0.5 predicted 0.206 against 0.038 for the in-process
-// really-faster run. The standalone program disagrees with that 0.038
-// (`coact-known-answer --workload sleepers --seconds 2 [--speed B=0.5]`: period
-// 16.1 ms -> 12.7 ms, 0.215, close to the prediction; --speed A=0.75: 16.4 ms,
-// no gain), so B's check may be measuring the wrong "real" run, while A's
-// 8-point over-prediction is a real miss. Note the baseline period is 16.1 ms,
-// not the 14 ms the shape implies: find where the round's time goes first.
-// `coact-profile validate -w sleepers --no-dedup` on the quiet machine
-// (2026-11-30): A predicted 0.043 / 0.073 / 0.088 vs really-faster 0.092 /
-// 0.098 / 0.102 at s = 0.25 / 0.5 / 0.75, B 0.216 vs 0.209: the profiler
-// follows the real program (mean 2.4 points, max 4.9); it is the workload
-// whose A is on the critical path (16.1 ms ~ A's 2 ms + B's 4 + 10 ms: B seems
-// to start only after A's handler, on the forking worker — check whether the
-// adaptive spin window now parks the idle worker that the known answers
-// assume spins through idle gaps).
+// KNOWN MISS on an idle VM, not in CI: these cases carry the hidden tag
+// [sleepers] instead of [accuracy] (run them with `coact-tests-causal
+// "[sleepers]"`). Where the pool parks (sleepers, sleepers_send), A's truth
+// is 0 only where a parked worker wakes promptly. On this project's VM, when
+// it is otherwise idle, a cross-CPU wake sometimes takes milliseconds (a bare
+// futex ping-pong between two threads, 0.1-5 ms apart: p50 3-7 us, p99
+// 1.4-3 ms; a scheduler trace of `sleepers` showed the forking worker stalled
+// 2-4 ms while its woken sibling ran A, which then also ran B: 16.0 ms per
+// round instead of 14, and A 75% faster really gives 14.2 ms). There A is on
+// the critical path of the real program, the prediction follows it
+// (`coact-profile validate`, 2026-11-30, quiet: sleepers_send A predicted
+// 0.032 / 0.059 / 0.081 vs really-faster 0.101 / 0.107 / 0.114), and a check
+// against 0 cannot pass. Where wakes are prompt (the same machine loaded,
+// the program at SCHED_FIFO priority: period 14.0 ms) A predicted 0.005 /
+// 0.009 / 0.011 (sleepers) and -0.003 / -0.005 / -0.007 (sleepers_send), B
+// within 1 point; sleepers_spin, whose idle worker never parks, on the quiet
+// machine: A 0.003 / 0.003 / -0.001 vs really-faster -0.002 / -0.005 / 0.000,
+// B 0.140 vs 0.143.
 void check_sleepers(ka::Workload w) {
   if (skip_if_sanitized()) return;
   std::lock_guard lock(ca::test_ledger_mutex());
