@@ -11,7 +11,12 @@
 // own SIGINT/SIGTERM handler after the runtime booted replaces ours: its
 // trace is then written at shutdown (or request_stop) only.
 // Threads: register/unregister from any thread (a mutex); the writer thread
-// is detached and lives for the process (blocked in read()).
+// (blocked in read()) and the signal handlers live while a session with an
+// output file does: the last one's unregister restores the program's
+// dispositions, closes the pipe and joins the thread, so a process that is
+// done tracing has no thread of ours left (found: a forked child under TSan,
+// "starting new threads after multi-threaded fork", failed the panic test
+// after any traced runtime had run in the same process).
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -22,6 +27,7 @@
 #include <csignal>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "recorder.hpp"
@@ -31,10 +37,11 @@ namespace {
 
 std::mutex g_mu;
 std::vector<Session*> g_sessions;  // guarded by g_mu
-int g_read_fd = -1;                // written once under g_mu before the writer thread starts
+int g_read_fd = -1;                // guarded by g_mu: the pipe's read end (the writer thread has a copy)
 std::atomic<int> g_write_fd{-1};    // read by the signal handler and request_writes
 struct sigaction g_old_int {}, g_old_term {};
 bool g_started = false;             // guarded by g_mu
+std::thread g_thread;               // guarded by g_mu: the writer thread while started
 
 extern "C" void on_trace_signal(int sig) {
   const int saved = errno;
@@ -43,10 +50,10 @@ extern "C" void on_trace_signal(int sig) {
   errno = saved;
 }
 
-void writer_main() {
+void writer_main(int read_fd) {
   for (;;) {
     unsigned char b = 0;
-    const ssize_t n = ::read(g_read_fd, &b, 1);
+    const ssize_t n = ::read(read_fd, &b, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     {
@@ -65,6 +72,7 @@ void writer_main() {
 // (and the parent's sessions), so the child's first session starts its own.
 void forget_in_child() {
   g_started = false;
+  if (g_thread.joinable()) g_thread.detach();  // the parent's thread does not exist here
   g_sessions.clear();
   if (g_read_fd >= 0) ::close(g_read_fd);
   const int w = g_write_fd.exchange(-1);
@@ -90,7 +98,20 @@ void start_locked() {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &sa, &g_old_int);
   ::sigaction(SIGTERM, &sa, &g_old_term);
-  std::thread(writer_main).detach();
+  g_thread = std::thread(writer_main, fds[0]);
+}
+
+// Under g_mu, the last session gone: the program's own dispositions back, the
+// pipe's write end closed (the writer's read() then returns 0). Returns the
+// thread to join outside g_mu (the writer takes g_mu for each byte it reads).
+std::thread stop_locked() {
+  if (!g_started) return {};
+  g_started = false;
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+  const int w = g_write_fd.exchange(-1);
+  if (w >= 0) ::close(w);
+  return std::move(g_thread);
 }
 
 }  // namespace
@@ -102,8 +123,20 @@ void register_session(Session* s) {
 }
 
 void unregister_session(Session* s) noexcept {
-  std::lock_guard lk(g_mu);
-  g_sessions.erase(std::remove(g_sessions.begin(), g_sessions.end(), s), g_sessions.end());
+  std::thread done;
+  int read_fd = -1;
+  {
+    std::lock_guard lk(g_mu);
+    g_sessions.erase(std::remove(g_sessions.begin(), g_sessions.end(), s), g_sessions.end());
+    bool any_output = false;
+    for (Session* x : g_sessions) any_output |= !x->output().empty();
+    if (!any_output) {
+      done = stop_locked();
+      read_fd = std::exchange(g_read_fd, -1);
+    }
+  }
+  if (done.joinable()) done.join();  // read() saw the closed write end
+  if (read_fd >= 0) ::close(read_fd);
 }
 
 void request_writes() noexcept {
