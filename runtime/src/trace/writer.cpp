@@ -135,7 +135,15 @@ void unregister_session(Session* s) noexcept {
       read_fd = std::exchange(g_read_fd, -1);
     }
   }
-  if (done.joinable()) done.join();  // read() saw the closed write end
+  if (done.joinable()) {
+    // On the writer thread itself (a program's own signal handler, re-raised
+    // there, ended the process and a static runtime unregisters): no self-join.
+    if (done.get_id() == std::this_thread::get_id()) {
+      done.detach();
+    } else {
+      done.join();  // read() saw the closed write end
+    }
+  }
   if (read_fd >= 0) ::close(read_fd);
 }
 
