@@ -155,6 +155,22 @@ struct Stopwatch {
 
 }  // namespace
 
+
+// Every value of OPTION must be one of `valid`; otherwise one line naming the
+// first unknown value and the valid ones (the caller exits 2).
+static bool all_known(const char* option, const std::vector<std::string>& wanted, const std::vector<std::string>& valid,
+               const char* problem) {
+  for (const auto& want : wanted) {
+    if (std::find(valid.begin(), valid.end(), want) != valid.end()) continue;
+    std::string list;
+    for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
+    std::fprintf(stderr, "coact-profile: validate %s '%s': %s (expected one of: %s)\n", option, want.c_str(), problem,
+                 list.c_str());
+    return false;
+  }
+  return true;
+}
+
 int validate(ValidateArgs& a) {
   const std::string out_dir = make_out_dir(a.out_dir);
   const std::string log = out_dir + "/children.log";
@@ -207,14 +223,7 @@ int validate(ValidateArgs& a) {
   if (list.is_object()) {  // -w NAME must name a workload (else the run would silently skip it)
     std::vector<std::string> names;
     for (const auto& w : list["workloads"]) names.push_back(w.value("name", ""));
-    for (const auto& want : a.workloads) {
-      if (std::find(names.begin(), names.end(), want) != names.end()) continue;
-      std::string valid;
-      for (const auto& n : names) valid += (valid.empty() ? "" : ", ") + n;
-      std::fprintf(stderr, "coact-profile: validate --workload '%s': no such known-answer workload (expected one of: %s)\n",
-                   want.c_str(), valid.c_str());
-      return 2;
-    }
+    if (!all_known("--workload", a.workloads, names, "no such known-answer workload")) return 2;
     std::vector<std::string> keys;  // --stage KEY must name a stage of a selected workload
     for (const auto& w : list["workloads"]) {
       if (!a.workloads.empty() && std::find(a.workloads.begin(), a.workloads.end(), w.value("name", "")) == a.workloads.end()) {
@@ -225,14 +234,7 @@ int validate(ValidateArgs& a) {
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
       }
     }
-    for (const auto& want : a.stages) {
-      if (std::find(keys.begin(), keys.end(), want) != keys.end()) continue;
-      std::string valid;
-      for (const auto& k : keys) valid += (valid.empty() ? "" : ", ") + k;
-      std::fprintf(stderr, "coact-profile: validate --stage '%s': no such stage in the selected workloads (expected one of: %s)\n",
-                   want.c_str(), valid.c_str());
-      return 2;
-    }
+    if (!all_known("--stage", a.stages, keys, "no such stage in the selected workloads")) return 2;
   }
 
   // Steps 2-4 per workload.
