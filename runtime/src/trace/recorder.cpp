@@ -1,7 +1,6 @@
 // runtime/src/trace/recorder.cpp: Ring and Session (recorder.hpp).
 #include "recorder.hpp"
 
-#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -83,15 +82,6 @@ void Session::poll_experiment(Ring& r, uint64_t now_ns) noexcept {
 
 bool Session::write(const std::string& path) {
   std::lock_guard lk(write_mu_);
-  // The export allocates and frees blocks of megabytes. Under glibc's dynamic
-  // mmap threshold each such free raises the threshold, so the program's later
-  // large allocations would move onto the heap: a process that wrote a trace
-  // then allocated differently (a hop-count bound of the starvation test read
-  // 792 instead of <= 256 after any traced runtime in the same process).
-  // Pinning the threshold at glibc's initial default (128 KiB) keeps that
-  // behaviour for the rest of the process.
-  static const bool pinned = ::mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1;
-  (void)pinned;
   std::vector<Event> all;
   for (const auto& r : rings_) {
     std::vector<Event> v = r->snapshot();
