@@ -34,6 +34,50 @@ using namespace coact::bench;
 
 constexpr const char* kRuntime = "coact";
 
+// The kernel's floor under the idle_cpu and idle-pool lateness figures,
+// measured after coact's run in the same process: one bare thread in the parker's timed futex wait
+// (timer slack 1 ns, as the workers set it), woken once per period with
+// nothing else to do and no early wake. Its CPU per wake (getrusage
+// RUSAGE_THREAD) is what no runtime can go below with one kernel timer wake
+// per period; its lateness (wake - requested instant) is the wake latency
+// distribution the timekeeper's early wake works against (spin_window.hpp).
+json_line measure_floor(uint64_t period_ns, uint64_t duration_ns) {
+  json_line out = json_line::object();
+  std::thread t([&] {
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    const auto thread_cpu_s = [] {
+      rusage ru{};
+      getrusage(RUSAGE_THREAD, &ru);
+      return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    };
+    int32_t word = 0;  // never changes: every wait ends by its timeout
+    const int64_t period = int64_t(period_ns);
+    std::vector<double> late_us;
+    const double c0 = thread_cpu_s();
+    const int64_t w0 = now_ns();
+    int64_t next = w0 + period;
+    while (next < w0 + int64_t(duration_ns)) {
+      for (int64_t now = now_ns(); now < next; now = now_ns()) {
+        timespec ts{time_t((next - now) / 1'000'000'000), long((next - now) % 1'000'000'000)};
+        syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, nullptr, 0);
+      }
+      late_us.push_back(double(now_ns() - next) * 1e-3);
+      next += period;
+    }
+    const double cpu = thread_cpu_s() - c0;
+    const double wall = double(now_ns() - w0) * 1e-9;
+    std::sort(late_us.begin(), late_us.end());
+    const auto q = [&](double f) { return late_us.empty() ? 0.0 : late_us[size_t(f * double(late_us.size() - 1))]; };
+    out = {{"floor_cpu_pct", rounded(100.0 * cpu / wall, 3)},
+           {"floor_us_per_wake", rounded(late_us.empty() ? 0.0 : cpu * 1e6 / double(late_us.size()), 2)},
+           {"floor_late_p5_us", rounded(q(0.05), 1)},
+           {"floor_late_p50_us", rounded(q(0.5), 1)},
+           {"floor_late_p99_us", rounded(q(0.99), 1)}};
+  });
+  t.join();
+  return out;
+}
+
 // ---- lateness -------------------------------------------------------------------
 
 struct chain_start {};
@@ -112,7 +156,12 @@ void run_lateness(coact::Runtime& rt, const timer_args& a) {
   busy.clear();
   chains.clear();
   check_lateness(kRuntime, a, s, stalled);
-  print_lateness(kRuntime, a, s, stalled, start, end, load_start);
+  // The idle pool's floor: a bare thread's timed wake at the same period
+  // (1000 wakes; the runtime is quiet now), what a runtime that parks until
+  // the deadline and does not spin gets.
+  json_line floor = json_line::object();
+  if (a.load == "idle") floor = measure_floor(a.period_us * 1000, std::min<uint64_t>(1000, a.timers) * a.period_us * 1000);
+  print_lateness(kRuntime, a, s, stalled, start, end, load_start, floor);
 }
 
 // ---- idle_cpu --------------------------------------------------------------------
@@ -134,50 +183,6 @@ struct periodic_actor : coact::Actor<periodic_actor> {
   }
 };
 
-// The kernel's floor under the idle_cpu figure, measured after coact's window
-// in the same process: one bare thread in the parker's timed futex wait
-// (timer slack 1 ns, as the workers set it), woken once per period with
-// nothing else to do and no early wake. Its CPU per wake (getrusage
-// RUSAGE_THREAD) is what no runtime can go below with one kernel timer wake
-// per period; its lateness (wake - requested instant) is the wake latency
-// distribution the timekeeper's early wake works against (spin_window.hpp).
-json_line measure_floor(uint32_t period_ms, uint32_t duration_ms) {
-  json_line out = json_line::object();
-  std::thread t([&] {
-    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-    const auto thread_cpu_s = [] {
-      rusage ru{};
-      getrusage(RUSAGE_THREAD, &ru);
-      return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-    };
-    int32_t word = 0;  // never changes: every wait ends by its timeout
-    const int64_t period = int64_t(period_ms) * 1'000'000;
-    std::vector<double> late_us;
-    const double c0 = thread_cpu_s();
-    const int64_t w0 = now_ns();
-    int64_t next = w0 + period;
-    while (next < w0 + int64_t(duration_ms) * 1'000'000) {
-      for (int64_t now = now_ns(); now < next; now = now_ns()) {
-        timespec ts{time_t((next - now) / 1'000'000'000), long((next - now) % 1'000'000'000)};
-        syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, nullptr, 0);
-      }
-      late_us.push_back(double(now_ns() - next) * 1e-3);
-      next += period;
-    }
-    const double cpu = thread_cpu_s() - c0;
-    const double wall = double(now_ns() - w0) * 1e-9;
-    std::sort(late_us.begin(), late_us.end());
-    const auto q = [&](double f) { return late_us.empty() ? 0.0 : late_us[size_t(f * double(late_us.size() - 1))]; };
-    out = {{"floor_cpu_pct", rounded(100.0 * cpu / wall, 3)},
-           {"floor_us_per_wake", rounded(late_us.empty() ? 0.0 : cpu * 1e6 / double(late_us.size()), 2)},
-           {"floor_late_p5_us", rounded(q(0.05), 1)},
-           {"floor_late_p50_us", rounded(q(0.5), 1)},
-           {"floor_late_p99_us", rounded(q(0.99), 1)}};
-  });
-  t.join();
-  return out;
-}
-
 void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
   idle_state s;
   auto p = rt.spawn<periodic_actor>(&s, std::chrono::milliseconds(a.period_ms));
@@ -194,7 +199,7 @@ void run_idle_cpu(coact::Runtime& rt, const timer_args& a) {
     const uint64_t timed = st1.timed_parks - st0.timed_parks;
     const double per = timed == 0 ? 0.0 : 1e-3 / double(timed);
     p.stop();  // the runtime goes quiet: the floor is measured alone
-    json_line floor = measure_floor(a.period_ms, a.duration_ms);
+    json_line floor = measure_floor(uint64_t(a.period_ms) * 1'000'000, uint64_t(a.duration_ms) * 1'000'000);
     json_line line{{"parks", st1.parks - st0.parks},
             {"futex_wakes", st1.futex_wakes - st0.futex_wakes},
             {"timed_parks", timed},

@@ -264,8 +264,10 @@ inline double percentile_us(const std::vector<int64_t>& v, double p) {
   return double(v[rank - 1]) / 1000.0;
 }
 
+/// `extra`: fields appended to the line (coact: the kernel's floor).
 inline void print_lateness(const char* runtime, const timer_args& a, lateness_state& s, uint32_t stalled,
-                           int64_t start_ns, int64_t end_ns, int64_t load_start_ns) {
+                           int64_t start_ns, int64_t end_ns, int64_t load_start_ns,
+                           const json_line& extra = json_line::object()) {
   const uint64_t fired = s.fired.load();
   std::vector<int64_t> v(s.late_ns.begin(), s.late_ns.begin() + int64_t(fired));
   std::sort(v.begin(), v.end());
@@ -305,6 +307,7 @@ inline void print_lateness(const char* runtime, const timer_args& a, lateness_st
   line["min_us"] = us(fired > 0 ? double(v.front()) / 1000.0 : 0.0);
   line["mean_us"] = us(fired > 0 ? sum / double(fired) / 1000.0 : 0.0);
   line["seconds"] = rounded(seconds, 3);
+  line.update(extra);
   line["busy_handlers"] = busy;
   line["busy_util"] = rounded(busy_util, 3);
   print_json_line(line);

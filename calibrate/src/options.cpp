@@ -107,7 +107,7 @@ constexpr std::array kKeys{
     Key{"COACT_WORKERS"sv, "scheduler"sv, "workers"sv, Type::integer, ""sv, 0, 1024, false, "0"sv, ""sv,
         "pool worker threads; 0: the CPUs this process may run on"sv},
     Key{"COACT_SPIN_WINDOW_US"sv, "scheduler"sv, "spin_window_us"sv, Type::integer, "us"sv, 0, 1'000'000, false,
-        "50"sv, ""sv, "the longest an idle worker spins before parking (adaptive: it spins while spins find work) and the timekeeper's early-wake spin"sv},
+        "50"sv, ""sv, "the longest an idle worker spins before parking (adaptive: it spins while spins find work); 0 also turns off the timekeeper's early wake"sv},
     Key{"COACT_PEER_STEAL"sv, "scheduler"sv, "peer_steal"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "steal from siblings' deque tails (off: owner-only deques)"sv},
     Key{"COACT_BATCH_MAX_MAILS"sv, "scheduler"sv, "batch_max_mails"sv, Type::integer, ""sv, 1, 1'000'000, false,

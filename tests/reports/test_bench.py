@@ -120,6 +120,35 @@ class BenchAggregationTest(unittest.TestCase):
                 self.assertEqual(row["coact_breakdown"]["early_spin_us_per_park"], 5.0)
                 self.assertEqual(row["coact_breakdown"]["floor_cpu_pct"], 0.25)
                 self.assertIsNone(row["coact_breakdown"]["floor_late_p99_us"])  # not in these rows
+                # The floor-relative goal next to the absolute one: floor + 0.1 point.
+                self.assertEqual(row["target"]["below_floor"], period == 20)  # 0.15 < 0.25
+                self.assertEqual(row["target"]["floor_relative"]["coact_cpu_pct_at_most"], 0.35)
+                self.assertFalse(row["target"]["floor_relative"]["met"])
+                self.assertEqual(row["target"]["at_most_tokio"], {"tokio_cpu_pct": 1.0, "met": True})
+
+    def test_timers_idle_lateness_reports_the_floor(self):
+        with tempfile.TemporaryDirectory() as d:
+            def rows(rt, p99s, floor=None):
+                out = []
+                for x in p99s:
+                    r = {"runtime": rt, "scenario": "lateness", "p50_us": x / 4, "p99_us": x, "max_us": 2 * x,
+                         "fired": 100, "expected": 100, "busy_util": 0.0}
+                    if floor is not None:
+                        r.update({"floor_late_p5_us": floor / 4, "floor_late_p50_us": floor / 2,
+                                  "floor_late_p99_us": floor, "floor_cpu_pct": 2.0})
+                    out.append(r)
+                return self.write_rows(d, rt, out)
+            paths = [rows("coact", [40.0, 45.0, 60.0], floor=120.0), rows("caf", [400.0] * 3),
+                     rows("tokio", [1200.0] * 3)]
+            p = bench("timers", "lateness", "lateness.idle", json.dumps({"load": "idle", "timers": 100}),
+                      "2", "0", *paths)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            row = json.loads(p.stdout)
+            self.assertEqual(row["coact"]["p99_us"], 45.0)
+            self.assertTrue(row["target"]["met"])
+            self.assertEqual(row["target"]["floor_late_p99_us"], 120.0)
+            self.assertTrue(row["target"]["needs_spin"])  # the bare wake's p99 is above 50 µs
+            self.assertEqual(row["coact_breakdown"]["floor_late_p50_us"], 60.0)
 
 
 if __name__ == "__main__":

@@ -64,42 +64,61 @@ TEST_CASE("spin window: a wake for work later than the break-even is no evidence
   CHECK(w.window_ns(kCeiling) == 0);
 }
 
-TEST_CASE("wake latency: the margin is the largest whose expected spin fits the budget", "[spin_window]") {
+TEST_CASE("wake latency: a tight latency gets its free part as margin, at almost no spin", "[spin_window]") {
   // A steady 12 µs lateness: every wake is 12..14 µs late, so a margin up to
   // 12 µs costs no spin at all (the free part of L); past it each ns of
-  // margin costs about one ns per wake. Budget at 5 ms: min(5 ms / 100, 10 µs) = 10 µs.
+  // margin costs about one ns per wake. At 5 ms the tail target (I / 32 =
+  // 156 µs) is met without spinning, so only the free budget applies:
+  // E[spin] <= I / 5000 = 1 µs.
   WakeLatency lat(1'500);  // seeded with a 1.5 µs hand-off
   for (int i = 0; i < 400; ++i) lat.observe(12'500);
   CHECK(lat.quantile_ns(0.5) == 14'000);
   CHECK(lat.expected_spin_ns(12'000) < 100);  // only the seed sample spins
-  // Capped by q99 (14 µs): margins past nearly every wake buy nothing.
-  CHECK(lat.margin_ns(5'000'000, kCeiling) == 14'000);
-  CHECK(lat.expected_spin_ns(lat.margin_ns(5'000'000, kCeiling)) <= 10'000);
-  // 100 µs interval: budget 1 µs: the margin stops just past the floor of L.
+  const uint64_t m5 = lat.margin_ns(5'000'000, kCeiling);
+  CHECK(m5 >= 12'000);
+  CHECK(m5 <= 14'000);  // never past q99: margins past nearly every wake buy nothing
+  CHECK(lat.expected_spin_ns(m5) <= 1'000);
+  // 100 µs interval: the tail target is 3.1 µs, so the margin reaches for
+  // q99 - 3.1 µs = 10.9 µs, within the tail budget (I / 25 = 4 µs of spin).
   const uint64_t m1 = lat.margin_ns(100'000, kCeiling);
-  CHECK(m1 >= 12'000);
+  CHECK(m1 >= 10'000);
   CHECK(m1 <= 12'500);
-  CHECK(lat.expected_spin_ns(m1) <= 1'000);
+  CHECK(lat.expected_spin_ns(m1) <= 4'000);
   CHECK(lat.margin_ns(40'000, kCeiling) == 5'000);  // at most 1/8 of the interval
   CHECK(lat.margin_ns(5'000'000, 0) == 0);          // spinning off: no early wake
 }
 
-TEST_CASE("wake latency: a spread-out latency gets a margin bounded by the CPU budget, not its tail", "[spin_window]") {
+TEST_CASE("wake latency: a spread-out latency buys its tail down to I/32 where the budget allows", "[spin_window]") {
   // Half the wakes 2 µs late, half 82 µs late (a VM whose vCPU is sometimes
-  // halted). The old EWMA rule took latency + 2·deviation: the 50 µs ceiling,
-  // about 24 µs of spin per period. Now: at 5 ms the expected spin is at most
-  // 10 µs (0.2 % of a core); at 1 ms 10 µs (1 %); at 100 ms a fixed 10 µs (0.01 %).
+  // halted): q99 = 84 µs (bucket upper edge).
   WakeLatency lat(1'500);
   for (int i = 0; i < 1000; ++i) lat.observe(i % 2 == 0 ? 2'000 : 82'000);
-  for (const uint64_t interval : {1'000'000ull, 5'000'000ull, 20'000'000ull, 100'000'000ull}) {
+  REQUIRE(lat.quantile_ns(0.99) == 84'000);
+  // 1 ms: the slow half would be 82 µs late; the margin brings the p99 down
+  // to the tail target I / 32 = 31.25 µs: m = 84 - 31.25 µs, spinning
+  // E[(m - L)+] = 0.5·(m - 2 µs) ~ 25 µs per wake (<= I / 25 = 40 µs).
+  const uint64_t m1 = lat.margin_ns(1'000'000, kCeiling);
+  CHECK(m1 == 84'000 - 31'250);
+  CHECK(lat.expected_spin_ns(m1) <= 40'000);
+  // 2 ms: target 62.5 µs: m = 21.5 µs.
+  CHECK(lat.margin_ns(2'000'000, kCeiling) == 84'000 - 62'500);
+  // 5 / 20 / 100 ms: the tail target (156 µs, 625 µs, 3.1 ms) is met without
+  // spinning: only the free budget I / 5000 (0.02 % of a core) is spent.
+  for (const uint64_t interval : {5'000'000ull, 20'000'000ull, 100'000'000ull}) {
     const uint64_t m = lat.margin_ns(interval, kCeiling);
     CAPTURE(interval, m);
-    CHECK(lat.expected_spin_ns(m) <= 10'000);
-    CHECK(m >= 15'000);  // ~ 2 µs + 2·10 µs: half the wakes spin (m - 2 µs)
-    CHECK(m <= 25'000);
+    CHECK(lat.expected_spin_ns(m) <= interval / 5000);
+    CHECK(m >= 2'000);  // the free part: every wake is at least 2 µs late
   }
-  // 200 µs: budget 2 µs (and 1/8 of the interval: 25 µs).
-  CHECK(lat.expected_spin_ns(lat.margin_ns(200'000, kCeiling)) <= 2'000);
+  // A tail the budget cannot buy: half the wakes 120 µs late at 1 ms. The
+  // target margin (122 - 31.25 µs) would spin ~44 µs per wake; the budget
+  // stops it at E[spin] = 40 µs (m ~ 82 µs).
+  WakeLatency far(1'500);
+  for (int i = 0; i < 1000; ++i) far.observe(i % 2 == 0 ? 2'000 : 120'000);
+  const uint64_t mf = far.margin_ns(1'000'000, kCeiling);
+  CHECK(far.expected_spin_ns(mf) <= 40'000);
+  CHECK(mf >= 78'000);
+  CHECK(mf < 122'000 - 31'250);
   // The histogram follows a changed machine: after 2000 wakes 30 µs late the
   // old mode has decayed away and the margin reaches the new floor for free.
   for (int i = 0; i < 2000; ++i) lat.observe(30'500);

@@ -47,30 +47,34 @@
 // machine; seeded with one sample at the calibrated hand-off cost, the same
 // kernel wake path) gives the expected spin of a margin m,
 //   S(m) = E[(m - L)+] = sum over samples below m of (m - L),
-// and the timekeeper takes the largest m with
-//   S(m) <= budget(I) = min(I / 100, 10 µs)      (I: the parked interval)
-//   m <= min(ceiling, I / 8, q99(L))
-// (q99: spinning past nearly every wake buys nothing; ceiling:
-// spin_window_us, 0 turns the early wake off). Where L has a floor -- every
-// wake at least 40 µs late, say -- a margin up to that floor costs nothing,
-// so lateness falls by the free part of L at no CPU; beyond it each µs of
-// margin costs P(L < m) µs per period, and the budget stops it.
+// and the tail a margin leaves, q99(L) - m. Two parts, the larger wins
+// (I: the parked interval; both m <= min(I / 8, q99(L)): spinning past
+// nearly every wake buys nothing):
+//   free:  the largest m with S(m) <= I / 5000 (0.02 % of a core). Where L
+//          has a floor -- every wake at least 30 µs late, say -- a margin up
+//          to that floor costs nothing, so lateness falls by the free part
+//          of L at no measurable CPU.
+//   tail:  m = q99(L) - I / 32, cut to the largest m with S(m) <= I / 25
+//          (4 % of a core). The lateness target is relative to the
+//          interval, as the kernel's own select/poll slack is (0.1 % of the
+//          timeout, fs/select.c select_estimate_accuracy; too tight for a
+//          VM's 30-150 µs wakes): a 1 ms timer gets p99 wake lateness
+//          <= 31 µs (room for the fire and its handler within 50 µs), a
+//          5 ms timer 156 µs, which the VM's bare wake already meets
+//          (p99 115 µs), so long periods spin only the free part.
 // The arithmetic (idle CPU = (F + S) / I, F = the kernel's CPU per timed
-// park, measured 20-50 µs on the 2-vCPU KVM machine under load, more at longer periods):
-//   I = 0.5 ms: S <= 5 µs   (+1 % of a core: a program with sub-ms timers is not idle)
-//   I = 1 ms:   S <= 10 µs  (+1 %)
-//   I = 5 ms:   S <= 10 µs  (+0.2 %;  with F = 20 µs: 0.6 %)
-//   I = 20 ms:  S <= 10 µs  (+0.05 %; 0.15 %)
-//   I = 100 ms: S <= 10 µs  (+0.01 %; 0.03 %)
-// So the early wake costs at most 10 µs per timer wake -- half of F or less
-// -- and a fixed 0.2 % of a core at 5 ms, where the old margin (the 50 µs
-// cap, spun to the deadline whenever the wake was on time) cost up to 1 %.
-// Measured on the 2-vCPU KVM machine under SCHED_FIFO (so other load adds
-// little): a lone 5 ms timed futex wait is late by p1 15-30 µs, p50 30-50 µs,
-// p99 80-200 µs, and the timekeeper spun 5-10 µs per 5 ms period with this
-// rule. Whether a timer is still late after the early wake is the tail of L
-// above the margin: where the tail and the CPU budget conflict, this rule
-// keeps the budget.
+// park, 25-75 µs on the 2-vCPU VM, more at longer periods; L quiet at 5 ms:
+// p5 33, p50 57, p99 115 µs):
+//   I = 1 ms:   tail part up to S = 40 µs (+4 % of a core; a 1 kHz timer is
+//               not idle); with L as above about 20 µs (+2 %)
+//   I = 5 ms:   free part only: S <= 1 µs  (+0.02 %)
+//   I = 20 ms:  S <= 4 µs  (+0.02 %)
+//   I = 100 ms: S <= 20 µs (+0.02 %)
+// Where the tail and the budget conflict (q99(L) - I / 32 costs more than
+// I / 25), the budget wins and the timer stays late by the rest.
+// The earlier rule (S(m) <= min(I / 100, 10 µs), m <= spin_window_us)
+// spent 3-9 µs per period at 5 ms where the tail needed none, and could not
+// reach a 1 ms timer's tail (the 50 µs cap): p99 110-172 µs on the idle VM.
 // Samples come from the timekeeper only (one worker at a time, handed over
 // through the timekeeper_ CAS); the buckets are relaxed atomics anyway, so a
 // reader on another thread (stats) sees a lost or stale count, never a torn
@@ -121,8 +125,9 @@ class WakeLatency {
   static constexpr uint64_t kBucketNs = 2'000;      // histogram resolution
   static constexpr uint32_t kBuckets = 64;           // 0 .. 128 µs, then overflow
   static constexpr uint32_t kDecayAt = 512;          // halve all counts at this total
-  static constexpr uint64_t kBudgetDivisor = 100;    // expected spin <= I / 100 (1 %)
-  static constexpr uint64_t kBudgetCapNs = 10'000;   // ... and <= 10 µs per timed park
+  static constexpr uint64_t kFreeDivisor = 5000;     // free spin: E[spin] <= I / 5000 (0.02 %)
+  static constexpr uint64_t kTailDivisor = 32;       // tail target: q99(L) - m <= I / 32
+  static constexpr uint64_t kTailBudgetDivisor = 25; // tail spin: E[spin] <= I / 25 (4 %)
   static constexpr uint64_t kIntervalDivisor = 8;    // margin <= I / 8
 
   /// Seeds the histogram with one sample (ns): the calibrated hand-off cost.
@@ -167,18 +172,32 @@ class WakeLatency {
     return sum / total;
   }
 
-  /// How early to wake before a deadline `interval_ns` away (see the file
-  /// comment): the largest m with E[(m - L)+] <= min(I / 100, 10 µs) and
-  /// m <= min(ceiling, I / 8, q99(L)). Timekeeper thread. O(kBuckets).
+  /// How early to wake before a deadline `interval_ns` (I) away (see the
+  /// file comment): m = max(m_free, m_tail), where m_free is the largest
+  /// margin with E[(m - L)+] <= I / 5000 and m_tail = q99(L) - I / 32 (0 if
+  /// negative), cut to the largest margin with E[(m - L)+] <= I / 25; both
+  /// at most min(I / 8, q99(L)). `ceiling_ns` 0 (COACT_SPIN_WINDOW_US=0)
+  /// turns the early wake off. Timekeeper thread. O(kBuckets).
   uint64_t margin_ns(uint64_t interval_ns, uint64_t ceiling_ns) const noexcept {
     uint32_t snap[kBuckets + 1];
     const uint64_t total = snapshot(snap);
     if (total == 0 || ceiling_ns == 0) return 0;
-    const uint64_t limit = std::min({ceiling_ns, interval_ns / kIntervalDivisor, quantile_of(snap, total, 0.99)});
-    // Budget in sample·ns units: S(m)·total <= budget·total.
-    const uint64_t budget = std::min(interval_ns / kBudgetDivisor, kBudgetCapNs) * total;
-    // S(m)·total is piecewise linear in m: on [b·w, (b+1)·w] its slope is the
-    // number of samples in buckets 0..b (at lower edges <= b·w).
+    const uint64_t q99 = quantile_of(snap, total, 0.99);
+    const uint64_t limit = std::min(interval_ns / kIntervalDivisor, q99);
+    const uint64_t free_m = largest_within(snap, total, limit, interval_ns / kFreeDivisor);
+    const uint64_t target = interval_ns / kTailDivisor;
+    if (q99 <= target) return free_m;
+    const uint64_t tail_m = std::min(q99 - target, largest_within(snap, total, limit, interval_ns / kTailBudgetDivisor));
+    return std::max(free_m, tail_m);
+  }
+
+ private:
+  // The largest m <= limit with S(m) = E[(m - L)+] <= budget_ns. S(m)·total
+  // is piecewise linear in m: on [b·w, (b+1)·w] its slope is the number of
+  // samples in buckets 0..b (each taken at its bucket's lower edge).
+  static uint64_t largest_within(const uint32_t (&snap)[kBuckets + 1], uint64_t total, uint64_t limit,
+                                 uint64_t budget_ns) noexcept {
+    const uint64_t budget = budget_ns * total;  // in sample·ns units
     uint64_t spent = 0;  // S(b·w)·total
     uint64_t below = 0;  // samples in buckets 0..b
     for (uint32_t b = 0; b < kBuckets; ++b) {
@@ -192,8 +211,6 @@ class WakeLatency {
     }
     return limit;
   }
-
- private:
   static uint64_t quantile_of(const uint32_t (&snap)[kBuckets + 1], uint64_t total, double q) noexcept {
     if (total == 0) return 0;
     const double want = q * double(total);
