@@ -137,6 +137,7 @@ void run_lateness(coact::Runtime& rt, const timer_args& a) {
   if (a.load != "idle")
     for (uint32_t i = 0; i < a.busy_actors; ++i) busy.push_back(rt.spawn<busy_actor>(&s));
 
+  const coact::RuntimeStats st0 = rt.stats();
   const int64_t start = now_ns();
   for (auto& c : chains) c.send(chain_start{});
   while (!s.all_armed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -148,6 +149,7 @@ void run_lateness(coact::Runtime& rt, const timer_args& a) {
   for (auto& b : busy) b.send(busy_msg{});  // the seed: 4 runnable messages
   const uint32_t stalled = s.wait_done_or_stalled();
   const int64_t end = now_ns();
+  const coact::RuntimeStats st1 = rt.stats();
 
   s.stop_busy.store(true, std::memory_order_relaxed);
   for (auto& b : busy) b.stop();
@@ -159,9 +161,19 @@ void run_lateness(coact::Runtime& rt, const timer_args& a) {
   // The idle pool's floor: a bare thread's timed wake at the same period
   // (1000 wakes; the runtime is quiet now), what a runtime that parks until
   // the deadline and does not spin gets.
-  json_line floor = json_line::object();
-  if (a.load == "idle") floor = measure_floor(a.period_us * 1000, std::min<uint64_t>(1000, a.timers) * a.period_us * 1000);
-  print_lateness(kRuntime, a, s, stalled, start, end, load_start, floor);
+  // The runtime's side over the run: kernel timer wakes, wakes of a sibling
+  // (futex_wakes: a cross-thread wake per fired timer would be on its path),
+  // injector pushes, and the timekeeper's early-wake spin and wake lateness.
+  const uint64_t timed = st1.timed_parks - st0.timed_parks;
+  const double per = timed == 0 ? 0.0 : 1e-3 / double(timed);
+  json_line extra{{"timed_parks", timed},
+                  {"futex_wakes", st1.futex_wakes - st0.futex_wakes},
+                  {"injector_pushes", st1.injector_pushes - st0.injector_pushes},
+                  {"early_spin_us_per_park", rounded(double(st1.early_wake_spin_ns - st0.early_wake_spin_ns) * per, 2)},
+                  {"wake_late_us_per_park", rounded(double(st1.wake_late_ns - st0.wake_late_ns) * per, 2)}};
+  if (a.load == "idle")
+    extra.update(measure_floor(a.period_us * 1000, std::min<uint64_t>(1000, a.timers) * a.period_us * 1000));
+  print_lateness(kRuntime, a, s, stalled, start, end, load_start, extra);
 }
 
 // ---- idle_cpu --------------------------------------------------------------------

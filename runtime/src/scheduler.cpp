@@ -572,6 +572,8 @@ Job Scheduler::idle(Worker& w) {
       // (spin_window.hpp): deadlines are the timekeeper's business.
       if (timers_due(now)) {
         spin_park_.end_spin();
+        w.clock_ns = now;
+        w.cascade_start_ns = now;  // an idle worker's fire starts a new cascade
         fire_due(&w, now);
         if (Job c = pop_own(w)) {
           w.clock_ns = now;
@@ -631,6 +633,11 @@ Job Scheduler::idle(Worker& w) {
     if (w.trace != nullptr) [[unlikely]] trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     w.clock_ns = sync::now_ns();
+    // What runs next starts a new local cascade (the keep-local valve counts
+    // from here): otherwise the valve, still counting from before the park,
+    // trips on the second of several timers fired at once and spills them to
+    // the injector with a sibling wake on the fire's path.
+    w.cascade_start_ns = w.clock_ns;
     now = 0;
     if (timers_due(now)) fire_due(&w, now);
     if (keeper && !timed_out && !injector_.empty() && timers_.next_deadline() != TimerHeap::kNone &&
@@ -1009,10 +1016,33 @@ bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
   std::vector<TimerEntry>& due = w->due;
   due.clear();
   timers_.pop_due(now_ns, due);
+  const int64_t own_before = w->own.size();
+  const uint64_t pushes_before = w->deque_pushes.load(std::memory_order_relaxed);
   for (TimerEntry& e : due) fire(w, e);
+  if (due.size() > 1) run_fired_in_deadline_order(*w, own_before, pushes_before);
   const bool any = !due.empty();
   due.clear();
   return any;
+}
+
+// Timers fired together (a wake that found several due) are fired in
+// deadline order, so each recipient's inbox keeps that order; their actors
+// land on the own deque in that order too, and its LIFO pop would run the
+// latest deadline first and the earliest, already the latest, last. Here the
+// k actors pushed by this fire are turned around so they run in deadline
+// order. Only when no thief can race (peer steal off: the owner alone
+// touches its deque) and the pushes are all still there (no spill moved
+// some to the injector). Inbox order is untouched; only which ready actor
+// runs first changes, which no contract fixes.
+void Scheduler::run_fired_in_deadline_order(Worker& w, int64_t own_before, uint64_t pushes_before) {
+  if (tuning_.peer_steal) return;
+  const uint64_t k = w.deque_pushes.load(std::memory_order_relaxed) - pushes_before;
+  if (k < 2 || w.own.size() != own_before + int64_t(k)) return;
+  std::vector<Job>& fired = w.spill;  // scratch: empty outside schedule_job's spill
+  fired.clear();
+  for (uint64_t i = 0; i < k; ++i) fired.push_back(w.own.pop_unshared());  // latest deadline first
+  for (Job j : fired) w.own.push(j);                                        // earliest ends on top
+  fired.clear();
 }
 
 void Scheduler::fire(Worker* w, TimerEntry& e) {

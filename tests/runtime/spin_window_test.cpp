@@ -129,3 +129,16 @@ TEST_CASE("wake latency: a spread-out latency buys its tail down to I/32 where t
   lat.observe(500'000'000);
   CHECK(lat.margin_ns(5'000'000, kCeiling) >= 30'000);
 }
+
+TEST_CASE("wake latency: an interval shorter than nearly every wake's lateness is spun whole", "[spin_window]") {
+  // Every wake 20..22 µs late: a 15 µs park would be late by more than its
+  // whole interval (and cost a kernel timer wake): the margin is the interval.
+  WakeLatency lat(1'500);
+  for (int i = 0; i < 400; ++i) lat.observe(20'500);
+  REQUIRE(lat.quantile_ns(0.05) == 22'000);
+  CHECK(lat.margin_ns(15'000, kCeiling) == 15'000);
+  CHECK(lat.margin_ns(22'000, kCeiling) == 22'000);
+  // Longer: parked, with at most 1/8 of the interval spun.
+  CHECK(lat.margin_ns(80'000, kCeiling) == 10'000);
+  CHECK(lat.margin_ns(15'000, 0) == 0);  // early wake off
+}

@@ -712,3 +712,51 @@ TEST_CASE("sleep(d) and send_after(d) armed in a handler are as prompt as send_a
   probe.send(LateProbe::Stop{});
   rt.run();
 }
+
+namespace {
+// Arms three timers to three recorders (out of deadline order), then keeps
+// the only worker busy past all three deadlines, so one due check fires them
+// together.
+struct OrderLog {
+  std::mutex mu;
+  std::vector<int> ran;  // recorder tags in the order their handlers ran
+};
+struct OrderRecorder : coact::Actor<OrderRecorder> {
+  OrderLog* log;
+  int tag;
+  OrderRecorder(OrderLog* l, int t) : log(l), tag(t) {}
+  void on(const Mark&) {
+    std::lock_guard lk(log->mu);
+    log->ran.push_back(tag);
+  }
+};
+struct Armer : coact::Actor<Armer> {
+  std::vector<coact::ActorRef<OrderRecorder>> to;  // to[i] gets a timer of (i + 1) · 100 µs
+  explicit Armer(std::vector<coact::ActorRef<OrderRecorder>> t) : to(std::move(t)) {}
+  void on(const Mark&) {
+    for (int i : {2, 0, 1}) runtime().send_after(to[size_t(i)], std::chrono::microseconds(100 * (i + 1)), Mark{i});
+    coact::test::spin_for(5ms);  // all three are due when this handler returns
+  }
+};
+}  // namespace
+
+TEST_CASE("timers fired together run their handlers in deadline order", "[timer]") {
+  coact::test::Watchdog wd(30, "fired-together order");
+  for (int round = 0; round < 5; ++round) {
+    OrderLog log;
+    coact::Runtime rt(coact::test::tuning_for(1));
+    std::vector<coact::ActorRef<OrderRecorder>> rec;
+    for (int i = 0; i < 3; ++i) rec.push_back(rt.spawn<OrderRecorder>(&log, i));
+    auto armer = rt.spawn<Armer>(rec);
+    armer.send(Mark{-1});
+    REQUIRE(coact::test::wait_until([&] {
+      std::lock_guard lk(log.mu);
+      return log.ran.size() == 3;
+    }, 5000ms));
+    // The own deque is LIFO: before, the latest deadline ran first (2, 1, 0).
+    CHECK(log.ran == std::vector<int>{0, 1, 2});
+    for (auto& r : rec) r.stop();
+    armer.stop();
+    rt.run();
+  }
+}

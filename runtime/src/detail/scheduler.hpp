@@ -214,6 +214,9 @@ class Scheduler {
   void finalize_stop(Worker* w, ActorCell* c);
   void arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out);
   bool fire_due(Worker* w, uint64_t now_ns);
+  /// fire_due: the actors its k > 1 fires pushed on the own deque run in
+  /// deadline order (scheduler.cpp). Owner thread.
+  void run_fired_in_deadline_order(Worker& w, int64_t own_before, uint64_t pushes_before);
   void fire(Worker* w, TimerEntry& e);
   bool timers_due(uint64_t& now_ns) const noexcept;
   void resume_waiting(Worker& w, ActorCell* c);

@@ -182,6 +182,10 @@ class WakeLatency {
     uint32_t snap[kBuckets + 1];
     const uint64_t total = snapshot(snap);
     if (total == 0 || ceiling_ns == 0) return 0;
+    // An interval shorter than the lateness nearly every wake pays (q05) is
+    // spun whole: a park would be late by more than the interval itself,
+    // and its own kernel CPU is about as large (the floor in the file comment).
+    if (interval_ns <= quantile_of(snap, total, 0.05)) return interval_ns;
     const uint64_t q99 = quantile_of(snap, total, 0.99);
     const uint64_t limit = std::min(interval_ns / kIntervalDivisor, q99);
     const uint64_t free_m = largest_within(snap, total, limit, interval_ns / kFreeDivisor);
