@@ -671,7 +671,7 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
   if (next <= now) return true;
   // Wake early by a margin chosen from the measured wake latency
   // distribution under a CPU budget, then spin the rest (spin_window.hpp).
-  const uint64_t wake_at = next - wake_latency_->margin_ns(next - now, ceiling_ns);
+  const uint64_t wake_at = next - wake_latency_->margin_cached_ns(next - now, ceiling_ns);
   if (wake_at > now) {
     sync::RelativeTimeout t{std::chrono::nanoseconds(wake_at - now)};
     bump(w.timed_parks);

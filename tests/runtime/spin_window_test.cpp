@@ -142,3 +142,24 @@ TEST_CASE("wake latency: an interval shorter than nearly every wake's lateness i
   CHECK(lat.margin_ns(80'000, kCeiling) == 10'000);
   CHECK(lat.margin_ns(15'000, 0) == 0);  // early wake off
 }
+
+TEST_CASE("wake latency: the cached margin follows new evidence and a changed interval", "[spin_window]") {
+  WakeLatency lat(1'500);
+  for (int i = 0; i < 400; ++i) lat.observe(12'500);
+  const uint64_t m = lat.margin_ns(5'000'000, kCeiling);
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) == m);
+  // A few samples more and a period within 1/16: the cached value.
+  for (int i = 0; i < 5; ++i) lat.observe(60'500);
+  CHECK(lat.margin_cached_ns(5'100'000, kCeiling) == m);
+  // An interval far away: recomputed (40 µs: 1/8 of it).
+  CHECK(lat.margin_cached_ns(40'000, kCeiling) == lat.margin_ns(40'000, kCeiling));
+  // 16 new samples: recomputed at once, whatever the interval.
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) == lat.margin_ns(5'000'000, kCeiling));
+  for (int i = 0; i < 400; ++i) lat.observe(30'500);
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) == lat.margin_ns(5'000'000, kCeiling));
+  // Spun whole (below q05 = 14 µs): scales with the interval, never more than it.
+  REQUIRE(lat.quantile_ns(0.05) == 14'000);
+  CHECK(lat.margin_cached_ns(10'000, kCeiling) == 10'000);
+  CHECK(lat.margin_cached_ns(9'500, kCeiling) == 9'500);
+  CHECK(lat.margin_cached_ns(5'000'000, 0) == 0);
+}
