@@ -99,7 +99,9 @@
 #             "trials":{...},...}
 #            (overheads: medians of the per-trial ratios) and
 #            {"group":"sampling","workload":"sample_cost","figures":{...}}.
-#            --quick: 1 pass, 200 samples.
+#            --quick: 1 pass, 200 samples. Built in its own directory,
+#            COACT_BENCH_SAMPLING_BUILD_DIR (default build/relwithdebinfo,
+#            RelWithDebInfo: line sampling needs the program's line table).
 #
 # Steps:
 #   1. Check the group name (unknown: exit 2 before building anything).
@@ -554,8 +556,16 @@ run_instructions_group() {
 
 # ---- group sampling -------------------------------------------------------------
 run_sampling_group() {
-  configure_build_dir
-  build_targets coact-dedup coact-sample-cost
+  # Its own build with debug information (RelWithDebInfo): line sampling needs
+  # the program's line table. A Release build has none: its drainer attributed
+  # nothing and unwound every frame of every sample, so that is not the cost a
+  # user of line regions pays (the quiet run of 57bc804 measured that case).
+  local BUILD_DIR=${COACT_BENCH_SAMPLING_BUILD_DIR:-$ROOT/build/relwithdebinfo}
+  if [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]]; then
+    [[ -f $BUILD_DIR/CMakeCache.txt ]] || die 1 "COACT_BENCH_NO_BUILD=1 but $BUILD_DIR is not a build directory"
+  else
+    coact_build "$BUILD_DIR" RelWithDebInfo coact-dedup coact-sample-cost
+  fi
   local dedup cost
   dedup=$(find_binary coact-dedup examples/dedup/coact-dedup)
   cost=$(find_binary coact-sample-cost bench/causal/coact-sample-cost)

@@ -235,6 +235,7 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     return;
   }
   std::unordered_map<std::string, uint32_t> file_ids;
+  std::unordered_map<const char*, uint32_t> cu_files;  // this CU's file-name pointer -> file id
   Dwarf_Die* cu = nullptr;
   Dwarf_Addr bias = 0;
   while ((cu = dwfl_module_nextcu(m.main, cu, &bias)) != nullptr) {
@@ -246,6 +247,10 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     // the CU's DW_AT_comp_dir, so scopes and names see absolute paths.
     Dwarf_Attribute attr;
     const char* comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
+    // A CU's rows name its files by pointers into the CU's file table: the
+    // path is built and normalised once per file, not once per row (per row
+    // it was 85 % of the start-up: 2.9 G instructions for the archiver).
+    cu_files.clear();
     for (size_t i = 0; i < n; ++i) {
       Dwarf_Line* l = dwarf_onesrcline(lines, i);
       Dwarf_Addr addr = 0;
@@ -256,15 +261,19 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
         continue;
       }
       const char* src = dwarf_linesrc(l, nullptr, nullptr);
-      std::filesystem::path raw_path = src != nullptr ? std::filesystem::path(src) : std::filesystem::path("?");
-      if (src != nullptr && raw_path.is_relative() && comp_dir != nullptr) raw_path = std::filesystem::path(comp_dir) / raw_path;
-      std::string path = raw_path.lexically_normal().string();
-      auto [it, fresh] = file_ids.try_emplace(path, static_cast<uint32_t>(m.files.size()));
-      if (fresh) {
-        m.file_in_scope.push_back(scope_.contains(path));
-        m.files.push_back(std::move(path));
+      auto [cf, cu_fresh] = cu_files.try_emplace(src, 0);
+      if (cu_fresh) {
+        std::filesystem::path raw_path = src != nullptr ? std::filesystem::path(src) : std::filesystem::path("?");
+        if (src != nullptr && raw_path.is_relative() && comp_dir != nullptr) raw_path = std::filesystem::path(comp_dir) / raw_path;
+        std::string path = raw_path.lexically_normal().string();
+        auto [it, fresh] = file_ids.try_emplace(path, static_cast<uint32_t>(m.files.size()));
+        if (fresh) {
+          m.file_in_scope.push_back(scope_.contains(path));
+          m.files.push_back(std::move(path));
+        }
+        cf->second = it->second;
       }
-      m.rows.push_back(Row{addr + bias, it->second, static_cast<uint32_t>(std::max(lineno, 0)), end});
+      m.rows.push_back(Row{addr + bias, cf->second, static_cast<uint32_t>(std::max(lineno, 0)), end});
     }
   }
   if (m.rows.empty()) {
