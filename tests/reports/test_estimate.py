@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 import warnings
 
@@ -91,6 +92,62 @@ class PredictTest(unittest.TestCase):
     def test_no_bootstrap_gives_no_ci(self):
         rows = estimate.predictions(analyze_toy(n_boot=0))
         self.assertTrue(all(p["ci"] == [None, None] for r in rows for p in r["predictions"]))
+
+
+def knee_profile(path, curve, levels, per_level=2, period_ns=1_000_000):
+    """A Coz profile of one region whose program speedup at virtual speedup s
+    is exactly curve(s): throughput period period_ns * (1 - curve(s)), each
+    level (and 0) measured by per_level experiments of 0.5 s."""
+    with open(path, "w") as f:
+        f.write("startup\ttime=1700000000000000000\n")
+        for s in [0.0] + list(levels):
+            for _ in range(per_level):
+                duration = 500_000_000
+                delta = round(duration / (period_ns * (1 - curve(s))))
+                f.write(f"experiment\tselected=k.cpp:1\tspeedup={s:.2f}\tduration={duration}\tselected-samples=10\n")
+                f.write(f"throughput-point\tname=done\tdelta={delta}\n")
+
+
+class KneeTest(unittest.TestCase):
+    """A program's speedup curve is concave and piecewise linear (its period is
+    the longest of its paths, each linear in s): min(s, 1/2) for a fork-join,
+    min(0.8 s, 0.6) for the farm of bench/causal. A polynomial through the
+    origin rounds the bend off: on exact data at s = 0.05 .. 1.0 degree 2
+    gives 0.448 at s = 0.5 and 0.546 at 0.75 (the weak rows of validate).
+    The default fit bends once at a measured speedup where that fits better."""
+
+    LEVELS = [round(0.05 * i, 2) for i in range(1, 21)]
+
+    def predict(self, curve, at, **kw):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "knee.coz")
+            knee_profile(path, curve, self.LEVELS)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", profile.ProfileWarning)
+                (r,) = estimate.analyze(profile.load_profiles([path]), n_boot=0, **kw)
+        (c,) = r.curves
+        return c, {s: c.predict(s)[0] for s in at}
+
+    def test_fork_join_knee_is_recovered(self):
+        c, got = self.predict(lambda s: min(s, 0.5), [0.25, 0.5, 0.75])
+        self.assertEqual(c.knee, 0.5)
+        for s, v in got.items():
+            self.assertAlmostEqual(v, min(s, 0.5), delta=0.005)
+
+    def test_farm_knee_is_recovered(self):
+        c, got = self.predict(lambda s: min(0.8 * s, 0.6), [0.25, 0.5, 0.75])
+        for s, v in got.items():
+            self.assertAlmostEqual(v, min(0.8 * s, 0.6), delta=0.005)
+
+    def test_straight_line_stays_straight(self):
+        _, got = self.predict(lambda s: s / 3, [0.25, 0.5, 0.75])
+        for s, v in got.items():
+            self.assertAlmostEqual(v, s / 3, delta=0.005)
+
+    def test_poly_fit_keeps_the_polynomial(self):
+        c, got = self.predict(lambda s: min(s, 0.5), [0.5], model="poly")
+        self.assertIsNone(c.knee)
+        self.assertLess(got[0.5], 0.46)  # the rounded-off bend (0.448)
 
 
 class CommandTest(unittest.TestCase):
