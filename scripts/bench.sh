@@ -34,6 +34,12 @@
 #                percentiles: medians over trials of each trial's percentile (over the
 #                timers that fired); fired: the fewest of any trial; a timer not fired
 #                2 s after its due time stalls its chain and counts as unfired.
+#                load idle, coact only: "coact_breakdown" (medians): the kernel's floor
+#                at the same period (floor_late_p5/p50/p99_us, floor_cpu_pct: a bare
+#                thread's timed futex wait, 1000 wakes after coact's run), the runtime's
+#                timed_parks, futex_wakes, early_spin_us_per_park; "target" adds
+#                floor_late_p99_us and needs_spin (the floor's p99 is above the limit:
+#                only spinning can meet it).
 #              idle_cpu (period_ms 5|20|100: one periodic timer, otherwise idle, 5 s, CPU by getrusage):
 #                {...,"coact_cpu_pct":P,"caf_cpu_pct":P,"tokio_cpu_pct":P,"ratio":coact/caf,
 #                 "coact_over_tokio":coact/tokio,...}
@@ -43,6 +49,9 @@
 #                kernel's floor: a bare thread in the same timed futex wait, measured after
 #                coact's window in the same process (floor_cpu_pct, floor_us_per_wake,
 #                floor_late_p5/p50/p99_us: its wake latency distribution)
+#                "target": the absolute goal (coact_cpu_pct_at_most, met), whether
+#                it lies below the floor (below_floor), the floor-relative goal
+#                (floor_relative: floor_cpu_pct + 0.1, met) and at_most_tokio (met)
 #              cancel_rate (send_after + cancel pairs from a handler for 1 s):
 #                {...,"coact_pairs_per_s":R,"caf_pairs_per_s":R,"tokio_pairs_per_s":R,"ratio":...,
 #                 "caf_cancel":...,"tokio_cancel":...}

@@ -197,6 +197,8 @@ def timers(argv):
             # spinning. Where its p99 is above the limit, only spinning meets it.
             floor = {k: med(coact, k) for k in ("floor_late_p5_us", "floor_late_p50_us", "floor_late_p99_us")}
             floor["floor_cpu_pct"] = med(coact, "floor_cpu_pct", 3)
+            for k in ("timed_parks", "futex_wakes", "early_spin_us_per_park"):
+                floor[k] = med(coact, k, 2)
             out["coact_breakdown"] = floor
             if floor["floor_late_p99_us"] is not None:
                 out["target"]["floor_late_p99_us"] = floor["floor_late_p99_us"]
