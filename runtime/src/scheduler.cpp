@@ -165,11 +165,17 @@ void Scheduler::discard_burst(Burst* b) {
 
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
-  if (w != nullptr && w->in_handler) {
+  if (w != nullptr && w->in_handler == kInHandler) {
     target->add_ref();  // keeps the cell alive until the flush deposits the mail
-    if (w->trace != nullptr) [[unlikely]] trace::on_send(*w, e);
     w->outbound.emplace_back(target, e);
     if (w->ring_on) t_ring_armed = true;  // the invocation's later sends go to the ring
+    return;
+  }
+  if (w != nullptr && w->in_handler == kInTracedHandler) [[unlikely]] {  // the same, traced
+    target->add_ref();
+    trace::on_send(*w);  // t_construct_start; the flush samples and tags
+    w->outbound.emplace_back(target, e);
+    if (w->ring_on) t_ring_armed = true;
     return;
   }
   if (trace_ != nullptr) [[unlikely]] {  // a traced root send
@@ -199,29 +205,42 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
   }
 }
 
-// The burst lifecycle step 2 (detail/burst.hpp): the one flush point.
-void Scheduler::flush(Worker& w, ActorCell* producer) {
+// flush()'s first step.
+[[gnu::always_inline]] inline void Scheduler::flush_seal(Worker& w) {
   causal::on_pay_point();  // pay before making other actors runnable
   if (tuning_.burst && w.ring_on) {
     w.ring.seal();  // lock = mail count, before any mail leaves this thread
     t_ring_armed = false;
     w.ring_refused = false;
   }
+}
+
+// The burst lifecycle step 2 (detail/burst.hpp): the one flush point.
+void Scheduler::flush(Worker& w, ActorCell* producer) {
   if (w.trace != nullptr) [[unlikely]] {
     flush_traced(w, producer);
     return;
   }
+  flush_untraced(w, producer);
+}
+
+// flush() with the per-mail trace off (dispatch's untraced copy calls it
+// directly: no trace check per flush).
+void Scheduler::flush_untraced(Worker& w, ActorCell* producer) {
+  flush_seal(w);
   flush_route(w, producer);
 }
 
 // flush() with the per-mail trace on: send events, routing, the flush event.
 // Out of line so the untraced flush keeps its small frame.
 void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
+  flush_seal(w);
   if (w.outbound.empty()) return;
   const uint32_t mails = uint32_t(w.outbound.size());
-  const uint64_t t_sent = trace::on_flush_begin(w, producer);
+  uint32_t traced = 0;
+  const uint64_t t_sent = trace::on_flush_begin(w, producer, traced);
   flush_route(w, producer);
-  trace::on_flush_end(w, producer, t_sent, mails);
+  trace::on_flush_end(w, producer, t_sent, mails, traced);
 }
 
 // Inlined into flush (out of line it cost ~20 instructions per flush: the
@@ -651,7 +670,7 @@ Job Scheduler::idle(Worker& w) {
 }
 
 void Scheduler::run_job(Worker& w, Job j) {
-  if (w.trace != nullptr) [[unlikely]] w.trace_pickup = sync::now_ns();  // t_enqueue
+  w.trace_pickup = 0;  // t_enqueue: the job's first traced handler stamps it (trace::on_handler)
   if (is_burst(j)) {
     run_burst(w, burst_of(j));
   } else {
@@ -822,10 +841,10 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   const uint32_t kind = e->kind;
   causal::on_handler_enter(c->type, kind);
   w.current = c;
-  w.in_handler = true;
+  w.in_handler = kTraced ? kInTracedHandler : kInHandler;
   uint64_t trace_mail = 0, trace_received = 0;
   if constexpr (kTraced) {
-    trace_mail = e->trace;
+    trace_mail = trace::mail_key(e);  // before invoke destroys e
     w.trace_kind = kind;
     trace_received = sync::now_ns();
   }
@@ -846,12 +865,18 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
     panic(what.c_str());
   }
   if (t0 != 0) costs_.observe(kind, sync::now_ns() - t0);
-  w.in_handler = false;
+  w.in_handler = kNotInHandler;
   w.current = nullptr;
   if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);
   causal::on_handler_exit(c->type, kind);
   bump(w.delivered);
-  if (!w.outbound.empty() || w.ring.building()) flush(w, c);
+  if (!w.outbound.empty() || w.ring.building()) {
+    if constexpr (kTraced) {
+      flush_traced(w, c);
+    } else {
+      flush_untraced(w, c);
+    }
+  }
 }
 
 void Scheduler::cancel_wait_timer(ActorCell* c) {
@@ -893,9 +918,9 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   if (c->actor != nullptr) {
     if (w != nullptr) {
       w->current = c;
-      w->in_handler = true;  // sends from the destructor are flushed like a handler's
+      w->in_handler = w->trace != nullptr ? kInTracedHandler : kInHandler;  // sends from the destructor are flushed like a handler's
       c->destroy_actor(c);
-      w->in_handler = false;
+      w->in_handler = kNotInHandler;
       w->current = nullptr;
       if (!w->outbound.empty() || w->ring.building()) flush(*w, c);
     } else {
@@ -939,8 +964,8 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   const uint32_t kind = c->waiting_env != nullptr ? c->waiting_env->kind : 0;
   causal::on_handler_enter(c->type, kind);
   w.current = c;
-  w.in_handler = true;
   const uint64_t trace_received = w.trace != nullptr ? sync::now_ns() : 0;
+  w.in_handler = trace_received != 0 ? kInTracedHandler : kInHandler;
   if (trace_received != 0) w.trace_kind = kind;
   try {
     h.resume();
@@ -950,7 +975,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   } catch (...) {
     panic("non-standard exception escaped a coroutine handler");
   }
-  w.in_handler = false;
+  w.in_handler = kNotInHandler;
   w.current = nullptr;
   if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, 0, kind, trace_received, true);
   causal::on_handler_exit(c->type, kind);

@@ -72,6 +72,13 @@ inline bool is_burst(Job j) noexcept { return (reinterpret_cast<uintptr_t>(j) & 
 inline ActorCell* cell_of(Job j) noexcept { return reinterpret_cast<ActorCell*>(j); }
 inline Burst* burst_of(Job j) noexcept { return reinterpret_cast<Burst*>(reinterpret_cast<uintptr_t>(j) & ~uintptr_t(1)); }
 
+/// Worker::in_handler: whether a handler runs on the worker, and whether the
+/// per-mail trace is on for it (post() takes the untraced send path on one
+/// compare; a traced handler's sends take the second).
+inline constexpr uint8_t kNotInHandler = 0;
+inline constexpr uint8_t kInHandler = 1;
+inline constexpr uint8_t kInTracedHandler = 2;
+
 struct Worker {
   Worker(Scheduler* s, uint32_t i, size_t ring_bytes, bool ring_on)
       : sched(s), index(i), own(&deque), ring(ring_on ? ring_bytes : 0), ring_on(ring_on && ring_bytes != 0) {}
@@ -85,7 +92,7 @@ struct Worker {
   // Everything below is owned by this worker's thread.
   std::vector<std::pair<ActorCell*, Envelope*>> outbound;  // buffered sends of the running handler
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
-  bool in_handler = false;
+  uint8_t in_handler = 0;        // kNotInHandler, kInHandler or kInTracedHandler (below)
   trace::Ring* trace = nullptr;  // per-mail trace ring; null = tracing off (see below)
   uint32_t own_streak = 0;       // consecutive own-deque pops (chain backstop)
   uint32_t stride_count = 0;     // dispatches since the last clock read
@@ -199,6 +206,10 @@ class Scheduler {
   /// ping-pong message in callgrind).
   [[gnu::always_inline]] inline void flush_route(Worker& w, ActorCell* producer);
   [[gnu::noinline]] void flush_traced(Worker& w, ActorCell* producer);
+  /// flush() with the trace off (dispatch's untraced copy calls it directly).
+  void flush_untraced(Worker& w, ActorCell* producer);
+  /// flush()'s first step: the pay point and the ring's seal.
+  [[gnu::always_inline]] inline void flush_seal(Worker& w);
   void flush_burst(Worker& w, ActorCell* producer);
   void run_burst(Worker& w, Burst* b);
   void deliver_claimed(Worker& w, ActorCell* t, Envelope* e);

@@ -16,7 +16,9 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <queue>
@@ -53,8 +55,32 @@ std::string pid_text(uint64_t a) { return std::to_string(a >> 32) + "." + std::t
 
 }  // namespace
 
-std::string to_json(const std::vector<Event>& events, const SessionInfo& info, uint64_t boot_ns, uint64_t dropped,
+std::string to_json(const std::vector<Event>& recorded, const SessionInfo& info, uint64_t boot_ns, uint64_t dropped,
                     uint32_t rings) {
+  // Mail ids: send and handler events carry the mail's key (hooks.hpp
+  // mail_key: the envelope's address and trace tag). An envelope is reused
+  // only after its mail was consumed, so a handler's send is the latest send
+  // of the same key at or before its t_received. Each send gets its ordinal
+  // as the mail id; a handler whose send was dropped (full ring) gets 0.
+  std::vector<Event> events = recorded;
+  {
+    std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, size_t>>> by_key;  // (t_sent, index)
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].type == EventType::send && events[i].id != 0) by_key[events[i].id].emplace_back(events[i].t1, i);
+    }
+    for (auto& [key, v] : by_key) std::sort(v.begin(), v.end());
+    for (Event& e : events) {
+      if (e.type != EventType::handler || e.id == 0) continue;
+      auto it = by_key.find(e.id);
+      e.id = 0;
+      if (it == by_key.end()) continue;
+      auto at = std::upper_bound(it->second.begin(), it->second.end(), std::make_pair(e.t1, SIZE_MAX));
+      if (at != it->second.begin()) e.id = std::prev(at)->second + 1;
+    }
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].type == EventType::send && events[i].id != 0) events[i].id = i + 1;
+    }
+  }
   std::map<std::pair<const void*, uint32_t>, std::string> names;
   auto region = [&](const void* ti, uint32_t kind) -> const std::string& {
     auto [it, fresh] = names.try_emplace({ti, kind});

@@ -9,31 +9,42 @@ namespace coact::detail::trace {
 
 uint64_t pid_of(const ActorCell* c) noexcept { return (uint64_t(c->pid.id) << 32) | c->pid.epoch; }
 
-void on_send(Worker& w, Envelope* e) noexcept {
+void on_send(Worker& w) noexcept {
   if (w.trace_first_send == 0) w.trace_first_send = sync::now_ns();
-  if (w.trace_session->sample(w.trace_rng)) e->trace = w.trace->next_id();
 }
 
-uint64_t on_flush_begin(Worker& w, ActorCell* producer) noexcept {
+uint64_t mark(Ring& r, Envelope* e) noexcept {
+  const uint16_t tag = uint16_t(r.next_id() % 65535 + 1);
+  e->trace_tag = tag;
+  return mail_key(e);
+}
+
+uint64_t on_flush_begin(Worker& w, ActorCell* producer, uint32_t& traced) noexcept {
   const uint64_t now = sync::now_ns();
+  traced = 0;
   const uint64_t first = w.trace_first_send != 0 ? w.trace_first_send : now;
   for (auto& [t, e] : w.outbound) {
-    if (e->trace == 0) continue;
+    if (!w.trace_session->sample(w.trace_rng)) continue;  // sampled here, before the mail is published
     Event ev{};
     ev.type = EventType::send;
     ev.t0 = first;
     ev.t1 = now;
-    ev.id = e->trace;
+    ev.id = mark(*w.trace, e);
     ev.a = pid_of(t);
     ev.kind = e->kind;
     ev.kind2 = w.trace_kind;
     ev.type_info = producer != nullptr ? producer->type : nullptr;
     w.trace->append(ev);
+    ++traced;
   }
   return now;
 }
 
-void on_flush_end(Worker& w, ActorCell* producer, uint64_t t_sent, uint32_t mails) noexcept {
+void on_flush_end(Worker& w, ActorCell* producer, uint64_t t_sent, uint32_t mails, uint32_t traced) noexcept {
+  if (traced == 0) {  // no traced mail: nothing to show (and the ring lasts at low rates)
+    w.trace_first_send = 0;
+    return;
+  }
   Event ev{};
   ev.type = EventType::flush;
   ev.t0 = w.trace_first_send != 0 ? w.trace_first_send : t_sent;
@@ -49,11 +60,12 @@ void on_flush_end(Worker& w, ActorCell* producer, uint64_t t_sent, uint32_t mail
 
 void on_handler(Worker& w, ActorCell* c, uint64_t mail, uint32_t kind, uint64_t t_received, bool resume) noexcept {
   const uint64_t now = sync::now_ns();
+  if (w.trace_pickup == 0) w.trace_pickup = t_received;  // the job's first handler (run_job cleared it)
   if (mail != 0 || (resume && w.trace_session->all())) {
     Event ev{};
     ev.type = EventType::handler;
     ev.flags = resume ? 1 : 0;
-    ev.t0 = w.trace_pickup != 0 ? w.trace_pickup : t_received;
+    ev.t0 = w.trace_pickup;
     ev.t1 = t_received;
     ev.t2 = now;
     ev.id = mail;
@@ -104,7 +116,7 @@ RootSend on_root_send_begin(Session& s, Worker* w, ActorCell* target, Envelope* 
   RootSend rs;
   if (!s.sample(state)) return rs;
   Ring& r = w != nullptr ? *w->trace : s.external();
-  rs.id = e->trace = r.next_id();
+  rs.id = mark(r, e);
   rs.t_sent = sync::now_ns();
   rs.recipient = pid_of(target);
   rs.kind = e->kind;

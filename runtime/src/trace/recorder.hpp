@@ -13,9 +13,13 @@
 //   handler  one per traced mail dispatched: t_enqueue (the start of the
 //            worker job that dispatched it: the burst drainer's run, or the
 //            actor's drain cycle), t_received (handler entered), t_finished
-//            (handler returned). The exporter joins send and handler by the
-//            mail id; t_enqueue is clamped to >= t_sent (a mail deposited
-//            into a drain that was already running joined it at t_sent).
+//            (handler returned). t_enqueue is the job's first handler entry
+//            (the few ns of the job's set-up before it are not seen). The
+//            exporter joins send and handler by the mail key (envelope
+//            address and Envelope::trace_tag; hooks.hpp mail_key) and gives
+//            each mail an id; t_enqueue is clamped to >= t_sent (a mail
+//            deposited into a drain that was already running joined it at
+//            t_sent).
 //   park     one per park: when the worker parked, when it woke.
 //   timer    one per timer fired: when, the deadline, the reason.
 //   recruit  one per burst flush that published groups (COACT_BURST=on):
@@ -60,7 +64,7 @@ struct Event {
   uint32_t kind2;      // send: the producer handler's kind; recruit: groups staged
   uint32_t count;      // flush: mails; recruit: siblings recruited; experiment: speedup %
   uint64_t t0, t1, t2; // per type (ns)
-  uint64_t id;         // mail id (send, handler); experiment: region id
+  uint64_t id;         // mail key (send, handler; hooks.hpp mail_key); experiment: region id
   uint64_t a;          // recipient pid (send), actor pid (handler, flush)
   const void* type_info;  // actor type (handler: recipient, send and flush: producer)
 };
@@ -90,7 +94,8 @@ class Ring {
     slots_[i].ev.ring = index_;
     slots_[i].ready.store(1, std::memory_order_release);
   }
-  /// A mail id unique in this session: ring index in the high bits.
+  /// An id unique in this session (ring index in the high bits); a traced
+  /// mail's tag is derived from it (hooks.cpp mark).
   uint64_t next_id() noexcept {
     return (uint64_t(index_ + 1) << 40) | (ids_.fetch_add(1, std::memory_order_relaxed) + 1);
   }

@@ -22,7 +22,7 @@ namespace coact::detail {
 
 /// What a system mail asks of the scheduler; user mail is `none`. One list,
 /// used by runtime.cpp (stop), scheduler.cpp (resume) and reply.hpp (reply).
-enum class SystemMail : uint32_t {
+enum class SystemMail : uint16_t {
   none = 0,    ///< user mail: dispatched to a handler
   stop = 1,    ///< stop request (ActorRef::stop)
   resume = 2,  ///< wake of a waiting coroutine, carrying its wait epoch
@@ -60,15 +60,19 @@ struct Envelope {
   uint32_t kind = 0;
   /// System mail kind; SystemMail::none for user mail.
   SystemMail system = SystemMail::none;
+  /// Per-mail trace tag (runtime/src/trace/recorder.hpp): 1..65535 when the
+  /// mail is traced (COACT_TRACE), 0 otherwise. Set by the sending thread
+  /// before the mail is published, read by the worker that dispatches it.
+  /// The trace joins a send to its handler by (envelope address, tag); it
+  /// shares the word of `kind` and `system`, so the envelope stays 40 bytes
+  /// and an untraced mail's constructor writes no extra store.
+  uint16_t trace_tag = 0;
   /// The ring region holding this envelope (written in place by a handler's
   /// send), or nullptr for a heap envelope. A ring envelope is destroyed in
   /// place and releases its region instead of being freed.
   RingRegion* region = nullptr;
-  /// Per-mail trace id (runtime/src/trace/recorder.hpp): set by the sending
-  /// worker when this mail is traced (COACT_TRACE), 0 otherwise. Read by the
-  /// worker that dispatches it, before the handler runs.
-  uint64_t trace = 0;
 };
+static_assert(sizeof(void*) != 8 || sizeof(Envelope) == 40, "Envelope: 40 bytes on 64-bit targets");
 
 class Mailbox {
  public:
