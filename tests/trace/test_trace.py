@@ -1,6 +1,7 @@
 """tests/trace/test_trace.py: traces of the archiver and the four peer
 workloads are valid trace-event JSON (check_trace_format.py), with burst
-dispatch off and on; the checker rejects broken documents; coact-trace
+dispatch off and on; a sweep's experiments are on the counter track as in
+profile.coz; the checker rejects broken documents; coact-trace
 summary reads a trace (table and --json) and names a bad file in one line
 with exit status 2.
 
@@ -81,6 +82,56 @@ class Traces(unittest.TestCase):
                                capture_output=True, text=True, timeout=300)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assert_valid(out, f"archiver burst {burst}")
+
+    @unittest.skipUnless(PEERS, "coact-peers not built")
+    def test_causal_experiments_counter_track(self):
+        """A sweep with tracing on: the counter track "causal experiment"
+        (speedup_pct) and its instants (region name) follow the experiments of
+        profile.coz, in order. The trace may show more selections than the
+        profile has experiments (an experiment in which no progress point
+        moved, or one cut by the end of the run, is not written), never fewer
+        or different ones."""
+        out = os.path.join(self.dir, "sweep.json")
+        coz = os.path.join(self.dir, "profile.coz")
+        r = subprocess.run([PEERS, "--workload", "ping_pong", "--n", "300000", "--workers", "2"],
+                           env=env_with(COACT_TRACE="0.01", COACT_TRACE_OUTPUT=out, COACT_CAUSAL="1",
+                                        COACT_CAUSAL_PROGRESS_HANDLER="pong_msg", COACT_CAUSAL_OUTPUT=coz,
+                                        COACT_CAUSAL_EXPERIMENT_MS="20", COACT_CAUSAL_COOLDOWN_MS="5",
+                                        COACT_CAUSAL_EXPERIMENTS="6", COACT_CAUSAL_SEED="7"),
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        written = []
+        with open(coz) as f:
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                if fields[0] != "experiment":
+                    continue
+                kv = dict(x.split("=", 1) for x in fields[1:])
+                written.append((kv["selected"], round(float(kv["speedup"]) * 100)))
+        self.assertGreaterEqual(len(written), 2, "the sweep wrote too few experiments to compare")
+        doc = self.assert_valid(out, "ping_pong under a sweep")
+        self.assertEqual(doc["otherData"]["dropped"], 0)
+        causal = sorted((e for e in doc["traceEvents"] if e.get("cat") == "causal"), key=lambda e: e["ts"])
+        counters = [e for e in causal if e["ph"] == "C"]
+        instants = [e for e in causal if e["ph"] == "i"]
+        self.assertEqual(len(counters), len(instants))
+        for c, i in zip(counters, instants):  # one counter sample per selection change, same time and speedup
+            self.assertEqual(c["name"], "causal experiment")
+            self.assertEqual(c["ts"], i["ts"])
+            self.assertEqual(c["args"]["speedup_pct"], i["args"]["speedup_pct"])
+            self.assertEqual(c["args"]["region"] == 0, i["name"] == "experiment end")
+        shown = [(i["args"]["region"], i["args"]["speedup_pct"]) for i in instants if i["name"] != "experiment end"]
+        for i in instants:
+            if i["name"] != "experiment end":
+                self.assertEqual(i["name"], "experiment: " + i["args"]["region"])
+        # profile.coz's experiments are a subsequence of the selections shown.
+        at = 0
+        for exp in written:
+            while at < len(shown) and shown[at] != exp:
+                at += 1
+            self.assertLess(at, len(shown), f"experiment {exp} of profile.coz is not on the counter track "
+                                            f"(in order); track: {shown}; profile: {written}")
+            at += 1
 
     @unittest.skipUnless(PEERS and TOOL, "coact-peers or coact-trace not built")
     def test_summary_table_and_json(self):
