@@ -49,9 +49,14 @@
 #                kernel's floor: a bare thread in the same timed futex wait, measured after
 #                coact's window in the same process (floor_cpu_pct, floor_us_per_wake,
 #                floor_late_p5/p50/p99_us: its wake latency distribution)
+#                "us_per_tick" {coact,caf,tokio} (medians of cpu_s / ticks, µs) and
+#                coact_over_tokio_per_tick: a runtime whose timer fires late ticks less
+#                often (tokio: ~6.1 ms per 5 ms sleep), so its share of a core is lower
+#                without a cheaper wake
 #                "target": the absolute goal (coact_cpu_pct_at_most, met), whether
 #                it lies below the floor (below_floor), the floor-relative goal
-#                (floor_relative: floor_cpu_pct + 0.1, met) and at_most_tokio (met)
+#                (floor_relative: floor_cpu_pct + 0.1, met) and at_most_tokio (met,
+#                per_tick_met)
 #              cancel_rate (send_after + cancel pairs from a handler for 1 s):
 #                {...,"coact_pairs_per_s":R,"caf_pairs_per_s":R,"tokio_pairs_per_s":R,"ratio":...,
 #                 "caf_cancel":...,"tokio_cancel":...}

@@ -126,6 +126,25 @@ class BenchAggregationTest(unittest.TestCase):
                 self.assertFalse(row["target"]["floor_relative"]["met"])
                 self.assertEqual(row["target"]["at_most_tokio"], {"tokio_cpu_pct": 1.0, "met": True})
 
+    def test_timers_idle_cpu_per_tick(self):
+        # tokio ticks less often (its late timer): per tick it costs more although its
+        # share of a core is lower.
+        with tempfile.TemporaryDirectory() as d:
+            def rows(rt, cpu_s, ticks):
+                return self.write_rows(d, rt, [{"runtime": rt, "scenario": "idle_cpu", "cpu_pct": c * 20,
+                                                "cpu_s": c, "ticks": t} for c, t in zip(cpu_s, ticks)])
+            paths = [rows("coact", [0.038, 0.040, 0.036], [1000, 1000, 1000]),
+                     rows("caf", [1.5, 1.5, 1.5], [970, 970, 970]),
+                     rows("tokio", [0.034, 0.033, 0.035], [815, 815, 815])]
+            p = bench("timers", "idle_cpu", "idle_cpu.5", json.dumps({"period_ms": 5, "duration_ms": 5000}),
+                      "2", "0", *paths)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            row = json.loads(p.stdout)
+            self.assertEqual(row["us_per_tick"]["coact"], 38.0)
+            self.assertEqual(row["us_per_tick"]["tokio"], round(0.034e6 / 815, 2))
+            self.assertGreater(row["coact_cpu_pct"], row["tokio_cpu_pct"])
+            self.assertLess(row["coact_over_tokio_per_tick"], 1)
+
     def test_timers_idle_lateness_reports_the_floor(self):
         with tempfile.TemporaryDirectory() as d:
             def rows(rt, p99s, floor=None):
