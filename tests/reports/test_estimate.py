@@ -144,6 +144,11 @@ class KneeTest(unittest.TestCase):
         for s, v in got.items():
             self.assertAlmostEqual(v, s / 3, delta=0.005)
 
+    def test_no_convex_bend(self):
+        # A convex bend would only fit noise (speedup curves are concave).
+        c, _ = self.predict(lambda s: max(0.0, s - 0.5), [0.5])
+        self.assertIsNone(c.knee)
+
     def test_poly_fit_keeps_the_polynomial(self):
         c, got = self.predict(lambda s: min(s, 0.5), [0.5], model="poly")
         self.assertIsNone(c.knee)
