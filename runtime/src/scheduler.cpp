@@ -46,6 +46,16 @@ std::chrono::nanoseconds boot_handoff_cost() {
   return cost;
 }
 
+// Whether a causal sweep runs (pay points may then pay): direct sends are
+// off during one (Scheduler::post).
+inline bool causal_sweep_active() noexcept {
+#if COACT_CAUSAL_ENABLED
+  return causal::g_sweep_active.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
 // Relaxed single-writer increment: the owning worker is the only writer, so a
 // load+store pair avoids a locked instruction per dispatch.
 inline void bump(std::atomic<uint64_t>& c) noexcept {
@@ -91,6 +101,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
   rings_on_ = !workers_.empty() && workers_[0]->ring_on;
+  direct_sends_ = !tuning_.burst && trace_ == nullptr;
   if (rings_on_) g_ring_schedulers.fetch_add(1, std::memory_order_relaxed);
   live_schedulers_add(this);
 }
@@ -129,7 +140,7 @@ void Scheduler::shutdown() {
   }
   std::vector<ActorCell*> cells = registry_.snapshot();  // 4.
   for (ActorCell* c : cells) {
-    if (c->token.load() != RunState::dead) finalize_stop(nullptr, c);
+    if (!c->is_dead()) finalize_stop(nullptr, c);
     c->release();
   }
   names_.clear();
@@ -166,6 +177,29 @@ void Scheduler::discard_burst(Burst* b) {
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
   if (w != nullptr && w->in_handler == kInHandler) {
+    // Direct send (burst off, untraced, no causal sweep): push now; if the
+    // push took the recipient's run-token, the recipient is held by this
+    // handler's outbound list and is scheduled (made runnable) only at the
+    // flush, after its pay point, as a buffered send would be. Mail to a
+    // recipient held by someone else is visible to it at once; outside a
+    // sweep pay points do nothing, so nothing is paid late. No reference is
+    // taken: the caller's keeps the cell alive through the push, and a token
+    // we hold keeps the actor from stopping (its life reference) until the
+    // flush schedules it. Per-sender FIFO: pushes happen in send order, and
+    // once this invocation has buffered a send (a sweep was active) every
+    // later one buffers too (the last entry is then a buffered one), so no
+    // direct push overtakes mail that waits for the flush.
+    if (direct_sends_ && w->sched == this && !causal_sweep_active() &&
+        (w->outbound.empty() || w->outbound.back().second == nullptr)) [[likely]] {
+      if (target->is_dead()) {
+        const bool user = e->system == SystemMail::none;
+        e->drop(e);
+        if (user) count_dropped_dead(1);
+        return;
+      }
+      if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
+      return;
+    }
     target->add_ref();  // keeps the cell alive until the flush deposits the mail
     w->outbound.emplace_back(target, e);
     if (w->ring_on) t_ring_armed = true;  // the invocation's later sends go to the ring
@@ -189,14 +223,13 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
 }
 
 void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
-  if (t->token.load() == RunState::dead) {
+  if (t->is_dead()) {
     const bool user = e->system == SystemMail::none;
     e->drop(e);
     if (user) count_dropped_dead(1);
     return;
   }
-  t->inbox.push(e);
-  if (t->token.try_wake()) {
+  if (t->inbox.push(e)) {  // took the run-token: schedule t (run_token.hpp)
     if (w != nullptr && w->sched == this) {
       schedule_local(*w, t);
     } else {
@@ -260,6 +293,10 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
   // COACT_BURST=off: every mail deposits and wakes its recipient on its own.
   // deposit() never appends to outbound (we are outside the handler now).
   for (auto& [t, e] : w.outbound) {
+    if (e == nullptr) {  // a direct send took t's run-token (post): schedule t
+      schedule_local(w, t);
+      continue;
+    }
     t->sched->deposit(t, e, &w);
     t->release();
   }
@@ -425,7 +462,7 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
 
 // The burst lifecycle step 6: seize the recipient and run it here, or deposit.
 void Scheduler::deliver_claimed(Worker& w, ActorCell* t, Envelope* e) {
-  if (t->token.seize()) {
+  if (t->inbox.seize()) {
     bump(w.seized);
     // We hold t's run-token, so its consumer state is ours to read. Older
     // mail in the inbox (an earlier deposit, possibly from this very
@@ -725,7 +762,7 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
 
 // Steps 2-5.
 void Scheduler::run_cell(Worker& w, ActorCell* c) {
-  COACT_INVARIANT(c->token.enter_running(), "run-token: a popped actor was not Ready");
+  COACT_INVARIANT(c->inbox.held(), "run-token: a popped actor was not Held");
   drain_cell(w, c, nullptr);
 }
 
@@ -741,6 +778,7 @@ void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
     ++mails;
     causal::on_pay_point();  // between dispatches
   }
+drain:
   for (;;) {
     Envelope* e = nullptr;
     if (c->waiting != nullptr) {
@@ -795,29 +833,25 @@ void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
       w.clock_ns = sync::now_ns();
       over_time = w.clock_ns - batch_start >= batch_max_ns_;
     }
-    if (mails >= tuning_.batch_max_mails || over_time) {  // 4.
-      c->token.mark_ready();
+    if (mails >= tuning_.batch_max_mails || over_time) {  // 4. (the token stays Held)
       publish_shared(c);
       return;
     }
     causal::on_pay_point();  // between dispatches
   }
   // 5. pop() returned nullptr, but a producer may be mid-push (or linked
-  // behind a re-pushed stub): the queue is not canonically empty, so the
-  // token must not be released (the producer's try_wake may already have
-  // failed against Running). Keep the actor scheduled; it is retried after
-  // other work. Found by a fan-out hang (2 in 150 runs) before this check.
+  // behind a re-linked stub): the queue is not canonically empty, so the
+  // token must not be released (and try_release would fail anyway). Keep the
+  // actor scheduled (Held); it is retried after other work. Found by a
+  // fan-out hang (2 in 150 runs) before this check.
   if (!c->inbox.empty_for_consumer()) {
-    c->token.mark_ready();
     publish_shared(c);
     return;
   }
-  // A concurrent stop on another worker could free c right after mark_idle;
-  // the temporary reference keeps it alive through the recheck.
-  c->add_ref();
-  c->token.mark_idle();
-  if (c->inbox.has_mail_after_release() && c->token.try_self_requeue()) schedule_local(w, c);
-  c->release();
+  // Canonically empty: release the run-token. A push since the last pop
+  // makes the CAS fail and we still hold the token: drain on. After a
+  // successful release c is not ours to touch (run_token.hpp).
+  if (!c->inbox.try_release()) goto drain;
 }
 
 void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
@@ -910,7 +944,7 @@ void Scheduler::drop_wait_state(ActorCell* c) {
 }
 
 void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
-  c->token.mark_dead();
+  c->dead.store(true, std::memory_order_release);  // the run-token stays Held
   if (c->waiting != nullptr) {  // a stopped waiter's frame goes before the actor it points into
     std::coroutine_handle<>::from_address(c->waiting).destroy();
     c->waiting = nullptr;
@@ -1154,7 +1188,7 @@ void arm_sleep(std::coroutine_handle<> h, std::chrono::nanoseconds d, Anchor anc
 
 void Scheduler::register_spawn(ActorCell* c) {
   c->sched = this;
-  c->token.init_running();
+  c->inbox.hold();
   registry_.insert(c);
   live_.fetch_add(1, std::memory_order_relaxed);
   if (Worker* w = t_worker; w != nullptr && w->sched == this) {
@@ -1165,8 +1199,7 @@ void Scheduler::register_spawn(ActorCell* c) {
 }
 
 void Scheduler::finish_spawn(ActorCell* c) {
-  c->token.mark_idle();
-  if (c->inbox.has_mail_after_release() && c->token.try_self_requeue()) {
+  if (!c->inbox.try_release()) {  // mail arrived during construction: we hold t, schedule it
     Worker* w = t_worker;
     if (w != nullptr && w->sched == this) {
       schedule_local(*w, c);
@@ -1178,7 +1211,7 @@ void Scheduler::finish_spawn(ActorCell* c) {
 
 void Scheduler::abort_spawn(ActorCell* c) noexcept {
   c->actor = nullptr;
-  c->token.mark_dead();
+  c->dead.store(true, std::memory_order_release);
   registry_.remove(c);
   spawned_.fetch_sub(1, std::memory_order_relaxed);
   if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <coact/causal/hooks.hpp>
 #include <coact/runtime/runtime.hpp>
 
 #include "support/watchdog.hpp"
@@ -155,4 +156,65 @@ TEST_CASE("FIFO and exclusivity hold with peer steal on (stealers take from dequ
   const uint64_t per_run = uint64_t(1.2e6 * coact::test::kStressScale);
   coact::test::Watchdog wd(300, "fifo stress, peer steal");
   for (Topology topo : {Topology::random_graph, Topology::hot_spot}) run_fifo(workers, 7, topo, per_run, true);
+}
+
+// Burst off, a send inside a handler pushes into the recipient's inbox at once
+// (a direct send) unless a causal sweep runs; then it buffers until the
+// flush. A handler that buffered one send must buffer the rest, or a later
+// direct push would overtake the buffered mail. Here every handler sends
+// several seq-numbered mails to one sink while another thread flips the
+// sweep gate, so invocations straddle the flip both ways.
+namespace {
+struct Sink : coact::Actor<Sink> {
+  explicit Sink(Shared* s, uint32_t sources) : sh(s), expected(sources, 0) {}
+  void on(const Token& t) {
+    if (t.seq != expected[t.from]) sh->order_violations.fetch_add(1);
+    expected[t.from] = t.seq + 1;
+    if (sh->received.fetch_add(1) + 1 == sh->tokens_total) sh->rt->request_stop();
+  }
+  Shared* sh;
+  std::vector<uint64_t> expected;
+};
+struct Go {
+  uint32_t rounds;
+};
+struct Source : coact::Actor<Source> {
+  Source(uint32_t id, coact::ActorRef<Sink> s) : my_id(id), sink(std::move(s)) {}
+  void on(const Go& g) {
+    for (int k = 0; k < 4; ++k) sink.send(Token{my_id, seq++, 0});
+    if (g.rounds > 1) self().send(Go{g.rounds - 1});
+  }
+  uint32_t my_id;
+  coact::ActorRef<Sink> sink;
+  uint64_t seq = 0;
+};
+}  // namespace
+
+TEST_CASE("per-sender FIFO holds while the causal sweep gate flips mid-handler", "[stress][fifo]") {
+  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t sources = 16;
+  const uint32_t rounds = uint32_t(20000 * coact::test::kStressScale) + 10;
+  coact::test::Watchdog wd(300, "fifo stress, sweep gate flips");
+  Shared sh;
+  sh.tokens_total = uint64_t(sources) * rounds * 4;
+  coact::Runtime rt(coact::test::tuning_for(workers));
+  sh.rt = &rt;
+  auto sink = rt.spawn<Sink>(&sh, sources);
+  std::vector<coact::ActorRef<Source>> src;
+  for (uint32_t i = 0; i < sources; ++i) src.push_back(rt.spawn<Source>(i, sink));
+  std::atomic<bool> done{false};
+  std::thread flipper([&] {
+    for (uint64_t i = 0; !done.load(std::memory_order_relaxed); ++i) {
+      coact::causal::g_sweep_active.store(i % 2 == 0, std::memory_order_relaxed);
+      for (int k = 0; k < 64; ++k) std::this_thread::yield();
+    }
+    coact::causal::g_sweep_active.store(false);
+  });
+  for (auto& s : src) s.send(Go{rounds});
+  rt.run();
+  done.store(true);
+  flipper.join();
+  INFO("workers=" << workers);
+  CHECK(sh.order_violations.load() == 0);
+  CHECK(sh.received.load() == sh.tokens_total);
 }

@@ -21,7 +21,7 @@
 //      closed), and two workers never hold same-recipient mail at once.
 //      New recipients beyond the array's capacity, and a one-mail flush to a
 //      recipient without an open group, are deposited directly (inbox push +
-//      try_wake), which is exactly the pre-burst path; they have no open
+//      wake in one exchange), which is exactly the pre-burst path; no open
 //      group, so no FIFO is at stake.
 //   4. Keep warm, and recruit when it pays. A flush that published groups
 //      pushes one drainer (a reference to the burst) on the producing
@@ -47,16 +47,16 @@
 //      strictly behind everything dispatched. Then Lifecycle::complete; the
 //      completion that brings done == len seals (retires) the burst.
 //   6. Seize, or deposit. For each mail of a claimed group the worker tries
-//      RunToken::seize (Idle -> Running). Won: the recipient runs here, in
+//      Mailbox::seize (run-token Idle -> Held). Won: the recipient runs here, in
 //      place, with no scheduling push: if its inbox is canonically empty and
 //      it is not suspended in a coroutine, this mail is dispatched first;
 //      else it is pushed behind the inbox's older mail (an earlier deposit
 //      from this very producer may sit there: FIFO) and the inbox is drained.
 //      The run is a normal drain cycle (handler region entry/exit hooks,
 //      budget, stop, the step-5 release of the run-token in scheduler.hpp).
-//      Lost (Ready: a sender's wake won; Running: another worker drains it;
-//      Dead): the mail is deposited (inbox push + try_wake + schedule) and
-//      the holder's drain picks it up.
+//      Lost (Held: a sender's push woke it, another worker drains it, or it
+//      stopped): the mail is deposited (an inbox push, which schedules the
+//      actor only if it took the token) and the holder's drain picks it up.
 //   7. Reclamation. Each mail holds one count of its region's lock and drops
 //      it when its envelope is destroyed (handled, or dropped to a dead
 //      actor). The producer reclaims at its next region open, in ring order.

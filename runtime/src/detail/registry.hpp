@@ -116,7 +116,7 @@ class NameRegistry {
     std::unique_lock lk(mu_);
     auto it = map_.find(name);
     if (it != map_.end()) {
-      if (it->second.cell->token.load() != RunState::dead) return false;
+      if (!it->second.cell->is_dead()) return false;
       it->second.cell->release();
       map_.erase(it);
     }
@@ -159,7 +159,7 @@ class NameRegistry {
     std::shared_lock lk(mu_);
     auto it = map_.find(name);
     if (it == map_.end() || it->second.kind != kind) return false;
-    if (it->second.cell->token.load() == RunState::dead) return false;
+    if (it->second.cell->is_dead()) return false;
     out = it->second;
     out.cell->add_ref();
     return true;
@@ -168,7 +168,7 @@ class NameRegistry {
   Pid pid_of(const std::string& name) const {
     std::shared_lock lk(mu_);
     auto it = map_.find(name);
-    if (it == map_.end() || it->second.cell->token.load() == RunState::dead) return Pid{};
+    if (it == map_.end() || it->second.cell->is_dead()) return Pid{};
     return it->second.cell->pid;
   }
   void clear() {

@@ -8,13 +8,15 @@
 //      remains and a sibling is parked, wake one), then peer steal (if
 //      enabled), then SpinPark (spin an adaptive window of at most
 //      spin_window_us, then park; spin_window.hpp).
-//   2. enter_running on the popped actor (Ready -> Running).
+//   2. the popped actor's run-token is Held already (the push that woke it
+//      took it; coact/runtime/detail/run_token.hpp): nothing to claim.
 //   3. drain its inbox under BatchBudget: per mail, run the handler, then flush
 //      the handler's outbound mail (the one flush point), then honour stop().
 //   4. budget hit (batch_max_mails, or batch_max_us read every
-//      clock_check_stride-th dispatch): mark_ready and re-publish to the
-//      injector, so two busy actors share a worker fairly.
-//   5. drained: mark_idle, then the post-empty recheck try_self_requeue.
+//      clock_check_stride-th dispatch): re-publish to the injector (still
+//      Held), so two busy actors share a worker fairly.
+//   5. drained to the canonical empty state: try_release (one CAS); a push
+//      since the last pop fails it, and the worker drains on.
 // Scheduling a woken actor from a worker keeps it local (own deque) unless the
 // cascade has run longer than the keep-local time valve or the deque reached
 // local_sticky_max: then the backlog (all but the freshest) spills to the
@@ -62,7 +64,7 @@ namespace coact::detail {
 class Scheduler;
 
 /// What the deques and the injector carry: a runnable actor (ActorCell*,
-/// Ready) or a drainer of a burst (Burst*, tagged in bit 0, holding one
+/// its run-token Held) or a drainer of a burst (Burst*, tagged in bit 0, holding one
 /// reference to the burst).
 struct JobTag;
 using Job = JobTag*;
@@ -90,7 +92,11 @@ struct Worker {
   MailRing ring;
   bool ring_on;
   // Everything below is owned by this worker's thread.
-  std::vector<std::pair<ActorCell*, Envelope*>> outbound;  // buffered sends of the running handler
+  // Buffered sends of the running handler, each holding a cell reference;
+  // with direct sends (Scheduler::post) an entry {t, nullptr} instead names
+  // a recipient whose mail is already in its inbox and whose run-token the
+  // send took: the flush schedules it (no reference: we hold its token).
+  std::vector<std::pair<ActorCell*, Envelope*>> outbound;
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
   uint8_t in_handler = 0;        // kNotInHandler, kInHandler or kInTracedHandler (below)
   trace::Ring* trace = nullptr;  // per-mail trace ring; null = tracing off (see below)
@@ -190,7 +196,7 @@ class Scheduler {
   bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns);
   void run_job(Worker& w, Job j);
   void run_cell(Worker& w, ActorCell* c);
-  /// Drains c's inbox; the caller holds c's run-token (Running). `first`
+  /// Drains c's inbox; the caller holds c's run-token. `first`
   /// (may be null) is dispatched before the inbox.
   void drain_cell(Worker& w, ActorCell* c, Envelope* first);
   void dispatch(Worker& w, ActorCell* c, Envelope* e);
@@ -278,6 +284,10 @@ class Scheduler {
   std::atomic<uint64_t> timers_dropped_{0};  // written by shutdown()
   bool shut_down_ = false;                   // shutdown() ran (the owner's thread only)
   bool rings_on_ = false;                    // counted in g_ring_schedulers (actor.hpp)
+  // COACT_BURST=off and no per-mail trace: a send inside a handler pushes
+  // into the recipient's inbox at once (post), and the flush only schedules
+  // the recipients whose run-token that push took. Set at construction.
+  bool direct_sends_ = false;
   std::atomic<uint64_t> injector_pushes_{0};
   uint64_t futex_wakes_at_boot_ = 0;
   // The per-mail trace (COACT_TRACE; null = off); written at shutdown.

@@ -8,7 +8,8 @@
 // freed when the last reference goes, and mail still in the inbox then is
 // dropped and counted as mail to a dead actor. While the actor is live the life
 // reference keeps the cell alive, so a queued cell (in a deque or the injector)
-// needs no reference of its own: a Dead cell is never queued (try_wake fails).
+// needs no reference of its own: a dead cell is never queued (its run-token
+// stays Held, so no push takes it).
 #pragma once
 
 #include <atomic>
@@ -36,7 +37,12 @@ struct ActorCell {
   // is only copied from one already held), acq_rel decrement (the last
   // dropper must see every write before freeing).
   std::atomic<uint32_t> refs{1};
-  RunToken token;
+  // Set (release) by the worker that stops the actor, before it drains the
+  // inbox a last time; read (acquire) by senders and registry lookups to
+  // drop mail early. Racy by design: mail pushed after the last drain waits
+  // in the inbox and is dropped (and counted) when the cell is freed. The
+  // run-token of a stopped actor stays Held, so it is never scheduled again.
+  std::atomic<bool> dead{false};
   // Holder-only (the worker in Running): set by ActorBase::stop() or a stop
   // request; read by the same worker after the handler returns.
   bool stop_requested = false;
@@ -64,6 +70,7 @@ struct ActorCell {
   BurstProducer* producer = nullptr;
   Mailbox inbox;
 
+  bool is_dead() const noexcept { return dead.load(std::memory_order_acquire); }
   void add_ref() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
   /// Drops one reference; frees the cell (dropping leftover mail) on the last.
   void release() noexcept;

@@ -9,10 +9,14 @@
 // unpoppable": pop() returns nullptr and empty() returns false; the consumer
 // treats that as "not drained" and requeues the actor rather than spinning.
 // FIFO: mail pushed by one thread is popped in push order.
+// Bit 0 of the head word is the actor's run-token (run_token.hpp): a push
+// that finds it clear has woken the actor and schedules it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+
+#include <coact/runtime/detail/run_token.hpp>
 
 namespace coact {
 class ActorBase;
@@ -76,19 +80,22 @@ static_assert(sizeof(void*) != 8 || sizeof(Envelope) == 40, "Envelope: 40 bytes 
 
 class Mailbox {
  public:
-  Mailbox() noexcept : head_(&stub_), tail_(&stub_) {}
+  Mailbox() noexcept : head_(word(&stub_, false)), tail_(&stub_) {}
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
 
-  /// Any thread. Never blocks.
-  void push(Envelope* e) noexcept {
+  /// Any thread. Never blocks. Returns true iff this push took the run-token
+  /// (the actor was Idle): the caller must then schedule the actor, exactly
+  /// once (run_token.hpp). One exchange: the push and the wake in one.
+  bool push(Envelope* e) noexcept {
     e->next.store(nullptr, std::memory_order_relaxed);
-    // seq_cst: participates in the run-token total order (run_token.hpp).
-    Envelope* prev = head_.exchange(e, std::memory_order_seq_cst);
-    prev->next.store(e, std::memory_order_release);
+    // seq_cst: one RMW in head_'s modification order (run_token.hpp).
+    const uintptr_t prev = head_.exchange(word(e, true), std::memory_order_seq_cst);
+    ptr(prev)->next.store(e, std::memory_order_release);
+    return (prev & kRunTokenHeld) == 0;
   }
 
-  /// Consumer only. nullptr when empty or when a producer is mid-push.
+  /// Consumer only (the holder). nullptr when empty or when a producer is mid-push.
   Envelope* pop() noexcept {
     Envelope* tail = tail_;
     Envelope* next = tail->next.load(std::memory_order_acquire);
@@ -102,9 +109,8 @@ class Mailbox {
       tail_ = next;
       return tail;
     }
-    Envelope* head = head_.load(std::memory_order_acquire);
-    if (tail != head) return nullptr;  // a producer is mid-push
-    push(&stub_);
+    if (tail != ptr(head_.load(std::memory_order_acquire))) return nullptr;  // a producer is mid-push
+    relink_stub();
     next = tail->next.load(std::memory_order_acquire);
     if (next != nullptr) {
       tail_ = next;
@@ -116,31 +122,59 @@ class Mailbox {
   /// Consumer only: true iff the queue is in its canonical empty state
   /// (tail_ and head_ both at the stub). pop() can return nullptr while mail
   /// is queued: a producer preempted between its exchange and its link, or
-  /// one that slipped in while pop() re-pushed the stub (Vyukov's "retry
-  /// later" case), which leaves head_ == &stub_ with an unpopped node at
-  /// tail_. The holder may release the run-token only when this is true;
-  /// otherwise it must keep the actor scheduled. seq_cst load: the W1 step of
-  /// run_token.hpp's argument.
+  /// one that slipped in while pop() re-linked the stub (Vyukov's "retry
+  /// later" case), which leaves head_ at the stub with an unpopped node at
+  /// tail_. The holder may try_release only when this is true; otherwise it
+  /// keeps the actor scheduled (and retries after other work).
   bool empty_for_consumer() const noexcept {
-    return tail_ == &stub_ && head_.load(std::memory_order_seq_cst) == &stub_;
+    return tail_ == &stub_ && ptr(head_.load(std::memory_order_acquire)) == &stub_;
   }
 
-  /// Post-empty recheck, called after the holder released the run-token, so
-  /// it must not touch consumer state (another worker may now own it). The
-  /// holder releases only from the canonical empty state (empty_for_consumer),
-  /// so head_ != &stub_ now means some producer has pushed since: "mail may be
-  /// waiting". seq_cst load: the W3 step of run_token.hpp.
-  bool has_mail_after_release() const noexcept {
-    return head_.load(std::memory_order_seq_cst) != &stub_;
+  /// The holder, after empty_for_consumer() was true: Held -> Idle. False
+  /// when a push landed since (head_ no longer the stub): the caller still
+  /// holds the run-token and must keep draining. After a true return the
+  /// caller must not touch this mailbox or its cell (run_token.hpp).
+  bool try_release() noexcept {
+    uintptr_t expected = word(&stub_, true);
+    return head_.compare_exchange_strong(expected, word(&stub_, false), std::memory_order_seq_cst,
+                                         std::memory_order_relaxed);
   }
+
+  /// Burst step 6: Idle -> Held in place. An Idle inbox is empty (every push
+  /// sets the bit), so the expected word is the stub's.
+  bool seize() noexcept {
+    uintptr_t expected = word(&stub_, false);
+    return head_.compare_exchange_strong(expected, word(&stub_, true), std::memory_order_seq_cst,
+                                         std::memory_order_relaxed);
+  }
+
+  /// Before publication only: the spawner holds the run-token while the
+  /// actor is constructed (then try_release, or schedule if mail arrived).
+  void hold() noexcept { head_.store(word(&stub_, true), std::memory_order_relaxed); }
+
+  /// Whether somebody holds the run-token (invariant checks; relaxed).
+  bool held() const noexcept { return (head_.load(std::memory_order_relaxed) & kRunTokenHeld) != 0; }
 
  private:
-  // Written by producers (exchange), read by the consumer in pop/empty.
-  std::atomic<Envelope*> head_;
+  static uintptr_t word(Envelope* e, bool held) noexcept { return reinterpret_cast<uintptr_t>(e) | (held ? kRunTokenHeld : 0); }
+  static Envelope* ptr(uintptr_t w) noexcept { return reinterpret_cast<Envelope*>(w & ~kRunTokenHeld); }
+  static_assert(alignof(Envelope) > kRunTokenHeld, "the run-token bit must be free in an Envelope pointer");
+
+  // Consumer only, holding the run-token: put the stub back at the head so
+  // the last node can be taken (Vyukov). The bit stays Held.
+  void relink_stub() noexcept {
+    stub_.next.store(nullptr, std::memory_order_relaxed);
+    const uintptr_t prev = head_.exchange(word(&stub_, true), std::memory_order_seq_cst);
+    ptr(prev)->next.store(&stub_, std::memory_order_release);
+  }
+
+  // The newest node, with the run-token in bit 0 (run_token.hpp). Written by
+  // producers (exchange) and the holder (stub re-link, release, seize CAS).
+  std::atomic<uintptr_t> head_;
   // Padding instead of alignas(64): keeps the producers' line away from the
   // consumer's without making every cell over-aligned (an over-aligned new
   // takes glibc's slow memalign path on every spawn).
-  char pad_[64 - sizeof(std::atomic<Envelope*>)];
+  char pad_[64 - sizeof(std::atomic<uintptr_t>)];
   // Consumer-private.
   Envelope* tail_;
   Envelope stub_;
