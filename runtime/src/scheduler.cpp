@@ -481,11 +481,7 @@ void Scheduler::deliver_claimed(Worker& w, ActorCell* t, Envelope* e) {
   deposit(t, e, &w);
 }
 
-void Scheduler::schedule_job(Worker& w, Job j) {
-  bump(w.deque_pushes);
-  w.own.push(j);
-  const int64_t n = w.own.size();
-  if (n <= 1) return;  // a chain: the one hop stays warm, nothing to spill
+void Scheduler::schedule_backlog(Worker& w, int64_t n) {
   const uint64_t valve = valve_ns();
   const bool valve_tripped = valve != 0 && w.clock_ns - w.cascade_start_ns > valve;
   if (valve_tripped || n >= int64_t(tuning_.local_sticky_max)) {
@@ -541,13 +537,6 @@ void Scheduler::worker_main(Worker& w) {
     run_job(w, j);
   }
   t_worker = nullptr;
-}
-
-bool Scheduler::timers_due(uint64_t& now_ns) const noexcept {
-  const uint64_t next = timers_.next_deadline();
-  if (next == TimerHeap::kNone) return false;  // nothing armed: no clock read
-  now_ns = sync::now_ns();
-  return now_ns >= next;
 }
 
 // Step 1.

@@ -225,7 +225,17 @@ class Scheduler {
   /// other thread touches it (take_shared steals only when peer_steal is on),
   /// so the pop needs no fence and no CAS.
   Job pop_own(Worker& w) { return tuning_.peer_steal ? w.own.pop() : w.own.pop_unshared(); }
-  void schedule_job(Worker& w, Job j);
+  /// Pushes j on w's own deque; a backlog (more than one job) goes to
+  /// schedule_backlog. Inline: a chain hop (deque length 1) is a push and a
+  /// length read.
+  void schedule_job(Worker& w, Job j) {
+    w.deque_pushes.store(w.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    w.own.push(j);
+    const int64_t n = w.own.size();
+    if (n > 1) schedule_backlog(w, n);  // a chain: the one hop stays warm, nothing to spill
+  }
+  /// The valve and sticky-max check for a deque of n > 1 jobs: spill, notify.
+  void schedule_backlog(Worker& w, int64_t n);
   void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
   void publish_job(Job j);
   void finalize_stop(Worker* w, ActorCell* c);
@@ -235,7 +245,15 @@ class Scheduler {
   /// deadline order (scheduler.cpp). Owner thread.
   void run_fired_in_deadline_order(Worker& w, int64_t own_before, uint64_t pushes_before);
   void fire(Worker* w, TimerEntry& e);
-  bool timers_due(uint64_t& now_ns) const noexcept;
+  /// Whether a timer is due (now_ns: the clock read, 0 if none was needed).
+  /// Inline: called twice per message; out of line it cost 20 instructions
+  /// per ping-pong message for what is one relaxed load while no timer is armed.
+  bool timers_due(uint64_t& now_ns) const noexcept {
+    const uint64_t next = timers_.next_deadline();
+    if (next == TimerHeap::kNone) [[likely]] return false;  // nothing armed: no clock read
+    now_ns = sync::now_ns();
+    return now_ns >= next;
+  }
   void resume_waiting(Worker& w, ActorCell* c);
   void drop_wait_state(ActorCell* c);
   /// Disarms the current ask's WaitTimeout entry, if any (its reply arrived
