@@ -136,6 +136,11 @@ constexpr std::array kKeys{
     Key{"COACT_TRACE_OUTPUT"sv, "scheduler"sv, "trace_output"sv, Type::text, ""sv, 0, 0, false,
         "coact-trace.json"sv, ""sv,
         "trace file (Chrome trace-event JSON), written at shutdown, request_stop and SIGINT/SIGTERM"sv},
+    Key{"COACT_TRACE_START_MS"sv, "scheduler"sv, "trace_start_ms"sv, Type::integer, "ms"sv, 0, 604'800'000, false,
+        "0"sv, ""sv, "trace window: recording starts this long after the runtime booted (COACT_TRACE on)"sv},
+    Key{"COACT_TRACE_DURATION_MS"sv, "scheduler"sv, "trace_duration_ms"sv, Type::integer, "ms"sv, 0, 604'800'000,
+        false, "0"sv, ""sv,
+        "trace window: recording stops this long after it started and the file is written then; 0: until shutdown"sv},
     Key{"COACT_TRACE_BUFFER"sv, "scheduler"sv, "trace_buffer"sv, Type::integer, "events"sv, 1024, 67'108'864,
         false, "131072"sv, ""sv, "trace events kept per thread (64 bytes each); later events are dropped and counted"sv},
 };

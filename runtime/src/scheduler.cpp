@@ -91,13 +91,17 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     workers_.push_back(std::make_unique<Worker>(this, i, tuning_.burst_ring_bytes, tuning_.burst));
   }
   if (tuning_.trace > 0) {  // the per-mail trace (trace/recorder.hpp)
-    trace_ = std::make_unique<trace::Session>(trace::SessionInfo{tuning_.trace, tuning_.burst, n},
-                                              tuning_.trace_buffer, tuning_.trace_output);
+    const trace::SessionInfo info{tuning_.trace, tuning_.burst, n, tuning_.trace_start_ms * 1'000'000,
+                                  tuning_.trace_duration_ms * 1'000'000};
+    trace_ = std::make_unique<trace::Session>(info, tuning_.trace_buffer, tuning_.trace_output);
     for (auto& w : workers_) {
-      w->trace = &trace_->ring(w->index);
+      w->trace_ring = &trace_->ring(w->index);
       w->trace_session = trace_.get();
       w->trace_rng = (uint64_t(w->index) + 1) * 0x9E3779B97F4A7C15ull;
     }
+    trace_->start([this](bool on) {  // the gates (at once, or on the window's thread)
+      for (auto& w : workers_) w->trace.store(on ? w->trace_ring : nullptr, std::memory_order_relaxed);
+    });
   }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
   rings_on_ = !workers_.empty() && workers_[0]->ring_on;
@@ -127,7 +131,10 @@ void Scheduler::shutdown() {
   for (auto& w : workers_) {                         // 3.
     if (w->thread.joinable()) w->thread.join();
   }
-  if (trace_) trace_->write_output();  // every recording thread of the pool has stopped
+  if (trace_) {  // every recording thread of the pool has stopped
+    trace_->stop_window();
+    if (!trace_->window_written()) trace_->write_output();
+  }
   // 5 (before 4, while the recipients are still registered): drainers still
   // queued hold burst references; their unclaimed mail is dropped and counted.
   for (auto& w : workers_) {
@@ -212,11 +219,11 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     if (w->ring_on) t_ring_armed = true;
     return;
   }
-  if (trace_ != nullptr) [[unlikely]] {  // a traced root send
+  if (trace_ != nullptr && trace_->recording()) [[unlikely]] {  // a traced root send
     const bool ours = w != nullptr && w->sched == this;
     const trace::RootSend rs = trace::on_root_send_begin(*trace_, ours ? w : nullptr, target, e);
     deposit(target, e, w);
-    trace::on_root_send_end(ours ? *w->trace : trace_->external(), rs);
+    trace::on_root_send_end(ours ? *w->trace_ring : trace_->external(), rs);
     return;
   }
   deposit(target, e, w);  // root door (or a worker outside a handler)
@@ -250,7 +257,7 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
 
 // The burst lifecycle step 2 (detail/burst.hpp): the one flush point.
 void Scheduler::flush(Worker& w, ActorCell* producer) {
-  if (w.trace != nullptr) [[unlikely]] {
+  if (w.tracing()) [[unlikely]] {
     flush_traced(w, producer);
     return;
   }
@@ -427,7 +434,7 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
     extra = std::min(staged, worker_count()) - 1;
   }
   extra = std::min(extra, tuning_.burst_recruit_max);
-  if (w.trace != nullptr) [[unlikely]] trace::on_recruit(w, p, staged, extra, !confident);
+  if (w.tracing()) [[unlikely]] trace::on_recruit(w, p, staged, extra, !confident);
   if (extra != 0) {
     for (uint32_t i = 0; i < extra; ++i) {
       b->add_ref();
@@ -648,7 +655,7 @@ Job Scheduler::idle(Worker& w) {
       return nullptr;
     }
     bump(w.parks);
-    const uint64_t trace_park = w.trace != nullptr ? sync::now_ns() : 0;
+    const uint64_t trace_park = w.tracing() ? sync::now_ns() : 0;
     // 5. At most one parked worker holds the earliest timer deadline (an
     // expiry wakes one worker, not a herd); the others park indefinitely.
     bool keeper = false;
@@ -675,7 +682,7 @@ Job Scheduler::idle(Worker& w) {
     w.spin_window.parked(spun, slept, !timed_out && !injector_.empty(), uint64_t(handoff_->wake_break_even().count()),
                          ceiling);
     causal::on_resume();       // woken by a thread that paid: credit
-    if (w.trace != nullptr) [[unlikely]] trace::on_park(w, trace_park, timed_out, keeper);
+    if (trace_park != 0) [[unlikely]] trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     w.clock_ns = sync::now_ns();
     // What runs next starts a new local cascade (the keep-local valve counts
@@ -844,7 +851,7 @@ drain:
 }
 
 void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
-  if (w.trace != nullptr) [[unlikely]] {
+  if (w.tracing()) [[unlikely]] {
     dispatch_traced(w, c, e);  // out of line: the untraced path keeps one branch
     return;
   }
@@ -941,7 +948,7 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   if (c->actor != nullptr) {
     if (w != nullptr) {
       w->current = c;
-      w->in_handler = w->trace != nullptr ? kInTracedHandler : kInHandler;  // sends from the destructor are flushed like a handler's
+      w->in_handler = w->tracing() ? kInTracedHandler : kInHandler;  // sends from the destructor are flushed like a handler's
       c->destroy_actor(c);
       w->in_handler = kNotInHandler;
       w->current = nullptr;
@@ -987,7 +994,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   const uint32_t kind = c->waiting_env != nullptr ? c->waiting_env->kind : 0;
   causal::on_handler_enter(c->type, kind);
   w.current = c;
-  const uint64_t trace_received = w.trace != nullptr ? sync::now_ns() : 0;
+  const uint64_t trace_received = w.tracing() ? sync::now_ns() : 0;
   w.in_handler = trace_received != 0 ? kInTracedHandler : kInHandler;
   if (trace_received != 0) w.trace_kind = kind;
   try {
@@ -1094,7 +1101,7 @@ void Scheduler::run_fired_in_deadline_order(Worker& w, int64_t own_before, uint6
 }
 
 void Scheduler::fire(Worker* w, TimerEntry& e) {
-  if (w != nullptr && w->trace != nullptr) [[unlikely]] trace::on_timer(*w, e);
+  if (w != nullptr && w->tracing()) [[unlikely]] trace::on_timer(*w, e);
   switch (e.reason) {
     case TimerReason::send:
       e.action->fire();  // resolves the address now; deposits from this worker

@@ -66,6 +66,8 @@ SchedulerTuning tuning_from(const options::Values& v) {
   t.trace = trace_rate(v);
   t.trace_output = v.text("COACT_TRACE_OUTPUT");
   t.trace_buffer = u32(v, "COACT_TRACE_BUFFER");
+  t.trace_start_ms = static_cast<uint64_t>(*v.integer("COACT_TRACE_START_MS"));
+  t.trace_duration_ms = static_cast<uint64_t>(*v.integer("COACT_TRACE_DURATION_MS"));
   return t;
 }
 

@@ -207,6 +207,58 @@ TEST_CASE("trace: a bad COACT_TRACE value is one error naming the key") {
   CHECK(coact::resolve_tuning(s).trace == 0);
 }
 
+TEST_CASE("trace: a window records only the mail sent inside it and writes the file when it closes") {
+  coact::test::TempDir dir("trace");
+  const auto out = dir.path / "trace.json";
+  coact::SchedulerTuning t = coact::test::tuning_for(2);
+  t.trace = 1;
+  t.trace_output = out.string();
+  t.trace_start_ms = 1000;  // late enough that a slow boot (TSan, a loaded machine) is over
+  t.trace_duration_ms = 300;
+  coact::test::Watchdog wd(60, "trace window");
+  coact::Runtime rt(t);
+  const auto boot = std::chrono::steady_clock::now();  // after the session's boot stamp
+  auto s = rt.spawn<Sink>(1000000);                    // stays live
+  int sent = 0;
+  // A mail every ~1 ms until the file exists (written when the window closes
+  // at 1.3 s, while the runtime is still up), at least until 1.5 s.
+  while (std::chrono::steady_clock::now() - boot < 1500ms || !std::filesystem::exists(out)) {
+    s.send(Work{0});
+    ++sent;
+    std::this_thread::sleep_for(1ms);
+    REQUIRE(std::chrono::steady_clock::now() - boot < 20s);
+  }
+  const json doc = read_json(out);
+  const auto mails = mails_to(doc, "Sink::on(");
+  INFO("sent " << sent << ", " << doc["otherData"].dump() << ", file at "
+               << std::chrono::duration<double>(std::chrono::steady_clock::now() - boot).count() << " s");
+  CHECK(mails.size() > 10);
+  CHECK(int(mails.size()) < sent);  // the mail before and after the window is not in it
+  for (const json& m : mails) {
+    // Times in the file: us since the session booted, before `boot` here.
+    CHECK(m["args"]["t_sent"].get<double>() >= 1000000.0);
+    // The window closes at 1.3 s; a worker that read its gate just before
+    // may still enter that handler (100 ms of slack for preemption).
+    CHECK(m["args"]["t_sent"].get<double>() <= 1400000.0);
+    CHECK(m["args"]["t_received"].get<double>() <= 1400000.0);
+  }
+  s.stop();
+  rt.shutdown();
+  CHECK(mails_to(read_json(out), "Sink::on(").size() == mails.size());  // not rewritten at shutdown
+}
+
+TEST_CASE("trace: bad window knobs are one error naming the key") {
+  coact::TuningSources s;
+  s.env = std::vector<std::string>{"COACT_TRACE_START_MS=-5"};
+  CHECK_THROWS_WITH(coact::resolve_tuning(s), Catch::Contains("COACT_TRACE_START_MS"));
+  s.env = std::vector<std::string>{"COACT_TRACE_DURATION_MS=soon"};
+  CHECK_THROWS_WITH(coact::resolve_tuning(s), Catch::Contains("COACT_TRACE_DURATION_MS"));
+  s.env = std::vector<std::string>{"COACT_TRACE_START_MS=2000", "COACT_TRACE_DURATION_MS=500"};
+  const auto t = coact::resolve_tuning(s);
+  CHECK(t.trace_start_ms == 2000);
+  CHECK(t.trace_duration_ms == 500);
+}
+
 TEST_CASE("trace: request_stop writes the trace file while the runtime is still up") {
   coact::test::TempDir dir("trace");
   const auto out = dir.path / "trace.json";

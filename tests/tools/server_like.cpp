@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  coact::SchedulerTuning t;
+  coact::SchedulerTuning t = coact::resolve_tuning();  // the COACT_* knobs (coact-profile run --trace sets some)
   t.workers = 2;
   coact::Runtime rt(t);
   auto w = rt.spawn<Worker>();

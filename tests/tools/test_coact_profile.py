@@ -158,6 +158,49 @@ class CoactProfileRun(unittest.TestCase):
         self.assertTrue(running)
         self.assertNotEqual(rc, 0)
 
+    # ---- --trace and --trace-window -----------------------------------------------
+
+    def test_trace_window_records_only_mails_inside_it(self):
+        """--trace-window 0.6+0.4: the trace holds only mail sent in [0.6 s,
+        1.0 s] after the runtime booted (times in the file are since boot), and
+        the file is written when the window closes."""
+        out, trace = self.path("p.coz"), self.path("t.json")
+        r = run(["run", "-q", "-o", out, "--experiment-ms", "100", "--duration-s", "2", "--trace", trace,
+                 "--trace-window", "0.6+0.4", "--", SERVER, "--progress", "--seconds", "2.5"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("trace (window 0.6+0.4 s) in " + trace, r.stderr)
+        with open(trace) as f:
+            doc = json.load(f)
+        mails = [e for e in doc["traceEvents"]
+                 if e.get("ph") == "X" and e.get("cat") == "handler" and "t_sent" in e.get("args", {})]
+        self.assertGreater(len(mails), 0)
+        for e in mails:
+            a = e["args"]
+            self.assertGreaterEqual(a["t_sent"], 600000.0, e)
+            # The window closes at 1.0 s; a worker that read its gate just
+            # before may still enter that handler (preemption on a loaded
+            # machine: 100 ms of slack; the run goes on to 2.5 s).
+            self.assertLessEqual(a["t_sent"], 1100000.0, e)
+            self.assertLessEqual(a["t_received"], 1100000.0, e)
+
+    def test_trace_window_bad_values_are_one_line_and_exit_2(self):
+        marker = self.path("started")
+        for bad in ("5", "a+1", "1+0", "-1+2", "1+", "+1", "1+1e3", "1+2+3", "700000+1"):
+            r = run(["run", "--trace", self.path("t.json"), "--trace-window", bad, "--", "/bin/sh", "-c",
+                     f"touch {marker}"])
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, (bad, r.stderr))
+            self.assertIn(f"--trace-window '{bad}'", r.stderr)
+            self.assertIn("START+DURATION", r.stderr)
+            self.assertFalse(os.path.exists(marker), bad)
+        r = run(["run", "--trace-window", "1+1", "--", "/bin/sh", "-c", f"touch {marker}"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--trace", r.stderr)
+        r = run(["run", "--trace", "/nonexistent/dir/t.json", "--", "/bin/sh", "-c", f"touch {marker}"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("'/nonexistent/dir' does not exist", r.stderr)
+        self.assertFalse(os.path.exists(marker))
+
     # ---- usage errors name the fix --------------------------------------------------
 
     def test_usage_errors_name_the_fix(self):

@@ -182,6 +182,13 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--append", a.append,
                     "Add this run's experiments to existing profile files (the plot then pools both runs)");
   run_cmd->add_flag("-q,--quiet", a.quiet, "No progress line on stderr");
+  auto* tr = run_cmd->add_option("--trace", a.trace,
+                                 "Also record the per-mail trace (COACT_TRACE=on unless the environment sets a "
+                                 "rate) into this Chrome trace-event JSON file");
+  run_cmd->add_option("--trace-window", a.trace_window,
+                      "Record the trace only from START to START+DURATION seconds after the runtime booted "
+                      "(e.g. 2+0.5); the file is written when the window closes")
+      ->needs(tr);
   CLI::App* val_cmd = app.add_subcommand(
       "validate",
       "Compare predicted speedups with measured ones: the known-answer workloads (bench/causal) and the archiver "

@@ -130,6 +130,38 @@ std::string check_output(const std::string& flag, const std::string& path, bool 
   return {};
 }
 
+// Adds the trace knobs for --trace / --trace-window to the child's
+// environment (replacing inherited ones; an inherited sampling rate in
+// COACT_TRACE is kept). "" if fine, else the one-line complaint.
+std::string add_trace_env(const RunArgs& a, std::vector<std::string>& env) {
+  if (a.trace.empty()) return {};
+  const std::string problem = check_output("--trace", a.trace, /*append=*/true);
+  if (!problem.empty()) return problem;
+  uint64_t start_ms = 0, duration_ms = 0;
+  if (!a.trace_window.empty()) {
+    const std::string bad = parse_trace_window(a.trace_window, start_ms, duration_ms);
+    if (!bad.empty()) return bad;
+  }
+  std::string rate = "on";
+  std::vector<std::string> kept;
+  for (auto& kv : env) {
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "COACT_TRACE") {
+      const std::string v = kv.substr(key.size() + 1);
+      if (!v.empty() && v != "off" && v != "0" && v != "false" && v != "no") rate = v;
+      continue;
+    }
+    if (key == "COACT_TRACE_OUTPUT" || key == "COACT_TRACE_START_MS" || key == "COACT_TRACE_DURATION_MS") continue;
+    kept.push_back(std::move(kv));
+  }
+  env = std::move(kept);
+  env.push_back("COACT_TRACE=" + rate);
+  env.push_back("COACT_TRACE_OUTPUT=" + a.trace);
+  env.push_back("COACT_TRACE_START_MS=" + std::to_string(start_ms));
+  env.push_back("COACT_TRACE_DURATION_MS=" + std::to_string(duration_ms));
+  return {};
+}
+
 std::string per_region_text(const Records& r) {
   auto v = r.per_region;
   std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -157,6 +189,10 @@ int run(RunArgs& a) {
   }
   // The child's environment: ours without COACT_CAUSAL*, plus the options.
   std::vector<std::string> env = child_env(ca::to_env(o), /*say_dropped=*/true);
+  if (const std::string bad = add_trace_env(a, env); !bad.empty()) {
+    std::fprintf(stderr, "coact-profile: %s\n", bad.c_str());
+    return 2;
+  }
   {  // the same validation the child will do, so errors surface here
     std::vector<const char*> check;
     for (const auto& s : env) check.push_back(s.c_str());
@@ -321,6 +357,21 @@ int run(RunArgs& a) {
                    "program run longer or lower %s\n",
                    prog.c_str(), elapsed, what.c_str(), short_time ? "--duration-s" : "--experiments");
       rc = 1;
+    }
+  }
+  if (!a.trace.empty()) {
+    struct stat st {};
+    if (::stat(a.trace.c_str(), &st) == 0) {
+      std::fprintf(stderr, "coact-profile: trace (%s) in %s; open it in https://ui.perfetto.dev or summarize it: "
+                   "coact-trace summary %s\n",
+                   a.trace_window.empty() ? "the whole run" : ("window " + a.trace_window + " s").c_str(),
+                   a.trace.c_str(), a.trace.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "coact-profile: no trace was written to %s: the program booted no coact runtime, or gave it a "
+                   "SchedulerTuning of its own (coact::resolve_tuning() reads the COACT_TRACE* knobs)\n",
+                   a.trace.c_str());
+      if (rc == 0) rc = 1;
     }
   }
   if (r.experiments > 0) {

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,6 +81,29 @@ std::vector<std::string> child_env(const std::vector<std::pair<std::string, std:
   }
   for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
   return env;
+}
+
+std::string parse_trace_window(const std::string& text, uint64_t& start_ms, uint64_t& duration_ms) {
+  const auto complaint = [&] {
+    return fmt::format("--trace-window '{}': expected START+DURATION in seconds, START >= 0 and DURATION > 0 "
+                       "(e.g. 2+0.5)", text);
+  };
+  const auto plus = text.find('+');
+  if (plus == std::string::npos || plus == 0 || plus + 1 == text.size()) return complaint();
+  const auto number = [](const std::string& s, double& out) {
+    if (s.find_first_not_of("0123456789.") != std::string::npos) return false;  // no sign, no exponent
+    char* end = nullptr;
+    errno = 0;
+    out = std::strtod(s.c_str(), &end);
+    return errno == 0 && end != nullptr && *end == '\0' && std::isfinite(out);
+  };
+  double start = 0, duration = 0;
+  if (!number(text.substr(0, plus), start) || !number(text.substr(plus + 1), duration)) return complaint();
+  if (duration <= 0) return complaint();
+  if (start > 604800 || duration > 604800) return complaint() + ", each at most 604800 (a week)";
+  start_ms = static_cast<uint64_t>(std::llround(start * 1000));
+  duration_ms = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(duration * 1000)));
+  return {};
 }
 
 std::string self_dir() {

@@ -19,8 +19,14 @@ struct RunArgs {
   bool json_given = false;  // --json-output was given (else OUTPUT with .jsonl)
   bool append = false;      // --append: add to existing profiles instead of refusing
   bool quiet = false;       // no progress line
+  std::string trace;         // --trace FILE: the per-mail trace during the run ("" = none)
+  std::string trace_window;  // --trace-window START+DURATION (seconds; "" = the whole run)
   std::vector<std::string> command;  // PROGRAM ARGS... (after `--`)
 };
+/// Parses --trace-window's "START+DURATION" (seconds, decimals allowed,
+/// START >= 0, DURATION > 0) into milliseconds (rounded to the nearest ms,
+/// at least 1). "" if fine, else the one-line complaint naming the value.
+std::string parse_trace_window(const std::string& text, uint64_t& start_ms, uint64_t& duration_ms);
 int run(RunArgs& a);
 
 // `coact-profile validate` (validate.cpp; its protocol is described there).

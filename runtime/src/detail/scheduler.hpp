@@ -99,7 +99,11 @@ struct Worker {
   std::vector<std::pair<ActorCell*, Envelope*>> outbound;
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
   uint8_t in_handler = 0;        // kNotInHandler, kInHandler or kInTracedHandler (below)
-  trace::Ring* trace = nullptr;  // per-mail trace ring; null = tracing off (see below)
+  // Per-mail trace gate: this worker's ring while recording, else null (see
+  // below). Relaxed atomic (a plain load on x86): the trace window's thread
+  // opens and closes it (trace/recorder.hpp).
+  std::atomic<trace::Ring*> trace{nullptr};
+  bool tracing() const noexcept { return trace.load(std::memory_order_relaxed) != nullptr; }
   uint32_t own_streak = 0;       // consecutive own-deque pops (chain backstop)
   uint32_t stride_count = 0;     // dispatches since the last clock read
   uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
@@ -129,6 +133,7 @@ struct Worker {
   // null while tracing is off (the one branch of every trace hook), and
   // the running invocation's trace state. Owned by this worker's thread.
   trace::Session* trace_session = nullptr;
+  trace::Ring* trace_ring = nullptr;  // this worker's ring (set while a session exists; the hooks record here)
   uint64_t trace_first_send = 0;  // t_construct_start of the running invocation (0: no send yet)
   uint64_t trace_pickup = 0;      // start of the job being run (t_enqueue)
   uint64_t trace_rng = 0;         // sampling state (xorshift)

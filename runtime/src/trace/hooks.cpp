@@ -29,12 +29,12 @@ uint64_t on_flush_begin(Worker& w, ActorCell* producer, uint32_t& traced) noexce
     ev.type = EventType::send;
     ev.t0 = first;
     ev.t1 = now;
-    ev.id = mark(*w.trace, e);
+    ev.id = mark(*w.trace_ring, e);
     ev.a = pid_of(t);
     ev.kind = e->kind;
     ev.kind2 = w.trace_kind;
     ev.type_info = producer != nullptr ? producer->type : nullptr;
-    w.trace->append(ev);
+    w.trace_ring->append(ev);
     ++traced;
   }
   return now;
@@ -54,7 +54,7 @@ void on_flush_end(Worker& w, ActorCell* producer, uint64_t t_sent, uint32_t mail
   ev.kind = w.trace_kind;
   ev.a = producer != nullptr ? pid_of(producer) : 0;
   ev.type_info = producer != nullptr ? producer->type : nullptr;
-  w.trace->append(ev);
+  w.trace_ring->append(ev);
   w.trace_first_send = 0;
 }
 
@@ -72,9 +72,9 @@ void on_handler(Worker& w, ActorCell* c, uint64_t mail, uint32_t kind, uint64_t 
     ev.a = pid_of(c);
     ev.kind = kind;
     ev.type_info = c->type;
-    w.trace->append(ev);
+    w.trace_ring->append(ev);
   }
-  w.trace_session->poll_experiment(*w.trace, now);
+  w.trace_session->poll_experiment(*w.trace_ring, now);
 }
 
 void on_park(Worker& w, uint64_t t_park, bool timed_out, bool keeper) noexcept {
@@ -83,8 +83,8 @@ void on_park(Worker& w, uint64_t t_park, bool timed_out, bool keeper) noexcept {
   ev.flags = uint8_t((timed_out ? 1 : 0) | (keeper ? 2 : 0));
   ev.t0 = t_park;
   ev.t1 = sync::now_ns();
-  w.trace->append(ev);
-  w.trace_session->poll_experiment(*w.trace, ev.t1);
+  w.trace_ring->append(ev);
+  w.trace_session->poll_experiment(*w.trace_ring, ev.t1);
 }
 
 void on_timer(Worker& w, const TimerEntry& e) noexcept {
@@ -93,7 +93,7 @@ void on_timer(Worker& w, const TimerEntry& e) noexcept {
   ev.kind = uint32_t(e.reason);
   ev.t0 = sync::now_ns();
   ev.t1 = e.deadline_ns;
-  w.trace->append(ev);
+  w.trace_ring->append(ev);
 }
 
 void on_recruit(Worker& w, ActorCell* producer, uint32_t groups, uint32_t recruited, bool width_gate) noexcept {
@@ -106,7 +106,7 @@ void on_recruit(Worker& w, ActorCell* producer, uint32_t groups, uint32_t recrui
   ev.count = recruited;
   ev.a = pid_of(producer);
   ev.type_info = producer->type;
-  w.trace->append(ev);
+  w.trace_ring->append(ev);
 }
 
 RootSend on_root_send_begin(Session& s, Worker* w, ActorCell* target, Envelope* e) noexcept {
@@ -115,7 +115,7 @@ RootSend on_root_send_begin(Session& s, Worker* w, ActorCell* target, Envelope* 
   if (state == 0) state = (reinterpret_cast<uintptr_t>(&state) | 1) * 0x9E3779B97F4A7C15ull;
   RootSend rs;
   if (!s.sample(state)) return rs;
-  Ring& r = w != nullptr ? *w->trace : s.external();
+  Ring& r = w != nullptr ? *w->trace_ring : s.external();
   rs.id = mark(r, e);
   rs.t_sent = sync::now_ns();
   rs.recipient = pid_of(target);

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -54,7 +55,45 @@ Session::Session(SessionInfo info, uint32_t capacity, std::string output)
   register_session(this);
 }
 
-Session::~Session() { unregister_session(this); }
+Session::~Session() {
+  stop_window();
+  unregister_session(this);
+}
+
+void Session::start(std::function<void(bool)> gate) {
+  gate_ = std::move(gate);
+  if (info_.window_start_ns == 0 && info_.window_duration_ns == 0) {
+    recording_.store(true, std::memory_order_relaxed);
+    gate_(true);
+    return;
+  }
+  window_thread_ = std::thread([this] {
+    using clock = std::chrono::steady_clock;  // sync::now_ns's clock
+    const auto at = [&](uint64_t ns) { return clock::time_point(std::chrono::nanoseconds(boot_ns_ + ns)); };
+    std::unique_lock lk(window_mu_);
+    if (window_cv_.wait_until(lk, at(info_.window_start_ns), [&] { return window_stop_; })) return;
+    recording_.store(true, std::memory_order_relaxed);
+    gate_(true);
+    if (info_.window_duration_ns == 0) return;  // until shutdown
+    if (window_cv_.wait_until(lk, at(info_.window_start_ns + info_.window_duration_ns),
+                              [&] { return window_stop_; })) {
+      return;  // shutdown inside the window: the shutdown write has it
+    }
+    gate_(false);
+    recording_.store(false, std::memory_order_relaxed);
+    lk.unlock();
+    if (write_output()) window_written_.store(true, std::memory_order_release);
+  });
+}
+
+void Session::stop_window() {
+  {
+    std::lock_guard lk(window_mu_);
+    window_stop_ = true;
+  }
+  window_cv_.notify_all();
+  if (window_thread_.joinable()) window_thread_.join();
+}
 
 uint64_t Session::dropped() const noexcept {
   uint64_t d = 0;

@@ -37,6 +37,15 @@
 // still being written. Nothing is overwritten, so the file holds the first
 // COACT_TRACE_BUFFER events of each thread and counts the rest.
 //
+// Window (COACT_TRACE_START_MS, COACT_TRACE_DURATION_MS): recording is on
+// only from boot + start for the duration (0: until shutdown). The session's
+// window thread opens and closes the gates (Session::start: the scheduler's
+// per-worker ring pointers and recording() for roots; relaxed atomics, so a
+// worker that read the gate just before it closed records that handler's
+// events too) and writes the file when the window closes; the shutdown
+// write is then skipped. Without a window the gates open at boot and there
+// is no window thread.
+//
 // Threads: Ring::append from any thread; Session::write from any thread
 // (serialized by the session's mutex). Lifetime: the Scheduler owns its
 // Session; it is written at shutdown after the workers joined, and on
@@ -44,10 +53,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace coact::detail::trace {
@@ -123,6 +135,8 @@ struct SessionInfo {
   double rate = 1;
   bool burst = false;
   uint32_t workers = 0;
+  uint64_t window_start_ns = 0;     // recording starts this long after boot
+  uint64_t window_duration_ns = 0;  // and stops after this long; 0: at shutdown
 };
 
 /// The trace of one runtime: rings (index 0..workers-1: the workers; index
@@ -149,6 +163,20 @@ class Session {
   /// the last one seen (any thread).
   void poll_experiment(Ring& r, uint64_t now_ns) noexcept;
   const std::string& output() const noexcept { return output_; }
+  /// Opens the recording gates: at once without a window (gate(true) on this
+  /// thread), else on the window thread at boot + start, closing them
+  /// (gate(false)) after the duration and then writing the output. `gate`
+  /// must stay callable until stop_window() returned. Once, after construction.
+  void start(std::function<void(bool)> gate);
+  /// Ends the window thread (joins; the gates stay as they are). Before the
+  /// gate's targets go away; idempotent.
+  void stop_window();
+  /// Recording is on (the gate state, for threads without a gate of their
+  /// own: roots). Any thread.
+  bool recording() const noexcept { return recording_.load(std::memory_order_relaxed); }
+  /// The window closed and its file was written (the shutdown write is
+  /// then not needed).
+  bool window_written() const noexcept { return window_written_.load(std::memory_order_acquire); }
   /// Writes the trace to `path` (temp file + rename); false, with one line on
   /// stderr naming the file and the reason, if it cannot. Any thread.
   bool write(const std::string& path);
@@ -166,6 +194,13 @@ class Session {
   std::vector<std::unique_ptr<Ring>> rings_;
   std::atomic<uint64_t> selection_{0};  // last seen (epoch << 32 | region), +1 so 0 = none yet
   std::mutex write_mu_;
+  std::atomic<bool> recording_{false};
+  std::atomic<bool> window_written_{false};
+  std::function<void(bool)> gate_;
+  std::thread window_thread_;
+  std::mutex window_mu_;
+  std::condition_variable window_cv_;
+  bool window_stop_ = false;  // under window_mu_
 };
 
 /// Builds the Chrome trace-event JSON document of `events` (export.cpp). Pure.

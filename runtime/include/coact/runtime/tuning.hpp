@@ -49,6 +49,11 @@ struct SchedulerTuning {
   double trace = 0;
   std::string trace_output = "coact-trace.json";  ///< COACT_TRACE_OUTPUT; "" = never written
   uint32_t trace_buffer = 131072;            ///< COACT_TRACE_BUFFER: events kept per thread
+  /// COACT_TRACE_START_MS / COACT_TRACE_DURATION_MS: the trace window, ms
+  /// after boot; duration 0 = until shutdown. Recording is off outside it;
+  /// the file is written when it closes (or at shutdown, whichever is first).
+  uint64_t trace_start_ms = 0;
+  uint64_t trace_duration_ms = 0;
 
   /// Workers after resolving 0 to the number of CPUs in this thread's affinity
   /// mask (sched_getaffinity; equals the online cores unless taskset/cpuset
