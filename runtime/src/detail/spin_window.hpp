@@ -72,6 +72,11 @@
 //   I = 100 ms: S <= 20 µs (+0.02 %)
 // Where the tail and the budget conflict (q99(L) - I / 32 costs more than
 // I / 25), the budget wins and the timer stays late by the rest.
+// An interval no longer than q05(L) is spun whole (m = I): a park would be
+// late by more than the interval and cost a kernel timer wake (timers a few
+// µs apart, as a cluster of 1 ms timers armed together is, took one timed
+// park each before). The margin is recomputed only after 16 new samples or
+// for an interval more than 1/16 away (margin_cached_ns).
 // The earlier rule (S(m) <= min(I / 100, 10 µs), m <= spin_window_us)
 // spent 3-9 µs per period at 5 ms where the tail needed none, and could not
 // reach a 1 ms timer's tail (the 50 µs cap): p99 110-172 µs on the idle VM.
