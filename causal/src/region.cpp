@@ -19,6 +19,21 @@
 //     and its exit. An exit without a frame is ignored; a handler frame left
 //     on the stack by a skipped exit is dropped at the thread's next handler
 //     enter (handlers never nest on a worker).
+//  3b. Fast frames (handler_fast_path.hpp): a handler run whose region is
+//     not live, begun on a thread whose stack is empty, is kept off the
+//     stack: t_fast.open names its cache entry (an untimed run), or is
+//     g_fast_sampled (a sampled run; entry, start and weight in
+//     ThreadRegions). Its live slot is opened and closed exactly as
+//     open_segment / close_segment do for a non-live segment, so payers,
+//     begin_experiment and end_experiment cannot tell the difference, and
+//     the straddling argument at LiveSlot holds unchanged. Its exit closes
+//     it without the stack only if the region is not live and the slot
+//     still holds region|kUntimed; else (and whenever any other general-
+//     path function runs: a scope inside the handler, a timer stamp, an
+//     enter after a skipped exit) unfast first turns it into frames[0]
+//     (untimed, or timed from its start with its weight), the general
+//     protocol runs on that ordinary frame, and settle_gate reopens the
+//     fast path once the stack is empty again.
 //
 // Live accrual (why: see "Delay is injected while a region runs" below).
 //  4. Every thread that runs a region during a sweep owns one LiveSlot (up to
@@ -47,19 +62,17 @@
 //     region (a wait there would count as the region's running time).
 //  Cost of a handler run whose region is not live (the common case, and
 //  every run at speedup 0): no TSC read (but for one run in ~16, sampled),
-//  one store opening the slot untimed, one load and one store closing it,
-//  one visit count (region.cpp enter_handler / exit_handler fast paths).
-//  Measured with callgrind on the zero-work ping-pong (1 worker, 4e5
-//  messages, a sweep at speedup 0): 388 extra instructions per message
-//  before (two TSC reads, slot from/published stores, the pay-point frame),
-//  183 after (470 per message without a sweep). Then 182 -> 165 (482
-//  without a sweep; difference of n = 1e5 and 3e5): the fast paths test one
-//  per-thread flag (slot and counters taken) and one per-frame flag (pushed
-//  by the fast enter) instead of five conditions each, and load the
-//  selection first. What is left per message: enter ~50 and exit ~45
-//  instructions (GCC saves four callee-saved registers in each: ~12 of
-//  them), the sampled runs' general path (~1 run in 16 at ~350: ~22), the
-//  hooks' call sites.
+//  no region-stack frame, one store opening the slot untimed, one load and
+//  one store closing it, one visit count, all inlined into the runtime's
+//  hooks (step 3b; handler_fast_path.hpp). A sampled run takes a short
+//  out-of-line path with one TSC read at each end.
+//  Measured with callgrind (scripts/bench.sh instructions, its sweep count:
+//  a sweep at speedup 0, 1 worker, the difference of n = 1e5 and 3e5 runs):
+//  extra instructions per ping-pong message over no sweep 388 (two TSC
+//  reads per run, slot from/published stores, the pay-point frame) -> 183
+//  (untimed slots, sampled cycles) -> 165 (fewer fast-path tests) -> 85
+//  (fast frames inlined, off the region stack; sampled runs off the
+//  general path); fan-out 160 -> 81 (493 / 576 per message without a sweep).
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
@@ -249,8 +262,17 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 // outlives its experiment is published up to the end by end_experiment's
 // materialize_live before the selection is cleared, and credited by its owner
 // at close. (Opening slots only for live segments lost such a segment's delay.)
+// Hence the fast exit's test (handler_fast_path.hpp) is exact: an untimed
+// segment that any experiment on its region overlapped either is still live
+// at its close (the region is selected: the general close adds the tail
+// from the experiment's start), or had its slot claimed — by a payer, or at
+// the latest by that experiment's end_experiment, whose materialize_live
+// times every untimed slot of the region, even for 0 cycles — so its state
+// is no longer region|kUntimed and the general close credits what was
+// published. Only a segment no experiment on its region overlapped closes
+// on the fast path, and it owes nothing.
 constexpr uint32_t kBusy = 0x80000000u;
-constexpr uint32_t kUntimed = 0x40000000u;
+constexpr uint32_t kUntimed = detail::kSlotUntimed;  // handler_fast_path.hpp opens slots with it too
 static_assert(kMaxRegions < kUntimed, "region ids must not reach the slot flags");
 struct alignas(64) LiveSlot {
   std::atomic<uint32_t> state{kNoRegion};
@@ -303,10 +325,9 @@ struct Frame {
   const void* type;     // handler frames: actor type; scope frames: null
   uint32_t kind;        // handler frames: message kind
   bool handler;
-  // Pushed by enter_handler's fast path: an untimed handler frame alone on
-  // the stack, region known (not kNoRegion), slot and counter block taken.
-  // Every other push (push_frame) sets it false.
-  bool fast;
+  // A sampled handler run (timed for the cycle estimate, region not live):
+  // its end sets when the next run is sampled (exit_handler_slow).
+  bool sampled;
 };
 
 // Handler-run sampling (the cheap sweep): a handler region that is not live
@@ -321,28 +342,34 @@ struct Frame {
 constexpr uint32_t kSampleStrideMin = 8;
 constexpr uint64_t kExactCycles = 8192;
 
-constexpr uint32_t kCacheSlots = 64;  // power of two
-struct CacheEntry {
-  const void* type;
-  uint32_t kind;
-  uint32_t region;
-  uint32_t countdown;  // untimed runs left before the next sample
-  uint32_t skipped;    // untimed runs since the last timed one
-  bool valid;
-};
+// The per-thread handler-region cache (keys, region, sampling countdown) is
+// handler_fast_path.hpp's FastEntry, shared with the inline fast path.
+using detail::FastEntry;
+using detail::FastThread;
+using detail::t_fast;
+using detail::g_fast_blocked;
+// The value of t_fast.open while a sampled fast frame is open (its entry,
+// start and weight are in ThreadRegions); like g_fast_blocked, never a cache
+// entry, so handler_fast_path.hpp's fast_exit refuses it.
+constinit FastEntry g_fast_sampled{&g_fast_sampled, 0, 0, 0, 0, 0, nullptr};
+// The completion "point" of cache entries whose region is kNoRegion.
+constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 
 // Per-thread counter block (below); declared here for the cached pointer.
 struct ThreadCounters;
 
 struct ThreadRegions {
-  uint32_t depth;
+  uint32_t depth;       // frames on the stack (an open fast frame is not among them: t_fast.open)
   uint32_t slot_plus1;  // 0: no live slot taken yet; kNoSlot: none was free; else slot index + 1
   LiveSlot* slot;             // &g_slots[slot_plus1 - 1] once taken
   ThreadCounters* counters;   // this thread's counter block once allocated
-  bool fast_ok;               // slot and counters both taken (enter_handler's fast path)
   uint32_t rng;               // sampling stride jitter (xorshift32)
+  // The sampled fast frame (t_fast.open == &g_fast_sampled): its cache
+  // entry, the TSC at its enter and the runs it stands for.
+  FastEntry* sample_entry;
+  uint64_t sample_start;
+  uint32_t sample_weight;
   Frame frames[kMaxRegionDepth];
-  CacheEntry cache[kCacheSlots];
 };
 // Touched only by its own thread. constinit: no TLS init guard on access.
 constinit thread_local ThreadRegions t_regions{};
@@ -353,6 +380,7 @@ LiveSlot* take_live_slot(ThreadRegions& t) noexcept {
     if (i < kMaxLiveSlots) {
       t.slot_plus1 = i + 1;
       t.slot = &g_slots[i];
+      t_fast.slot_state = &t.slot->state;
     } else {
       g_slots_used.fetch_sub(1, std::memory_order_relaxed);
       t.slot_plus1 = kNoSlot;
@@ -434,19 +462,14 @@ void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_from, uint64_
   if (published != 0) credit_local(published);
 }
 
-uint32_t cache_slot(const void* type, uint32_t kind) {
-  const auto h = (reinterpret_cast<uintptr_t>(type) >> 4) ^ (uintptr_t{kind} * 0x9E3779B1u);
-  return static_cast<uint32_t>(h ^ (h >> 17)) & (kCacheSlots - 1);
-}
-
 // The next sampling stride's countdown (kSampleStrideMin - 1 .. +15).
-uint32_t next_countdown(ThreadRegions& t) noexcept {
+uint16_t next_countdown(ThreadRegions& t) noexcept {
   uint32_t x = t.rng != 0 ? t.rng : 0x9E3779B9u ^ static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&t));
   x ^= x << 13;
   x ^= x >> 17;
   x ^= x << 5;
   t.rng = x;
-  return kSampleStrideMin - 1 + (x & 15u);
+  return static_cast<uint16_t>(kSampleStrideMin - 1 + (x & 15u));
 }
 
 // Per-thread (sharded) visit and cycle counters, one block per live slot
@@ -491,7 +514,7 @@ void account(ThreadRegions& t, const Frame& f) noexcept {
       c = static_cast<ThreadCounters*>(std::calloc(1, sizeof(ThreadCounters)));
       if (c != nullptr) g_counters[i].store(c, std::memory_order_release);
       t.counters = c;
-      t.fast_ok = c != nullptr;  // the slot was taken above
+      if (c != nullptr) t_fast.visits = c->visits;  // the slot was taken above
     }
   }
   const uint64_t cycles = f.acc * f.weight;  // 0 for an untimed frame
@@ -519,8 +542,47 @@ std::pair<uint64_t, uint64_t> region_total(const Region& reg) noexcept {
   return {v, cy};
 }
 
+// ---- the fast path's gate (handler_fast_path.hpp, "`open` protocol") ---------
+
+// Turns an open fast frame into an ordinary stack frame (untimed, alone on
+// the stack: the fast enter requires an empty stack) and closes the gate.
+// Every general-path function that reads or changes the stack calls it
+// first. The slot needs nothing: the fast enter opened it exactly as
+// open_segment opens a non-live segment.
+inline void unfast(ThreadRegions& t) noexcept {
+  FastEntry* e = t_fast.open;
+  if (e == nullptr || e == &g_fast_blocked) return;
+  if (e == &g_fast_sampled) {
+    const FastEntry& c = *t.sample_entry;
+    t.frames[0] = Frame{c.region, t.sample_weight, t.sample_start, 0, c.type, c.kind, true, true};
+  } else {
+    t.frames[0] = Frame{e->region, 0, 0, 0, e->type, e->kind, true, false};
+  }
+  t.depth = 1;
+  t_fast.open = &g_fast_blocked;  // after the frame: the signal handler reads `open` first
+}
+
+// The cache entry of the open fast frame (untimed or sampled), else null.
+// Async-signal-safe (reads the thread's own state).
+inline const FastEntry* fast_frame_entry(const ThreadRegions& t) noexcept {
+  const FastEntry* e = t_fast.open;
+  if (e == &g_fast_sampled) return t.sample_entry;
+  return e == &g_fast_blocked ? nullptr : e;
+}
+
+// Opens the gate again if the stack is empty and the slot and counter block
+// are taken; else keeps the fast path off. Every general-path function that
+// called unfast calls it last.
+inline void settle_gate(const ThreadRegions& t) noexcept {
+  const bool ok = t.depth == 0 && t_fast.slot_state != nullptr && t_fast.visits != nullptr;
+  t_fast.open = ok ? nullptr : &g_fast_blocked;
+}
 
 }  // namespace
+
+namespace detail {
+void visit_completion(ProgressPoint* p) noexcept { p->visit(); }
+}  // namespace detail
 
 std::string_view to_string(RegionKind kind) noexcept {
   switch (kind) {
@@ -646,8 +708,12 @@ void set_completion_handlers(std::vector<std::string> substrings) {
 void begin_experiment(uint32_t region, uint32_t speedup_pct) noexcept {
   const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_relaxed)) + 1;
   g_experiment_start_cycles.store(calibrate::now_cycles(), std::memory_order_relaxed);
-  g_selection.store(pack(epoch, region < kMaxRegions ? region : kNoRegion, std::min<uint32_t>(speedup_pct, 100)),
-                    std::memory_order_release);
+  const uint32_t r = region < kMaxRegions ? region : kNoRegion;
+  const uint32_t pct = std::min<uint32_t>(speedup_pct, 100);
+  g_selection.store(pack(epoch, r, pct), std::memory_order_release);
+  // The fast path's mirror (handler_fast_path.hpp), after the word: a fast
+  // path that sees the region live also sees the experiment it belongs to.
+  detail::g_live_slot_word.store(pct != 0 && r != kNoRegion ? r | kUntimed : 0, std::memory_order_release);
 }
 
 namespace {
@@ -662,6 +728,7 @@ void end_experiment() noexcept {
   (void)detail::materialize_live();
   const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_relaxed));
   g_selection.store(pack(epoch, kNoRegion, 0), std::memory_order_release);
+  detail::g_live_slot_word.store(0, std::memory_order_release);
 }
 
 Selection current_selection() noexcept {
@@ -753,12 +820,19 @@ bool pop_frame(ThreadRegions& t, uint32_t id, int index, Frame& out) noexcept {
 }  // namespace
 
 int push_region(uint32_t id) noexcept {
-  return push_frame(t_regions, id, nullptr, 0, false, 1, g_selection.load(std::memory_order_acquire));
+  ThreadRegions& t = t_regions;
+  unfast(t);
+  const int index = push_frame(t, id, nullptr, 0, false, 1, g_selection.load(std::memory_order_acquire));
+  settle_gate(t);
+  return index;
 }
 
 void pop_region(uint32_t id, int index) noexcept {
+  ThreadRegions& t = t_regions;
+  unfast(t);
   Frame f;
-  (void)pop_frame(t_regions, id, index, f);
+  (void)pop_frame(t, id, index, f);
+  settle_gate(t);
 }
 
 namespace {
@@ -766,45 +840,38 @@ void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept;
 void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept;
 }  // namespace
 
+// The fast paths are handler_fast_path.hpp's (inlined into the runtime's
+// hooks); these two are what a test calls without the sweep gate.
 void enter_handler(const void* actor_type, uint32_t kind) noexcept {
-  // The selection first: its acquire load orders the thread-local accesses
-  // after it, so the compiler computes the thread-local address once.
-  const uint64_t sel = g_selection.load(std::memory_order_acquire);
-  ThreadRegions& t = t_regions;
-  CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
-  // Fast path (a worker between handlers, a known handler, not live, not
-  // sampled this run): a frame without a TSC read and one store opening the
-  // slot untimed. A nonzero countdown implies a valid entry (only
-  // exit_handler_slow sets it, on a valid entry) whose region is not
-  // kNoRegion (no sampling stride is set for it); fast_ok: slot and counter
-  // block taken. Everything else takes the general path (a tail call with
-  // the same arguments).
-  if (t.depth == 0 && c.countdown != 0 && c.type == actor_type && c.kind == kind && t.fast_ok) [[likely]] {
-    const uint32_t region = c.region;
-    if (sel_region(sel) != region || sel_pct(sel) == 0) [[likely]] {  // !live_for(sel, region)
-      --c.countdown;
-      ++c.skipped;
-      Frame& f = t.frames[0];
-      f.region = region;
-      f.weight = 0;
-      f.type = actor_type;
-      f.kind = kind;
-      f.handler = true;
-      f.fast = true;
-      t.slot->state.store(region | kUntimed, std::memory_order_release);
-      t.depth = 1;
-      return;
-    }
-  }
-  enter_handler_slow(actor_type, kind);
+  if (!fast_enter(actor_type, kind)) enter_handler_slow(actor_type, kind);
+}
+
+void exit_handler(const void* actor_type, uint32_t kind) noexcept {
+  if (!fast_exit(actor_type, kind)) exit_handler_slow(actor_type, kind);
 }
 
 namespace {
-// Kept out of line so that the fast paths' callers set up no large frame.
+// The general path of a handler enter: a new or refilled cache entry, a
+// sampled run (timed, weighted), a live run (timed exactly), a stack that
+// is not empty (a frame left by a skipped exit), a thread without a slot or
+// counter block. Kept out of line so that the hooks' callers set up no frame.
 [[gnu::noinline]] void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   ThreadRegions& t = t_regions;
-  CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
+  FastEntry& c = t_fast.cache[detail::fast_cache_slot(actor_type, kind)];
   const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  // The sampled fast frame: the run the countdown chose, with the gate open
+  // (empty stack, slot and counters taken) and its region not live. As the
+  // fast enter, but the frame is timed: one TSC read here, one at its exit.
+  if (t_fast.open == nullptr && c.countdown == 0 && c.completion != nullptr && c.type == actor_type &&
+      c.kind == kind && c.region != kNoRegion && !live_for(sel, c.region)) {
+    t.sample_entry = &c;
+    t.sample_weight = uint32_t{c.stride} + 1;
+    t.slot->state.store(c.region | kUntimed, std::memory_order_release);  // as open_segment, not live
+    t.sample_start = calibrate::now_cycles();
+    t_fast.open = &g_fast_sampled;
+    return;
+  }
+  unfast(t);  // an open fast frame here is one whose exit was skipped: dropped below
   // Drop a handler frame left by an exit the gate skipped (step 3).
   for (uint32_t i = 0; i < t.depth; ++i) {
     if (t.frames[i].handler) {
@@ -820,84 +887,115 @@ namespace {
       break;
     }
   }
-  if (!c.valid || c.type != actor_type || c.kind != kind) {
-    c = CacheEntry{actor_type, kind, handler_region(actor_type, kind), 0, 0, true};
+  if (c.completion == nullptr || c.type != actor_type || c.kind != kind) {
+    const uint32_t region = handler_region(actor_type, kind);
+    Region* r = region != kNoRegion ? g_table[region].load(std::memory_order_acquire) : nullptr;
+    const uint32_t id = r != nullptr ? region : kNoRegion;
+    c = FastEntry{actor_type, kind, id, id | kUntimed, 0, 0, r != nullptr ? &r->completion : &g_no_completion};
   }
-  // Sampling (see kSampleStrideMin): a live region is timed regardless.
+  // Sampling (see kSampleStrideMin): a live region is timed exactly and
+  // leaves the countdown alone; a countdown of 0 makes this run the sample,
+  // standing for itself and the `stride` untimed runs before it.
   uint32_t weight = 0;
+  bool sampled = false;
   if (live_for(sel, c.region)) {
-    c.skipped = 0;
+    weight = 1;
   } else if (c.countdown == 0) {
-    weight = c.skipped + 1;
-    c.skipped = 0;
+    weight = uint32_t{c.stride} + 1;
+    sampled = true;
   } else {
-    --c.countdown;
-    ++c.skipped;
+    --c.countdown;  // an untimed run that could not take the fast path
   }
-  (void)push_frame(t, c.region, actor_type, kind, true, weight, sel);
+  const int index = push_frame(t, c.region, actor_type, kind, true, weight, sel);
+  if (index >= 0) t.frames[index].sampled = sampled;
+  settle_gate(t);
 }
 
 [[gnu::noinline]] void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   ThreadRegions& t = t_regions;
+  // The sampled fast frame's exit, under the fast exit's conditions (the
+  // region still not live, no payer touched the slot): as pop_frame and
+  // account for a lone untimed-slot frame, with one TSC read.
+  if (t_fast.open == &g_fast_sampled) {
+    FastEntry& c = *t.sample_entry;
+    if (c.type == actor_type && c.kind == kind && !live_for(g_selection.load(std::memory_order_acquire), c.region) &&
+        t.slot->state.load(std::memory_order_acquire) == (c.region | kUntimed)) {
+      const uint64_t acc = calibrate::now_cycles() - t.sample_start;
+      t.slot->state.store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
+      t_fast.open = nullptr;  // the gate was open at the enter: stack empty, slot and counters taken
+      bump(t.counters->visits[c.region], 1);
+      bump(t.counters->cycles[c.region], acc * t.sample_weight);
+      if (ProgressPoint* p = c.completion->load(std::memory_order_acquire)) p->visit();
+      // The next sample: after a run of kExactCycles or more the next run
+      // (weight 1), else after a jittered stride of untimed runs.
+      c.stride = c.countdown = acc >= kExactCycles ? 0 : next_countdown(t);
+      return;
+    }
+  }
+  unfast(t);
   for (uint32_t i = t.depth; i-- > 0;) {
     const Frame& f = t.frames[i];
     if (f.handler) {
-      if (f.type != actor_type || f.kind != kind) return;
+      if (f.type != actor_type || f.kind != kind) break;
       Frame done;
       if (pop_frame(t, f.region, static_cast<int>(i), done) && done.weight != 0) {
-        // A timed run sets when the next one is timed (kExactCycles).
-        CacheEntry& c = t.cache[cache_slot(actor_type, kind)];
-        if (c.valid && c.type == actor_type && c.kind == kind) {
-          c.countdown = done.acc >= kExactCycles || c.region == kNoRegion ? 0 : next_countdown(t);
+        FastEntry& c = t_fast.cache[detail::fast_cache_slot(actor_type, kind)];
+        if (c.completion != nullptr && c.type == actor_type && c.kind == kind && c.region != kNoRegion) {
+          if (done.sampled) {
+            // The next sample: after a run of kExactCycles or more the next
+            // run (weight 1), else after a jittered stride of untimed runs.
+            c.stride = c.countdown = done.acc >= kExactCycles ? 0 : next_countdown(t);
+          } else if (done.acc >= kExactCycles) {
+            // A long live run: time the next run too, standing for the
+            // untimed runs since the last sample and itself.
+            c.stride = static_cast<uint16_t>(c.stride - c.countdown);
+            c.countdown = 0;
+          }
         }
       }
-      return;
+      break;
     }
   }
+  settle_gate(t);
 }
 }  // namespace
 
-void exit_handler(const void* actor_type, uint32_t kind) noexcept {
-  const uint64_t sel = g_selection.load(std::memory_order_acquire);
-  ThreadRegions& t = t_regions;
-  // Fast path, the counterpart of enter_handler's: the frame it pushed
-  // (untimed, alone on the stack, region not live) and a slot no payer
-  // touched: one store closes the slot, one counter counts the visit.
-  const Frame& f = t.frames[0];
-  if (t.depth == 1 && f.fast && f.type == actor_type && f.kind == kind) [[likely]] {
-    const uint32_t region = f.region;
-    if ((sel_region(sel) != region || sel_pct(sel) == 0) &&
-        t.slot->state.load(std::memory_order_acquire) == (region | kUntimed)) [[likely]] {
-      t.slot->state.store(kNoRegion, std::memory_order_relaxed);  // as close_segment's non-live close
-      t.depth = 0;
-      bump(t.counters->visits[region], 1);
-      if (Region* r = g_table[region].load(std::memory_order_acquire)) {
-        if (ProgressPoint* p = r->completion.load(std::memory_order_acquire)) p->visit();
-      }
-      return;
-    }
-  }
-  exit_handler_slow(actor_type, kind);
-}
-
 #if COACT_CAUSAL_ENABLED
-// The runtime's handler hooks (hooks.hpp) land here directly: one call per hook.
-void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler(actor_type, kind); }
-void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler(actor_type, kind); }
+// The runtime's handler hooks (hooks.hpp) come here when the inline fast
+// path refused: straight to the general path.
+void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler_slow(actor_type, kind); }
+void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler_slow(actor_type, kind); }
 #endif
 
-uint32_t region_depth() noexcept { return t_regions.depth; }
+uint32_t region_depth() noexcept {
+  const ThreadRegions& t = t_regions;
+  return t.depth + (fast_frame_entry(t) != nullptr ? 1 : 0);
+}
+
+FastFrame fast_frame() noexcept {
+  const FastEntry* e = t_fast.open;
+  if (e == &g_fast_sampled) return FastFrame::sampled;
+  return e == nullptr || e == &g_fast_blocked ? FastFrame::none : FastFrame::untimed;
+}
+
+void sample_next_handler_run(const void* actor_type, uint32_t kind) noexcept {
+  FastEntry& c = t_fast.cache[detail::fast_cache_slot(actor_type, kind)];
+  if (c.completion != nullptr && c.type == actor_type && c.kind == kind) c.countdown = c.stride = 0;
+}
 
 void reset_regions_in_forked_child() noexcept {
   const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_relaxed)) + 1;
   g_selection.store(pack(epoch, kNoRegion, 0), std::memory_order_relaxed);
+  detail::g_live_slot_word.store(0, std::memory_order_relaxed);
   ThreadRegions& t = t_regions;
   t.depth = 0;
+  settle_gate(t);
   if (t.slot != nullptr) t.slot->state.store(kNoRegion, std::memory_order_relaxed);
 }
 
 void settle_running_segment() noexcept {
   ThreadRegions& t = t_regions;
+  unfast(t);  // the frame stays an ordinary one until its exit (the gate stays closed)
   if (t.depth == 0) return;
   const uint64_t sel = g_selection.load(std::memory_order_acquire);
   Frame& top = t.frames[t.depth - 1];
@@ -921,7 +1019,10 @@ void set_end_experiment_hook(void (*hook)() noexcept) noexcept {
 }
 
 uint32_t sampled_region() noexcept {
+  // An open fast frame first: unfast writes the stack frame before it
+  // closes the gate, so a signal between the two sees the same region.
   const ThreadRegions& t = t_regions;
+  if (const FastEntry* e = fast_frame_entry(t)) return e->region;
   const uint32_t depth = std::min(t.depth, kMaxRegionDepth);
   for (uint32_t i = depth; i-- > 0;) {
     if (t.frames[i].handler) return t.frames[i].region;

@@ -1,9 +1,11 @@
 // The cheap sweep (causal/src/region.cpp, "Handler-run sampling" and the
-// slot protocol): handler runs of a region that is not live read no TSC and
-// open their live slot untimed, yet a run that straddles an experiment is
-// exact -- live from the experiment's start (payers publish for it while it
-// runs) and charged up to the experiment's end even when it ends later --
-// and sampled handler cycles estimate the region's running time.
+// slot protocol; causal/include/coact/causal/handler_fast_path.hpp): handler
+// runs of a region that is not live read no TSC (but for a sample), take no
+// region-stack frame and open their live slot untimed, yet a run that
+// straddles an experiment is exact -- live from the experiment's start
+// (payers publish for it while it runs) and charged up to the experiment's
+// end even when it ends later -- whether it is a fast untimed run or a
+// sampled one; and sampled handler cycles estimate the region's running time.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -30,6 +32,7 @@ namespace cheap_sweep_test {
 struct Straddler {};
 struct Starter {};
 struct Short {};
+struct Paused {};
 }  // namespace cheap_sweep_test
 
 namespace {
@@ -37,6 +40,17 @@ namespace {
 using coact::test::cycles_of;
 using coact::test::SweepOn;
 using coact::test::spin_for;
+using FastFrame = ca::detail::FastFrame;
+
+// Begins a handler run of (type, kind) that takes the fast untimed path or,
+// with `sampled`, the sampled fast path, and checks that it did. The thread
+// must have run the handler a few times (its cache entry is filled and the
+// countdown set after the first, sampled, run).
+void enter_run(const void* type, uint32_t kind, bool sampled) {
+  if (sampled) ca::detail::sample_next_handler_run(type, kind);
+  ca::on_handler_enter(type, kind);
+  CHECK(ca::detail::fast_frame() == (sampled ? FastFrame::sampled : FastFrame::untimed));
+}
 
 }  // namespace
 
@@ -49,6 +63,8 @@ TEST_CASE("cheap sweep: a handler run begun before its experiment and ending aft
   const uint32_t kind = 4242;
   const uint32_t id = ca::handler_region(type, kind);
   const uint32_t pct = GENERATE(50u, 100u);
+  const bool sampled = GENERATE(false, true);
+  CAPTURE(pct, sampled);
   ca::register_thread();
   // First runs: the thread takes its live slot and counter block (one-time costs).
   for (int i = 0; i < 3; ++i) {
@@ -58,7 +74,7 @@ TEST_CASE("cheap sweep: a handler run begun before its experiment and ending aft
   ca::credit_resume();
   const uint64_t g0 = ca::global_delay_cycles();
   uint64_t inner = 0, outer = 0, published_mid = 0;
-  ca::on_handler_enter(type, kind);  // nothing selected: an untimed run
+  enter_run(type, kind, sampled);  // nothing selected: an untimed run (or a sampled one)
   spin_for(std::chrono::milliseconds(1));
   {
     // The controller's side runs on another thread (as in a sweep): a thread
@@ -103,6 +119,8 @@ TEST_CASE("cheap sweep: a run still going when its region is selected counts fro
   const void* type = &typeid(cheap_sweep_test::Starter);
   const uint32_t kind = 4243;
   const uint32_t id = ca::handler_region(type, kind);
+  const bool sampled = GENERATE(false, true);
+  CAPTURE(sampled);
   ca::register_thread();
   for (int i = 0; i < 3; ++i) {
     ca::on_handler_enter(type, kind);
@@ -112,7 +130,7 @@ TEST_CASE("cheap sweep: a run still going when its region is selected counts fro
   ca::begin_experiment(id, 0);
   ca::credit_resume();
   const uint64_t g0 = ca::global_delay_cycles();
-  ca::on_handler_enter(type, kind);
+  enter_run(type, kind, sampled);
   spin_for(std::chrono::milliseconds(3));  // not counted: before the experiment
   ca::begin_experiment(id, 50);
   const uint64_t t0 = cal::now_cycles();
@@ -163,4 +181,52 @@ TEST_CASE("cheap sweep: short handler runs count every visit and estimate their 
   std::sort(ratio.begin(), ratio.end());
   INFO("estimated / measured cycles, sorted: " << ratio[0] << " " << ratio[1] << " " << ratio[2]);
   CHECK(ratio[1] <= 2.0);
+}
+
+TEST_CASE("cheap sweep: a sampled run paused by a scope counts only its own time, and a long run times the next",
+          "[causal][region]") {
+  (void)cal::tsc_hz();
+  SweepOn on;
+  const void* type = &typeid(cheap_sweep_test::Paused);
+  const uint32_t kind = 4245;
+  const uint32_t id = ca::handler_region(type, kind);
+  const uint32_t scope = ca::scope_region("cheap-sweep-test/paused");
+  for (int i = 0; i < 3; ++i) {
+    ca::on_handler_enter(type, kind);
+    ca::on_handler_exit(type, kind);
+  }
+  const auto h0 = ca::region_stats(id);
+  const auto s0 = ca::region_stats(scope);
+  const uint64_t a = cal::now_cycles();
+  enter_run(type, kind, true);  // weight 1: its time is the region's exact time
+  CHECK(ca::detail::region_depth() == 1u);
+  spin_for(std::chrono::milliseconds(1));
+  {
+    COACT_SCOPE("cheap-sweep-test/paused");  // the sampled frame becomes a stack frame, paused
+    CHECK(ca::detail::region_depth() == 2u);
+    CHECK(ca::detail::fast_frame() == FastFrame::none);
+    spin_for(std::chrono::milliseconds(2));
+  }
+  spin_for(std::chrono::milliseconds(1));
+  ca::on_handler_exit(type, kind);
+  const uint64_t whole = cal::now_cycles() - a;
+  CHECK(ca::detail::region_depth() == 0u);
+  const auto h1 = ca::region_stats(id);
+  const auto s1 = ca::region_stats(scope);
+  CHECK(h1.visits - h0.visits == 1u);
+  CHECK(s1.visits - s0.visits == 1u);
+  // Exclusive times: each at least its own spins, and together within the run.
+  const uint64_t handler = h1.cycles - h0.cycles, inner = s1.cycles - s0.cycles;
+  CHECK(handler >= cycles_of(std::chrono::milliseconds(2)));
+  CHECK(inner >= cycles_of(std::chrono::milliseconds(2)));
+  CHECK(handler + inner <= whole);
+  // That run lasted >= kExactCycles: the next is timed (weight 1); after a
+  // short timed run the sampling stride resumes with untimed runs.
+  ca::on_handler_enter(type, kind);
+  CHECK(ca::detail::fast_frame() == FastFrame::sampled);
+  ca::on_handler_exit(type, kind);
+  ca::on_handler_enter(type, kind);
+  CHECK(ca::detail::fast_frame() == FastFrame::untimed);
+  ca::on_handler_exit(type, kind);
+  CHECK(ca::region_stats(id).visits - h0.visits == 3u);
 }

@@ -18,8 +18,10 @@
 // is an empty inline function. Compiled in, each hook is one relaxed load of
 // `g_sweep_active` and a predictable branch until a sweep activates it.
 // During a sweep, a handler whose region is not being sped up reads no clock
-// (but for a sample of runs; region.hpp), and a pay point while no delay was
-// ever injected (a sweep at speedup 0) is one load.
+// (but for a sample of runs; region.hpp) and calls nothing: its enter and
+// exit are inlined here (handler_fast_path.hpp: a cache look-up, the live
+// slot's open and close stores, a visit count); a pay point while no delay
+// was ever injected (a sweep at speedup 0) is one load.
 // Threads: hooks are called on the worker thread they describe.
 // set_kind_namer: any thread, typically once at runtime boot.
 #pragma once
@@ -35,6 +37,7 @@
 #endif
 #if COACT_CAUSAL_ENABLED
 #include <coact/causal/delay_ledger.hpp>  // detail::g_global_delay, for the inline G == 0 tests
+#include <coact/causal/handler_fast_path.hpp>
 #endif
 
 namespace coact::causal {
@@ -61,6 +64,8 @@ std::string (*kind_namer() noexcept)(uint32_t);
 
 #if COACT_CAUSAL_ENABLED
 namespace detail {
+/// The general paths of the handler hooks (region.cpp enter_handler_slow /
+/// exit_handler_slow): called when fast_enter / fast_exit refused.
 void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;
 void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept;
 void hook_pay_point() noexcept;
@@ -71,13 +76,15 @@ uint64_t hook_timer_stamp() noexcept;
 /// A handler for message kind `kind` starts on actor type `actor_type` (a
 /// `const std::type_info*`) on this worker.
 inline void on_handler_enter(const void* actor_type, uint32_t kind) noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
-    detail::hook_handler_enter(actor_type, kind);
+  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!detail::fast_enter(actor_type, kind)) detail::hook_handler_enter(actor_type, kind);
+  }
 }
 /// The handler begun by the matching on_handler_enter has returned.
 inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]]
-    detail::hook_handler_exit(actor_type, kind);
+  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!detail::fast_exit(actor_type, kind)) detail::hook_handler_exit(actor_type, kind);
+  }
 }
 /// Before this thread makes another thread or actor runnable, and between dispatches.
 /// While no delay was ever injected (G == 0: a sweep at speedup 0) there is

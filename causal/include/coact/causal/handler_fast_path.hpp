@@ -1,0 +1,155 @@
+// coact/causal/handler_fast_path.hpp: the inline fast path of the handler
+// hooks during a sweep (hooks.hpp on_handler_enter / on_handler_exit), for
+// the common handler run: its region is not being sped up and the run is
+// not one of the sampled (timed) ones.
+//
+// Provides (namespace detail; a program never calls these):
+//   * FastEntry: one entry of the calling thread's handler-region cache,
+//     keyed by (actor type, message kind): the region id, the sampling
+//     countdown and the region's completion point;
+//   * FastThread t_fast: that cache, the thread's live-slot state word and
+//     visit counters (region.cpp), and `open`, the fast frame's entry;
+//   * g_live_slot_word: the live slot state of the region that is live now
+//     (selected with speedup s > 0; region | kSlotUntimed), else 0 — a mirror
+//     of region.cpp's selection word, so that the fast path tests liveness
+//     with one compare against its entry's slot_word;
+//   * fast_enter / fast_exit: the fast path. Each returns false, having
+//     changed nothing, when the run needs the general path (region.cpp
+//     enter_handler_slow / exit_handler_slow).
+//
+// What a fast run does (why each step is needed; the slot protocol and the
+// straddling argument are at LiveSlot in causal/src/region.cpp):
+//   enter: the cache entry of (type, kind) holds a nonzero countdown (so the
+//     entry is valid, its region known, and this run is not sampled); the
+//     region is not live; then one release store opens the thread's live
+//     slot untimed (state = region | kSlotUntimed: a payer or an experiment
+//     that selects the region while this run goes on finds it there and
+//     counts it from the experiment's start), and `open` records the entry.
+//     No TSC read, no region-stack frame.
+//   exit: `open` is this (type, kind)'s entry, the region is still not live
+//     and the slot still holds exactly region | kSlotUntimed (no payer
+//     published for the run, no end_experiment timed it): then nothing was
+//     owed for the run, one store closes the slot, one counter counts the
+//     visit, and the region's completion point (if any) gets its visit.
+//     Any other case (a payer touched the slot, the region became live while
+//     the run went on) takes the general path, which adds the run's delay
+//     from the experiment's start and credits what payers published.
+//
+// `open` protocol (the gate that keeps the fast path off the region stack):
+//   nullptr       no frame on the thread's region stack, slot and counters
+//                 taken: the next handler enter may take the fast path;
+//   &entry        a fast frame is open (its region stack is still empty);
+//   blocked       anything else (frames on the stack, a sampled or live run,
+//                 no slot or counter block): fast_enter and fast_exit refuse.
+// Every general-path entry point in region.cpp first turns an open fast frame
+// into an ordinary stack frame (region.cpp unfast) and finally sets `open`
+// back from the stack (settle_gate); the sampler's signal handler reads
+// `open` before the stack (region.cpp sampled_region).
+//
+// Threads: t_fast is touched only by its own thread (and read by that
+// thread's signal handler). g_live_slot_word is written by begin_experiment /
+// end_experiment (release) and read by every fast enter and exit (acquire).
+// A stale read is the same race as a stale read of the selection word (a
+// run that begins or ends within nanoseconds of an experiment's edge counts
+// as inside or outside it); it never loses a run that straddles the edge
+// (region.cpp, "Straddlers").
+// Blocking: never. Lifetime: thread-local state lives as long as its thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace coact::causal {
+
+class ProgressPoint;
+
+namespace detail {
+
+/// A live slot's state flag: the open segment was opened without a TSC read
+/// (its region was not live). region.cpp LiveSlot.
+inline constexpr uint32_t kSlotUntimed = 0x40000000u;
+/// Entries of the per-thread handler-region cache (a power of two).
+inline constexpr uint32_t kFastCacheSlots = 64;
+
+/// One cache entry. Written only by its thread: the keys, region and
+/// completion by region.cpp's general path when it (re)fills the entry; the
+/// countdown by both paths.
+struct FastEntry {
+  const void* type;    ///< actor type (key); with `kind`, valid iff `completion` is set
+  uint32_t kind;       ///< message kind (key)
+  uint32_t region;     ///< the handler region (kNoRegion if the table was full)
+  uint32_t slot_word;  ///< region | kSlotUntimed: the live slot state of an untimed run
+  uint16_t countdown;  ///< untimed runs left before the next sampled one; 0: the next run takes the general path
+  uint16_t stride;     ///< the countdown's value when it was set (region.cpp: the sample's weight)
+  /// The region's handler-completion point (region.cpp Region::completion),
+  /// or a null atomic for kNoRegion; null: the entry is empty.
+  const std::atomic<ProgressPoint*>* completion;
+};
+
+/// The calling thread's fast-path state; see the file comment.
+struct FastThread {
+  FastEntry* open;                     ///< see "`open` protocol"
+  std::atomic<uint32_t>* slot_state;   ///< the thread's live slot's state word, once taken
+  uint64_t* visits;                    ///< the thread's visit counters (indexed by region), once allocated
+  FastEntry cache[kFastCacheSlots];
+};
+
+/// The value of `open` while the fast path is refused; never a cache entry.
+inline constinit FastEntry g_fast_blocked{&g_fast_blocked, 0, 0, 0, 0, 0, nullptr};
+/// The calling thread's state. constinit: no TLS guard on access. A new
+/// thread starts blocked: its first run takes the general path, which takes
+/// the slot and counter block and opens the gate (region.cpp settle_gate).
+inline constinit thread_local FastThread t_fast{&g_fast_blocked, nullptr, nullptr, {}};
+/// The live region's slot state (region | kSlotUntimed; the region selected
+/// with s > 0), or 0. See the file comment.
+inline constinit std::atomic<uint32_t> g_live_slot_word{0};
+
+/// The cache slot of (type, kind). Cheap on purpose (it runs twice per
+/// handler run at most): type_info objects are 16-byte aligned and a few
+/// dozen bytes apart, message kinds are small dense integers; the odd
+/// multiplier keeps (t, k) and (t + 1, k + 1) apart. A collision costs a
+/// refill on the general path, never a wrong region (the entry holds its keys).
+inline uint32_t fast_cache_slot(const void* type, uint32_t kind) noexcept {
+  const auto t = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(type) >> 4);
+  return (t + kind * 0x9E3779B1u) & (kFastCacheSlots - 1);
+}
+
+/// Visits a handler-completion point (out of line: progress.hpp includes hooks.hpp).
+void visit_completion(ProgressPoint* p) noexcept;
+
+/// The fast handler enter (file comment). Calling thread only; false: nothing
+/// was done, take the general path.
+inline bool fast_enter(const void* type, uint32_t kind) noexcept {
+  FastThread& t = t_fast;
+  if (t.open != nullptr) return false;
+  FastEntry& e = t.cache[fast_cache_slot(type, kind)];
+  // A nonzero countdown implies a filled entry whose region is not kNoRegion.
+  if (e.countdown == 0 || e.type != type || e.kind != kind) return false;
+  if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return false;
+  --e.countdown;
+  t.slot_state->store(e.slot_word, std::memory_order_release);
+  t.open = &e;
+  return true;
+}
+
+/// The fast handler exit (file comment). Calling thread only; false: nothing
+/// was done, take the general path.
+inline bool fast_exit(const void* type, uint32_t kind) noexcept {
+  FastThread& t = t_fast;
+  FastEntry* e = t.open;
+  if (e == nullptr || e->type != type || e->kind != kind) return false;
+  const uint32_t word = e->slot_word;
+  if (g_live_slot_word.load(std::memory_order_acquire) == word) return false;
+  // acquire: pairs with a payer's release (then the general path reads what it published).
+  std::atomic<uint32_t>& slot = *t.slot_state;
+  if (slot.load(std::memory_order_acquire) != word) return false;
+  slot.store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
+  t.open = nullptr;
+  std::atomic_ref<uint64_t> v(t.visits[e->region]);  // single writer; region_total reads it relaxed
+  v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (ProgressPoint* p = e->completion->load(std::memory_order_acquire)) visit_completion(p);
+  return true;
+}
+
+}  // namespace detail
+}  // namespace coact::causal
