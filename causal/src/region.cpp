@@ -351,7 +351,7 @@ using detail::g_fast_blocked;
 // The value of t_fast.open while a sampled fast frame is open (its entry,
 // start and weight are in ThreadRegions); like g_fast_blocked, never a cache
 // entry, so handler_fast_path.hpp's fast_exit refuses it.
-constinit FastEntry g_fast_sampled{&g_fast_sampled, 0, 0, 0, 0, 0, nullptr};
+constinit FastEntry g_fast_sampled{&g_fast_sampled, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
 // The completion "point" of cache entries whose region is kNoRegion.
 constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 
@@ -503,10 +503,9 @@ inline uint64_t read(const uint64_t& counter) noexcept {
   return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(counter)).load(std::memory_order_relaxed);
 }
 
-void account(ThreadRegions& t, const Frame& f) noexcept {
-  if (f.region == kNoRegion) return;
-  Region* r = g_table[f.region].load(std::memory_order_acquire);
-  if (r == nullptr) return;
+// The calling thread's counter block, allocated (with its live slot) on
+// first use; null if no slot was free or calloc failed.
+ThreadCounters* counters_of(ThreadRegions& t) noexcept {
   ThreadCounters* c = t.counters;
   if (c == nullptr) [[unlikely]] {
     if (LiveSlot* s = live_slot(t)) {
@@ -514,9 +513,16 @@ void account(ThreadRegions& t, const Frame& f) noexcept {
       c = static_cast<ThreadCounters*>(std::calloc(1, sizeof(ThreadCounters)));
       if (c != nullptr) g_counters[i].store(c, std::memory_order_release);
       t.counters = c;
-      if (c != nullptr) t_fast.visits = c->visits;  // the slot was taken above
     }
   }
+  return c;
+}
+
+void account(ThreadRegions& t, const Frame& f) noexcept {
+  if (f.region == kNoRegion) return;
+  Region* r = g_table[f.region].load(std::memory_order_acquire);
+  if (r == nullptr) return;
+  ThreadCounters* c = counters_of(t);
   const uint64_t cycles = f.acc * f.weight;  // 0 for an untimed frame
   if (c != nullptr) {
     bump(c->visits[f.region], 1);
@@ -574,7 +580,7 @@ inline const FastEntry* fast_frame_entry(const ThreadRegions& t) noexcept {
 // are taken; else keeps the fast path off. Every general-path function that
 // called unfast calls it last.
 inline void settle_gate(const ThreadRegions& t) noexcept {
-  const bool ok = t.depth == 0 && t_fast.slot_state != nullptr && t_fast.visits != nullptr;
+  const bool ok = t.depth == 0 && t_fast.slot_state != nullptr && t.counters != nullptr;
   t_fast.open = ok ? nullptr : &g_fast_blocked;
 }
 
@@ -836,8 +842,8 @@ void pop_region(uint32_t id, int index) noexcept {
 }
 
 namespace {
-void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept;
-void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept;
+[[gnu::noinline]] void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept;
+[[gnu::noinline]] void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept;
 }  // namespace
 
 // The fast paths are handler_fast_path.hpp's (inlined into the runtime's
@@ -851,26 +857,65 @@ void exit_handler(const void* actor_type, uint32_t kind) noexcept {
 }
 
 namespace {
-// The general path of a handler enter: a new or refilled cache entry, a
-// sampled run (timed, weighted), a live run (timed exactly), a stack that
-// is not empty (a frame left by a skipped exit), a thread without a slot or
-// counter block. Kept out of line so that the hooks' callers set up no frame.
-[[gnu::noinline]] void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
+// The out-of-line paths of the handler hooks. *_slow: the sampled fast
+// frame, else a tail call of *_general: the general path — a new or
+// refilled cache entry, a live run (timed exactly), a stack that is not
+// empty (a frame left by a skipped exit, a scope around the hook), a
+// thread without a slot or counter block, a sampled run that cannot be a
+// fast frame. Out of line so that the hooks' callers set up no frame.
+[[gnu::noinline]] void enter_handler_general(const void* actor_type, uint32_t kind) noexcept;
+[[gnu::noinline]] void exit_handler_general(const void* actor_type, uint32_t kind) noexcept;
+
+// The sampled fast frame: the run the countdown chose, with the gate open
+// (empty stack, slot and counters taken) and its region not live. As the
+// fast enter, but the frame is timed: one TSC read here, one at its exit.
+// Small on purpose (no register saves): the general path is a tail call.
+void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
+  FastThread& f = t_fast;
+  FastEntry& c = f.cache[detail::fast_cache_slot(actor_type, kind)];
+  if (f.open == nullptr && c.countdown == 0 && c.visits != nullptr && c.type == actor_type && c.kind == kind &&
+      detail::g_live_slot_word.load(std::memory_order_acquire) != c.slot_word) {
+    ThreadRegions& t = t_regions;
+    t.sample_entry = &c;
+    t.sample_weight = uint32_t{c.stride} + 1;
+    f.slot_state->store(c.slot_word, std::memory_order_release);  // as open_segment, not live
+    t.sample_start = calibrate::now_cycles();
+    f.open = &g_fast_sampled;
+    return;
+  }
+  enter_handler_general(actor_type, kind);
+}
+
+// The sampled fast frame's exit, under the fast exit's conditions (the
+// region still not live, no payer touched the slot): as pop_frame and
+// account for a lone untimed-slot frame, with one TSC read.
+void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
+  FastThread& f = t_fast;
+  if (f.open == &g_fast_sampled) {
+    ThreadRegions& t = t_regions;
+    FastEntry& c = *t.sample_entry;
+    if (c.type == actor_type && c.kind == kind &&
+        detail::g_live_slot_word.load(std::memory_order_acquire) != c.slot_word &&
+        f.slot_state->load(std::memory_order_acquire) == c.slot_word) {
+      const uint64_t acc = calibrate::now_cycles() - t.sample_start;
+      f.slot_state->store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
+      f.open = nullptr;  // the gate was open at the enter: stack empty, slot and counters taken
+      bump(*c.visits, 1);
+      bump(t.counters->cycles[c.region], acc * t.sample_weight);
+      if (ProgressPoint* p = c.completion->load(std::memory_order_acquire)) p->visit();
+      // The next sample: after a run of kExactCycles or more the next run
+      // (weight 1), else after a jittered stride of untimed runs.
+      c.stride = c.countdown = acc >= kExactCycles ? 0 : next_countdown(t);
+      return;
+    }
+  }
+  exit_handler_general(actor_type, kind);
+}
+
+void enter_handler_general(const void* actor_type, uint32_t kind) noexcept {
   ThreadRegions& t = t_regions;
   FastEntry& c = t_fast.cache[detail::fast_cache_slot(actor_type, kind)];
   const uint64_t sel = g_selection.load(std::memory_order_acquire);
-  // The sampled fast frame: the run the countdown chose, with the gate open
-  // (empty stack, slot and counters taken) and its region not live. As the
-  // fast enter, but the frame is timed: one TSC read here, one at its exit.
-  if (t_fast.open == nullptr && c.countdown == 0 && c.completion != nullptr && c.type == actor_type &&
-      c.kind == kind && c.region != kNoRegion && !live_for(sel, c.region)) {
-    t.sample_entry = &c;
-    t.sample_weight = uint32_t{c.stride} + 1;
-    t.slot->state.store(c.region | kUntimed, std::memory_order_release);  // as open_segment, not live
-    t.sample_start = calibrate::now_cycles();
-    t_fast.open = &g_fast_sampled;
-    return;
-  }
   unfast(t);  // an open fast frame here is one whose exit was skipped: dropped below
   // Drop a handler frame left by an exit the gate skipped (step 3).
   for (uint32_t i = 0; i < t.depth; ++i) {
@@ -891,7 +936,9 @@ namespace {
     const uint32_t region = handler_region(actor_type, kind);
     Region* r = region != kNoRegion ? g_table[region].load(std::memory_order_acquire) : nullptr;
     const uint32_t id = r != nullptr ? region : kNoRegion;
-    c = FastEntry{actor_type, kind, id, id | kUntimed, 0, 0, r != nullptr ? &r->completion : &g_no_completion};
+    ThreadCounters* counters = id != kNoRegion ? counters_of(t) : nullptr;
+    c = FastEntry{actor_type, kind, id | kUntimed, 0, 0, id, r != nullptr ? &r->completion : &g_no_completion,
+                  counters != nullptr ? &counters->visits[id] : nullptr, {}};
   }
   // Sampling (see kSampleStrideMin): a live region is timed exactly and
   // leaves the countdown alone; a countdown of 0 makes this run the sample,
@@ -911,27 +958,8 @@ namespace {
   settle_gate(t);
 }
 
-[[gnu::noinline]] void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
+void exit_handler_general(const void* actor_type, uint32_t kind) noexcept {
   ThreadRegions& t = t_regions;
-  // The sampled fast frame's exit, under the fast exit's conditions (the
-  // region still not live, no payer touched the slot): as pop_frame and
-  // account for a lone untimed-slot frame, with one TSC read.
-  if (t_fast.open == &g_fast_sampled) {
-    FastEntry& c = *t.sample_entry;
-    if (c.type == actor_type && c.kind == kind && !live_for(g_selection.load(std::memory_order_acquire), c.region) &&
-        t.slot->state.load(std::memory_order_acquire) == (c.region | kUntimed)) {
-      const uint64_t acc = calibrate::now_cycles() - t.sample_start;
-      t.slot->state.store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
-      t_fast.open = nullptr;  // the gate was open at the enter: stack empty, slot and counters taken
-      bump(t.counters->visits[c.region], 1);
-      bump(t.counters->cycles[c.region], acc * t.sample_weight);
-      if (ProgressPoint* p = c.completion->load(std::memory_order_acquire)) p->visit();
-      // The next sample: after a run of kExactCycles or more the next run
-      // (weight 1), else after a jittered stride of untimed runs.
-      c.stride = c.countdown = acc >= kExactCycles ? 0 : next_countdown(t);
-      return;
-    }
-  }
   unfast(t);
   for (uint32_t i = t.depth; i-- > 0;) {
     const Frame& f = t.frames[i];
@@ -940,7 +968,7 @@ namespace {
       Frame done;
       if (pop_frame(t, f.region, static_cast<int>(i), done) && done.weight != 0) {
         FastEntry& c = t_fast.cache[detail::fast_cache_slot(actor_type, kind)];
-        if (c.completion != nullptr && c.type == actor_type && c.kind == kind && c.region != kNoRegion) {
+        if (c.completion != nullptr && c.type == actor_type && c.kind == kind && c.visits != nullptr) {
           if (done.sampled) {
             // The next sample: after a run of kExactCycles or more the next
             // run (weight 1), else after a jittered stride of untimed runs.

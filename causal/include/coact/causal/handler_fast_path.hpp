@@ -77,29 +77,33 @@ inline constexpr uint32_t kFastCacheSlots = 64;
 struct FastEntry {
   const void* type;    ///< actor type (key); with `kind`, valid iff `completion` is set
   uint32_t kind;       ///< message kind (key)
-  uint32_t region;     ///< the handler region (kNoRegion if the table was full)
   uint32_t slot_word;  ///< region | kSlotUntimed: the live slot state of an untimed run
   uint16_t countdown;  ///< untimed runs left before the next sampled one; 0: the next run takes the general path
   uint16_t stride;     ///< the countdown's value when it was set (region.cpp: the sample's weight)
+  uint32_t region;     ///< the handler region (kNoRegion if the table was full)
   /// The region's handler-completion point (region.cpp Region::completion),
   /// or a null atomic for kNoRegion; null: the entry is empty.
   const std::atomic<ProgressPoint*>* completion;
+  /// This thread's visit counter of the region (its counter block, region.cpp
+  /// ThreadCounters); null while the thread has none (then `countdown` stays 0).
+  uint64_t* visits;
+  uint64_t pad[3];     ///< 64 bytes: an entry's address is the slot index shifted
 };
+static_assert(sizeof(FastEntry) == 64, "cache entries are indexed by shifting");
 
 /// The calling thread's fast-path state; see the file comment.
 struct FastThread {
+  FastEntry cache[kFastCacheSlots];    ///< first: an entry's address is the thread's base plus its offset
   FastEntry* open;                     ///< see "`open` protocol"
   std::atomic<uint32_t>* slot_state;   ///< the thread's live slot's state word, once taken
-  uint64_t* visits;                    ///< the thread's visit counters (indexed by region), once allocated
-  FastEntry cache[kFastCacheSlots];
 };
 
 /// The value of `open` while the fast path is refused; never a cache entry.
-inline constinit FastEntry g_fast_blocked{&g_fast_blocked, 0, 0, 0, 0, 0, nullptr};
+inline constinit FastEntry g_fast_blocked{&g_fast_blocked, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
 /// The calling thread's state. constinit: no TLS guard on access. A new
 /// thread starts blocked: its first run takes the general path, which takes
 /// the slot and counter block and opens the gate (region.cpp settle_gate).
-inline constinit thread_local FastThread t_fast{&g_fast_blocked, nullptr, nullptr, {}};
+inline constinit thread_local FastThread t_fast{{}, &g_fast_blocked, nullptr};
 /// The live region's slot state (region | kSlotUntimed; the region selected
 /// with s > 0), or 0. See the file comment.
 inline constinit std::atomic<uint32_t> g_live_slot_word{0};
@@ -123,7 +127,8 @@ inline bool fast_enter(const void* type, uint32_t kind) noexcept {
   FastThread& t = t_fast;
   if (t.open != nullptr) return false;
   FastEntry& e = t.cache[fast_cache_slot(type, kind)];
-  // A nonzero countdown implies a filled entry whose region is not kNoRegion.
+  // A nonzero countdown implies a filled entry whose region is not kNoRegion
+  // and whose `visits` is set (region.cpp sets it only then).
   if (e.countdown == 0 || e.type != type || e.kind != kind) return false;
   if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return false;
   --e.countdown;
@@ -145,7 +150,7 @@ inline bool fast_exit(const void* type, uint32_t kind) noexcept {
   if (slot.load(std::memory_order_acquire) != word) return false;
   slot.store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
   t.open = nullptr;
-  std::atomic_ref<uint64_t> v(t.visits[e->region]);  // single writer; region_total reads it relaxed
+  std::atomic_ref<uint64_t> v(*e->visits);  // single writer; region_total reads it relaxed
   v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (ProgressPoint* p = e->completion->load(std::memory_order_acquire)) visit_completion(p);
   return true;

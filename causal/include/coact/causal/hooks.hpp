@@ -66,8 +66,9 @@ std::string (*kind_namer() noexcept)(uint32_t);
 namespace detail {
 /// The general paths of the handler hooks (region.cpp enter_handler_slow /
 /// exit_handler_slow): called when fast_enter / fast_exit refused.
-void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;
-void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept;
+/// cold: the callers keep their registers for the fast path.
+[[gnu::cold]] void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;
+[[gnu::cold]] void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept;
 void hook_pay_point() noexcept;
 void hook_resume() noexcept;
 uint64_t hook_timer_stamp() noexcept;
