@@ -221,12 +221,19 @@ TEST_CASE("cheap sweep: a sampled run paused by a scope counts only its own time
   CHECK(inner >= cycles_of(std::chrono::milliseconds(2)));
   CHECK(handler + inner <= whole);
   // That run lasted >= kExactCycles: the next is timed (weight 1); after a
-  // short timed run the sampling stride resumes with untimed runs.
+  // short timed run the sampling stride resumes with untimed runs. (An
+  // empty run can still last ~3 us when preempted, or under a sanitizer:
+  // then the run after it is timed too, so allow a few.)
   ca::on_handler_enter(type, kind);
   CHECK(ca::detail::fast_frame() == FastFrame::sampled);
   ca::on_handler_exit(type, kind);
-  ca::on_handler_enter(type, kind);
-  CHECK(ca::detail::fast_frame() == FastFrame::untimed);
-  ca::on_handler_exit(type, kind);
-  CHECK(ca::region_stats(id).visits - h0.visits == 3u);
+  uint64_t runs = 1;
+  FastFrame next = FastFrame::sampled;
+  for (int i = 0; i < 20 && next == FastFrame::sampled; ++i, ++runs) {
+    ca::on_handler_enter(type, kind);
+    next = ca::detail::fast_frame();
+    ca::on_handler_exit(type, kind);
+  }
+  CHECK(next == FastFrame::untimed);
+  CHECK(ca::region_stats(id).visits - h0.visits == runs + 1);
 }
