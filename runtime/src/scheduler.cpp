@@ -68,7 +68,7 @@ Worker* Scheduler::current_worker() noexcept { return t_worker; }
 std::atomic<uint32_t> g_ring_schedulers{0};
 
 Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
-    : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()) {
+    : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()), registry_(tuning.effective_workers()) {
   const uint32_t n = tuning_.effective_workers();
   // Calibrate tsc_hz at boot (once per process; cached, or pinned by
   // COACT_TSC_HZ) so timer shifts never stall a scheduler loop (seed 003).
@@ -966,7 +966,7 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
     e->drop(e);
   }
   if (dropped != 0) count_dropped_dead(dropped);
-  registry_.remove(c);
+  registry_.remove(c, w != nullptr && w->sched == this ? int32_t(w->index) : -1);
   if (c->has_names.load(std::memory_order_acquire)) names_.unbind_all(c);
   if (w != nullptr) {
     bump(w->stopped);  // the worker's own line: no shared RMW per actor
@@ -1185,9 +1185,11 @@ void arm_sleep(std::coroutine_handle<> h, std::chrono::nanoseconds d, Anchor anc
 void Scheduler::register_spawn(ActorCell* c) {
   c->sched = this;
   c->inbox.hold();
-  registry_.insert(c);
+  Worker* w = t_worker;
+  const bool ours = w != nullptr && w->sched == this;
+  registry_.insert(c, ours ? int32_t(w->index) : -1);
   live_.fetch_add(1, std::memory_order_relaxed);
-  if (Worker* w = t_worker; w != nullptr && w->sched == this) {
+  if (ours) {
     bump(w->spawned);  // a spawn from a handler: the worker's own line
   } else {
     spawned_.fetch_add(1, std::memory_order_relaxed);
@@ -1208,7 +1210,8 @@ void Scheduler::finish_spawn(ActorCell* c) {
 void Scheduler::abort_spawn(ActorCell* c) noexcept {
   c->actor = nullptr;
   c->dead.store(true, std::memory_order_release);
-  registry_.remove(c);
+  Worker* w = t_worker;
+  registry_.remove(c, w != nullptr && w->sched == this ? int32_t(w->index) : -1);
   spawned_.fetch_sub(1, std::memory_order_relaxed);
   if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::lock_guard lk(done_mu_);
