@@ -306,6 +306,17 @@ class Sweep {
     t_start_ = steady::now();
     // Step 1.
     set_completion_handlers(o_.progress_handlers);
+    // A sweep that may inject delay makes G nonzero before it activates the
+    // hooks (one cycle, on no thread's behalf: every thread owes it, and it
+    // is below the pay catch-up threshold, so no one waits for it). While
+    // G == 0 a pay point pays nothing and the runtime keeps direct sends on
+    // (hooks.hpp pay_point_is_noop); without this, the experiments before
+    // the first injected delay would run with the cheaper send path and the
+    // rest without, and a speedup-0 baseline taken early would be faster
+    // than one taken late. So the send path is the same in every experiment
+    // of a sweep: direct throughout a sweep at fixed speedup 0, buffered to
+    // the pay point throughout any other.
+    if (!(o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0) && global_delay_cycles() == 0) add_global_delay(1);
     g_sweep_active.store(true, std::memory_order_relaxed);
     if (o_.sampling) {
       try {

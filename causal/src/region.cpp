@@ -75,8 +75,11 @@
 //  general path) -> 78 (64-byte cache entries holding the visit counter,
 //  cold general paths); fan-out 160 -> 74 (489 / 572 per message without a
 //  sweep). Of those 78, the inline enter and exit are ~55, the sampled runs
-//  ~7, the pay points' second load ~4. (The runtime's direct sends, which
-//  a sweep turns off, came later: they cost the sweep ~40 more per message.)
+//  ~7, the pay points' second load ~4. (The runtime's direct sends came
+//  later; a sweep turned them off, ~40 more per message: 434 -> 553 ping-
+//  pong, 524 -> 637 fan-out. A sweep at fixed speedup 0 keeps them on now,
+//  since its pay points pay nothing (hooks.hpp pay_point_is_noop): +81 /
+//  +80 over no sweep; any other sweep buffers sends from its start.)
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.

@@ -46,15 +46,10 @@ std::chrono::nanoseconds boot_handoff_cost() {
   return cost;
 }
 
-// Whether a causal sweep runs (pay points may then pay): direct sends are
-// off during one (Scheduler::post).
-inline bool causal_sweep_active() noexcept {
-#if COACT_CAUSAL_ENABLED
-  return causal::g_sweep_active.load(std::memory_order_relaxed);
-#else
-  return false;
-#endif
-}
+// Whether a pay point would pay nothing now (no causal sweep, or a sweep that
+// has injected no delay yet, e.g. one at speedup 0): direct sends stay on
+// while it holds (Scheduler::post).
+inline bool pay_point_is_noop() noexcept { return causal::pay_point_is_noop(); }
 
 // Relaxed single-writer increment: the owning worker is the only writer, so a
 // load+store pair avoids a locked instruction per dispatch.
@@ -184,19 +179,27 @@ void Scheduler::discard_burst(Burst* b) {
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
   if (w != nullptr && w->in_handler == kInHandler) {
-    // Direct send (burst off, untraced, no causal sweep): push now; if the
-    // push took the recipient's run-token, the recipient is held by this
-    // handler's outbound list and is scheduled (made runnable) only at the
-    // flush, after its pay point, as a buffered send would be. Mail to a
-    // recipient held by someone else is visible to it at once; outside a
-    // sweep pay points do nothing, so nothing is paid late. No reference is
-    // taken: the caller's keeps the cell alive through the push, and a token
-    // we hold keeps the actor from stopping (its life reference) until the
-    // flush schedules it. Per-sender FIFO: pushes happen in send order, and
-    // once this invocation has buffered a send (a sweep was active) every
-    // later one buffers too (the last entry is then a buffered one), so no
-    // direct push overtakes mail that waits for the flush.
-    if (direct_sends_ && w->sched == this && !causal_sweep_active() &&
+    // Direct send (burst off, untraced, and a pay point would pay nothing
+    // now): push now; if the push took the recipient's run-token, the
+    // recipient is held by this handler's outbound list and is scheduled
+    // (made runnable) only at the flush, after its pay point, as a buffered
+    // send would be. Mail to a recipient held by someone else is visible to
+    // it at once, before the flush's pay point: exact, because a pay point
+    // here would have paid nothing — no sweep runs, or G == 0 (a sweep at
+    // speedup 0, or before its first delay: causal::pay_point_is_noop, the
+    // same test on_pay_point makes), so the sender owes nothing at the push
+    // and its mail is not early in virtual time. If delay is injected later
+    // in this handler (an experiment with s > 0 starts mid-handler), mail
+    // pushed before it was sent while nothing was owed; sends from then on
+    // buffer and the flush pays first. Timer delay_stamps are untouched
+    // (taken at arming, scheduler.cpp arm). No reference is taken: the
+    // caller's keeps the cell alive through the push, and a token we hold
+    // keeps the actor from stopping (its life reference) until the flush
+    // schedules it. Per-sender FIFO: pushes happen in send order, and once
+    // this invocation has buffered a send (a pay point was live) every later
+    // one buffers too (the last entry is then a buffered one), so no direct
+    // push overtakes mail that waits for the flush.
+    if (direct_sends_ && w->sched == this && pay_point_is_noop() &&
         (w->outbound.empty() || w->outbound.back().second == nullptr)) [[likely]] {
       if (target->is_dead()) {
         const bool user = e->system == SystemMail::none;

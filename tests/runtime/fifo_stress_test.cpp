@@ -7,12 +7,14 @@
 // workers and asserted on the test thread (Catch2 is not thread-safe).
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <coact/causal/hooks.hpp>
+#include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
 
 #include "support/watchdog.hpp"
@@ -159,11 +161,14 @@ TEST_CASE("FIFO and exclusivity hold with peer steal on (stealers take from dequ
 }
 
 // Burst off, a send inside a handler pushes into the recipient's inbox at once
-// (a direct send) unless a causal sweep runs; then it buffers until the
-// flush. A handler that buffered one send must buffer the rest, or a later
-// direct push would overtake the buffered mail. Here every handler sends
-// several seq-numbered mails to one sink while another thread flips the
-// sweep gate, so invocations straddle the flip both ways.
+// (a direct send) unless a pay point would pay something (a causal sweep runs
+// and delay was injected: causal::pay_point_is_noop); then it buffers until
+// the flush. A handler that buffered one send must buffer the rest, or a
+// later direct push would overtake the buffered mail. Here every handler
+// sends several seq-numbered mails to one sink while another thread flips the
+// sweep gate, so invocations straddle the flip both ways. G is made nonzero
+// first (1 cycle, below the pay catch-up threshold, so no pay point waits):
+// with G == 0 a sweep keeps direct sends on and the gate would not flip.
 namespace {
 struct Sink : coact::Actor<Sink> {
   explicit Sink(Shared* s, uint32_t sources) : sh(s), expected(sources, 0) {}
@@ -195,6 +200,11 @@ TEST_CASE("per-sender FIFO holds while the causal sweep gate flips mid-handler",
   const uint32_t sources = 16;
   const uint32_t rounds = uint32_t(20000 * coact::test::kStressScale) + 10;
   coact::test::Watchdog wd(300, "fifo stress, sweep gate flips");
+  if (coact::causal::global_delay_cycles() == 0) {
+    std::lock_guard<std::mutex> lock(coact::causal::test_ledger_mutex());
+    coact::causal::inject_delay_cycles_for_test(1);
+  }
+  REQUIRE(coact::causal::global_delay_cycles() != 0);
   Shared sh;
   sh.tokens_total = uint64_t(sources) * rounds * 4;
   coact::Runtime rt(coact::test::tuning_for(workers));

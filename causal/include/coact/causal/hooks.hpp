@@ -95,6 +95,18 @@ inline void on_pay_point() noexcept {
       [[unlikely]]
     detail::hook_pay_point();
 }
+/// Whether on_pay_point() on this thread would pay nothing if called now: no
+/// sweep runs, or no delay was ever injected (G == 0: a sweep at speedup 0,
+/// or one whose experiments with s > 0 have not yet published any delay) —
+/// exactly the test on_pay_point makes before its slow path. The runtime
+/// keeps direct sends on while it holds (scheduler.cpp Scheduler::post: a
+/// send pushed while the sender owes nothing needs no pay point before it).
+/// Two relaxed loads; a stale read is the same race as on_pay_point's.
+/// Any thread; never blocks.
+inline bool pay_point_is_noop() noexcept {
+  return !g_sweep_active.load(std::memory_order_relaxed) ||
+         detail::g_global_delay.load(std::memory_order_relaxed) == 0;
+}
 /// A parked thread was woken by another thread (which paid before waking it).
 inline void on_resume() noexcept {
   if (g_sweep_active.load(std::memory_order_relaxed) && detail::g_global_delay.load(std::memory_order_relaxed) != 0)
@@ -123,6 +135,7 @@ inline void on_handler_enter(const void*, uint32_t) noexcept {}
 inline void on_handler_exit(const void*, uint32_t) noexcept {}
 inline void on_pay_point() noexcept {}
 inline void on_resume() noexcept {}
+inline bool pay_point_is_noop() noexcept { return true; }
 #endif
 
 }  // namespace coact::causal
