@@ -61,7 +61,7 @@
 //     Whatever else it owes it pays at its next pay point, never inside a
 //     region (a wait there would count as the region's running time).
 //  Cost of a handler run whose region is not live (the common case, and
-//  every run at speedup 0): no TSC read (but for one run in ~16, sampled),
+//  every run at speedup 0): no TSC read (but for one run in ~64, sampled),
 //  no region-stack frame, one store opening the slot untimed, one load and
 //  one store closing it, one visit count, all inlined into the runtime's
 //  hooks (step 3b; handler_fast_path.hpp). A sampled run takes a short
@@ -338,7 +338,8 @@ struct Frame {
 };
 
 // Handler-run sampling (the cheap sweep): a handler region that is not live
-// is timed once every kSampleStrideMin..kSampleStrideMin+15 runs on a thread
+// is timed once every kSampleStrideMin..kSampleStrideMin+kSampleStrideJitter-1
+// runs on a thread
 // (a jittered stride, so a periodic pattern of handler costs cannot alias
 // with it), and its sample's time is weighted by the runs it stands for:
 // an unbiased estimate of the region's exclusive cycles, for the controller's
@@ -346,7 +347,18 @@ struct Frame {
 // (~3 µs; two TSC reads are then < 1% of it) makes the next run timed too,
 // so long handlers (the archiver's compressor) stay exact. Visits, progress
 // points and virtual speedup (live regions) are always exact.
-constexpr uint32_t kSampleStrideMin = 8;
+// The stride (32..95, mean ~64; it was 8..23): a sampled run costs ~190
+// instructions (callgrind: the out-of-line enter and exit, two TSC reads,
+// the next countdown), ~12 per zero-work message at a mean of 16, ~3 at 64.
+// The estimate stays unbiased; its spread grows by ~2x (the square root of
+// the stride), which matters only for the time-weighted region draw and the
+// profile's region_ns of regions with few runs — and a region that runs for
+// long enough to matter either has many runs or runs >= kExactCycles and is
+// timed exactly. Predictions use the selected region, timed exactly.
+constexpr uint32_t kSampleStrideMin = 32;
+constexpr uint32_t kSampleStrideJitter = 64;  // a power of two
+static_assert((kSampleStrideJitter & (kSampleStrideJitter - 1)) == 0);
+static_assert(kSampleStrideMin - 1 + kSampleStrideJitter - 1 <= 0xFFFF, "countdowns are 16-bit");
 constexpr uint64_t kExactCycles = 8192;
 
 // The per-thread handler-region cache (keys, region, sampling countdown) is
@@ -469,14 +481,14 @@ void close_segment(ThreadRegions& t, uint32_t region, uint64_t seg_from, uint64_
   if (published != 0) credit_local(published);
 }
 
-// The next sampling stride's countdown (kSampleStrideMin - 1 .. +15).
+// The next sampling stride's countdown (kSampleStrideMin - 1 .. + kSampleStrideJitter - 1).
 uint16_t next_countdown(ThreadRegions& t) noexcept {
   uint32_t x = t.rng != 0 ? t.rng : 0x9E3779B9u ^ static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&t));
   x ^= x << 13;
   x ^= x >> 17;
   x ^= x << 5;
   t.rng = x;
-  return static_cast<uint16_t>(kSampleStrideMin - 1 + (x & 15u));
+  return static_cast<uint16_t>(kSampleStrideMin - 1 + (x & (kSampleStrideJitter - 1)));
 }
 
 // Per-thread (sharded) visit and cycle counters, one block per live slot
