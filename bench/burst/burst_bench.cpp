@@ -2,6 +2,7 @@
 // side in one run, behind `scripts/bench.sh burst`.
 //
 //   coact-burst-bench [--workers 2] [--trials 3] [--quick] [--peers PATH] [--rows fan_out,chain,peers]
+//                     [--widths 1,8,64,512] [--handler-us 0,20] [--sides on,off]
 //
 // Rows (one JSON line each on stdout):
 //   fan_out  width 1, 8, 64, 512 x handler_us 0, 20: a fan actor sends one
@@ -203,17 +204,54 @@ T median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
+// Which sides a row runs (--sides): both by default; one alone for profiling
+// (the other side's fields are then 0 and the ratios omitted).
+bool g_run_on = true, g_run_off = true;
+
+// Parses "1,8,64" into numbers; false on anything else.
+bool parse_u32_list(const std::string& text, std::vector<uint32_t>& out) {
+  out.clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) return false;
+    out.push_back(uint32_t(std::stoul(item)));
+    pos = comma + 1;
+  }
+  return !out.empty();
+}
+
 template <class F>
 void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, uint32_t trials, F run) {
   std::vector<double> on_r, off_r;
   std::vector<uint64_t> on_s, off_s;
   for (uint32_t i = 0; i < trials; ++i) {
-    const trial a = run(true);
-    on_r.push_back(a.msgs_per_s);
-    on_s.push_back(a.syncs);
-    const trial b = run(false);
-    off_r.push_back(b.msgs_per_s);
-    off_s.push_back(b.syncs);
+    if (g_run_on) {
+      const trial a = run(true);
+      on_r.push_back(a.msgs_per_s);
+      on_s.push_back(a.syncs);
+    }
+    if (g_run_off) {
+      const trial b = run(false);
+      off_r.push_back(b.msgs_per_s);
+      off_s.push_back(b.syncs);
+    }
+  }
+  if (!g_run_on || !g_run_off) {
+    const bool on_side = g_run_on;
+    coact::bench::print_json_line({{"group", "burst"},
+                                   {"workload", workload},
+                                   {"width", width},
+                                   {"handler_us", us},
+                                   {"workers", workers},
+                                   {on_side ? "on_msgs_per_s" : "off_msgs_per_s",
+                                    coact::bench::rounded(median(on_side ? on_r : off_r), 1)},
+                                   {on_side ? "syncs_on" : "syncs_off", median(on_side ? on_s : off_s)},
+                                   {"trials", trials}});
+    std::fflush(stdout);
+    return;
   }
   const double on = median(on_r), off = median(off_r);
   const uint64_t son = median(on_s), soff = median(off_s);
@@ -237,13 +275,16 @@ void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, ui
 int main(int argc, char** argv) {
   uint32_t workers = 2, trials = 3;
   bool quick = false;
-  std::string peers, rows = "fan_out,chain,peers";
+  std::string peers, rows = "fan_out,chain,peers", widths_arg = "1,8,64,512", us_arg = "0,20", sides = "on,off";
   CLI::App app{"Burst dispatch on vs off, side by side (bench/burst/burst_bench.cpp)."};
   app.add_option("--workers", workers, "worker threads")->check(CLI::Range(1u, 1024u));
   app.add_option("--trials", trials, "trials per side (alternating on, off)")->check(CLI::Range(1u, 1000u));
   app.add_flag("--quick", quick, "small sizes (smoke test; the numbers then mean little)");
   app.add_option("--peers", peers, "path of the coact-peers program (for the peers rows)");
   app.add_option("--rows", rows, "comma-separated subset of fan_out, chain, peers");
+  app.add_option("--widths", widths_arg, "comma-separated fan_out widths (default 1,8,64,512)");
+  app.add_option("--handler-us", us_arg, "comma-separated handler times in us for fan_out and chain (default 0,20)");
+  app.add_option("--sides", sides, "on,off (default), on or off: which burst settings to run (a single side for profiling)");
   coact::bench::parse_or_exit(app, argc, argv);
   auto want = [&](const char* r) { return ("," + rows + ",").find(std::string(",") + r + ",") != std::string::npos; };
   try {
@@ -252,10 +293,29 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "coact-burst-bench: %s\n", e.what());
     return 2;
   }
+  std::vector<uint32_t> widths, handler_us;
+  if (!parse_u32_list(widths_arg, widths) || std::count(widths.begin(), widths.end(), 0u) > 0) {
+    std::fprintf(stderr, "coact-burst-bench: --widths '%s': expected a comma-separated list of widths >= 1\n",
+                 widths_arg.c_str());
+    return 2;
+  }
+  if (!parse_u32_list(us_arg, handler_us)) {
+    std::fprintf(stderr, "coact-burst-bench: --handler-us '%s': expected a comma-separated list of microseconds\n",
+                 us_arg.c_str());
+    return 2;
+  }
+  if (sides == "on") {
+    g_run_off = false;
+  } else if (sides == "off") {
+    g_run_on = false;
+  } else if (sides != "on,off" && sides != "off,on") {
+    std::fprintf(stderr, "coact-burst-bench: --sides '%s': expected on,off, on or off\n", sides.c_str());
+    return 2;
+  }
   const uint32_t scale = quick ? 20 : 1;
   if (want("fan_out")) {
-    for (uint32_t us : {0u, 20u}) {
-      for (uint32_t width : {1u, 8u, 64u, 512u}) {
+    for (uint32_t us : handler_us) {
+      for (uint32_t width : widths) {
         // About 2*10^5 messages for zero-work rows, ~0.2 s of handler time for 20 us rows.
         const uint64_t msgs = us == 0 ? 200000 : 10000;
         const uint32_t rounds = std::max<uint32_t>(2, uint32_t(msgs / (2ull * width) / scale));
@@ -265,7 +325,7 @@ int main(int argc, char** argv) {
     }
   }
   if (want("chain")) {
-    for (uint32_t us : {0u, 20u}) {
+    for (uint32_t us : handler_us) {
       const uint64_t hops = (us == 0 ? 1000000 : 10000) / scale;
       row("chain", 1, us, workers, trials, [&](bool on) { return run_chain(workers, on, us, hops); });
     }

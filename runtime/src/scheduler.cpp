@@ -101,6 +101,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
   rings_on_ = !workers_.empty() && workers_[0]->ring_on;
   direct_sends_ = !tuning_.burst && trace_ == nullptr;
+  burst_direct_ = tuning_.burst && trace_ == nullptr;
   if (rings_on_) g_ring_schedulers.fetch_add(1, std::memory_order_relaxed);
   live_schedulers_add(this);
 }
@@ -210,9 +211,29 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
       if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
       return;
     }
-    target->add_ref();  // keeps the cell alive until the flush deposits the mail
-    w->outbound.emplace_back(target, e);
-    if (w->ring_on) t_ring_armed = true;  // the invocation's later sends go to the ring
+    // Burst on: the invocation's first send, when the producer has no live
+    // burst (so no open group anywhere to order behind), takes the same
+    // direct path: a burst of one mail has nothing to batch (a reply, a
+    // chain hop). The later sends of this invocation are buffered
+    // (kInHandlerSent) and batched by the flush; they land behind this one
+    // (a claimed group's mail seizes or deposits behind what the inbox holds).
+    if (burst_direct_ && w->sched == this && w->outbound.empty() && !causal_sweep_active() &&
+        no_live_burst(w->current)) [[likely]] {
+      w->in_handler = kInHandlerSent;
+      if (target->is_dead()) {
+        const bool user = e->system == SystemMail::none;
+        e->drop(e);
+        if (user) count_dropped_dead(1);
+        return;
+      }
+      if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
+      return;
+    }
+    buffer_send(w, target, e);
+    return;
+  }
+  if (w != nullptr && w->in_handler == kInHandlerSent) {  // burst on: a later send of the invocation
+    buffer_send(w, target, e);
     return;
   }
   if (w != nullptr && w->in_handler == kInTracedHandler) [[unlikely]] {  // the same, traced
@@ -230,6 +251,24 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     return;
   }
   deposit(target, e, w);  // root door (or a worker outside a handler)
+}
+
+// A send inside a handler, buffered for the flush.
+inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
+  target->add_ref();  // keeps the cell alive until the flush deposits the mail
+  w->outbound.emplace_back(target, e);
+  if (w->ring_on) t_ring_armed = true;  // the invocation's later sends go to the ring
+}
+
+// Whether producer p has no burst whose groups may still be open (then a
+// direct push overtakes nothing of p's). Only p's own flush creates bursts,
+// so this holds from the send to the flush; retired() is an acquire, so
+// everything a closed group delivered is in its recipient's inbox before.
+inline bool Scheduler::no_live_burst(const ActorCell* p) noexcept {
+  if (p == nullptr) return false;
+  const BurstProducer* bp = p->producer;
+  return bp == nullptr || ((bp->active == nullptr || bp->active->life.retired()) &&
+                           (bp->prev == nullptr || bp->prev->life.retired()));
 }
 
 void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
@@ -339,6 +378,10 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
     // direct path (no open group, so nothing to order behind).
     auto [t, e] = out[0];
     out.clear();
+    if (e == nullptr) {  // a direct send (post) took t's run-token: schedule t
+      schedule_local(w, t);
+      return;
+    }
     if (!push_open(t, e, b != nullptr ? bp->index.find(t) : UINT32_MAX)) t->sched->deposit(t, e, &w);
     t->release();
     return;
@@ -368,6 +411,10 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
   std::vector<uint64_t>& work = w.group_work;  // per staged group, ns
   work.clear();
   for (auto& [t, e] : out) {
+    if (e == nullptr) {  // the invocation's first send went direct (post) and took t's run-token
+      schedule_local(w, t);
+      continue;
+    }
     if (t->sched != this) {  // another runtime's actor: its own door
       t->sched->deposit(t, e, &w);
       t->release();

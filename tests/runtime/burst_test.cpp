@@ -227,6 +227,90 @@ TEST_CASE("burst: per-recipient FIFO and exactly-once across flushes, seize/depo
   }
 }
 
+namespace {
+// Like Sink, but checks only that each producer's numbers increase (Mixed
+// skips numbers for the sinks it does not send to).
+struct MonoSink : coact::Actor<MonoSink> {
+  std::vector<int64_t> last;
+  std::atomic<int>* inside;
+  std::atomic<uint64_t>* errors;
+  std::atomic<uint64_t>* received;
+  MonoSink(uint32_t producers, std::atomic<int>* in, std::atomic<uint64_t>* err, std::atomic<uint64_t>* rec)
+      : last(producers, -1), inside(in), errors(err), received(rec) {}
+  void on(const Seq& s) {
+    if (inside->fetch_add(1) != 0) errors->fetch_add(1);
+    if (int64_t(s.n) <= last[s.producer]) errors->fetch_add(1);
+    last[s.producer] = int64_t(s.n);
+    received->fetch_add(1, std::memory_order_relaxed);
+    inside->fetch_sub(1);
+  }
+};
+
+// Alternates one-mail invocations (the first send goes straight into the
+// inbox when no burst of this producer is live) with invocations whose first
+// send may go direct and whose later sends, some to the same sink, are
+// buffered and batched: per-producer FIFO must hold across the two paths.
+struct Mixed : coact::Actor<Mixed> {
+  uint32_t id;
+  std::vector<coact::ActorRef<MonoSink>> sinks;
+  uint64_t n = 0;
+  Mixed(uint32_t i, std::vector<coact::ActorRef<MonoSink>> s) : id(i), sinks(std::move(s)) {}
+  void on(const Go& g) {
+    const size_t k = sinks.size();
+    switch (g.rounds % 3) {
+      case 0:  // one mail: a reply-like single send
+        sinks[g.rounds % k].send(Seq{id, n});
+        break;
+      case 1:  // one mail to sink 0, then two to every sink (sink 0 again first)
+        sinks[0].send(Seq{id, n});
+        for (uint64_t j = 1; j <= 2; ++j)
+          for (auto& s : sinks) s.send(Seq{id, n + j});
+        break;
+      default:  // a plain burst
+        for (auto& s : sinks) s.send(Seq{id, n});
+        break;
+    }
+    n += 3;  // numbers increase per producer across invocations
+    if (g.rounds > 1) self().send(Go{g.rounds - 1});
+  }
+};
+}  // namespace
+
+TEST_CASE("burst: a handler's first send direct, its later sends batched: per-recipient FIFO and exactly-once",
+          "[stress]") {
+  for (uint32_t workers : {1u, 2u, 4u, 8u}) {
+    coact::test::Watchdog wd(120, "burst direct-first FIFO stress");
+    coact::SchedulerTuning t = coact::test::tuning_for(workers);
+    t.burst = true;
+    t.burst_recruit_min = 2;  // recruit on most flushes: more claimers racing
+    const uint32_t producers = 4, sinks = 16, rounds = 600;
+    std::atomic<uint64_t> errors{0}, received{0};
+    std::vector<std::unique_ptr<std::atomic<int>>> inside;
+    uint64_t want = 0;
+    for (uint32_t r = rounds; r >= 1; --r) want += r % 3 == 0 ? 1 : r % 3 == 1 ? 1 + 2 * sinks : sinks;
+    want *= producers;
+    coact::RuntimeStats stats;
+    {
+      coact::Runtime rt(t);
+      std::vector<coact::ActorRef<MonoSink>> ss;
+      for (uint32_t i = 0; i < sinks; ++i) {
+        inside.push_back(std::make_unique<std::atomic<int>>(0));
+        ss.push_back(rt.spawn<MonoSink>(producers, inside.back().get(), &errors, &received));
+      }
+      std::vector<coact::ActorRef<Mixed>> ps;
+      for (uint32_t p = 0; p < producers; ++p) ps.push_back(rt.spawn<Mixed>(p, ss));
+      for (auto& p : ps) p.send(Go{rounds});
+      while (received.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // nothing beyond `want` arrives
+      stats = rt.stats();
+    }
+    INFO("workers " << workers);
+    CHECK(errors.load() == 0);
+    CHECK(received.load() == want);
+    CHECK(stats.bursts > 0);
+  }
+}
+
 TEST_CASE("burst: a tiny ring takes the heap fallback and stays correct; a ring of 0 never uses the ring") {
   for (uint32_t ring : {0u, 256u, 65536u}) {
     coact::test::Watchdog wd(60, "burst ring sizes");
@@ -307,7 +391,10 @@ TEST_CASE("burst: a fan-out of 64 costs far fewer scheduling syncs than with COA
   CHECK(s_off.syncs() >= 64u * 200);
   CHECK(s_on.syncs() * 10 <= s_off.syncs());
   CHECK(s_on.bursts >= 200);
-  CHECK(s_on.seized >= 64u * 200 - 64);
+  // The fan's first send of a round goes straight into its leaf's inbox
+  // when the previous round's burst has retired (Scheduler::post): at most
+  // one leaf per round is not seized.
+  CHECK(s_on.seized >= 63u * 200 - 64);
   CHECK(s_off.bursts == 0);
 }
 

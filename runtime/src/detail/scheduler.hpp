@@ -80,6 +80,10 @@ inline Burst* burst_of(Job j) noexcept { return reinterpret_cast<Burst*>(reinter
 inline constexpr uint8_t kNotInHandler = 0;
 inline constexpr uint8_t kInHandler = 1;
 inline constexpr uint8_t kInTracedHandler = 2;
+/// Burst on, untraced: the handler's first send went straight into its
+/// recipient's inbox (Scheduler::post); its later sends are buffered for the
+/// flush (a burst of one mail has nothing to batch; two or more do).
+inline constexpr uint8_t kInHandlerSent = 3;
 
 struct Worker {
   Worker(Scheduler* s, uint32_t i, size_t ring_bytes, bool ring_on)
@@ -98,7 +102,7 @@ struct Worker {
   // send took: the flush schedules it (no reference: we hold its token).
   std::vector<std::pair<ActorCell*, Envelope*>> outbound;
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
-  uint8_t in_handler = 0;        // kNotInHandler, kInHandler or kInTracedHandler (below)
+  uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
   // Per-mail trace gate: this worker's ring while recording, else null (see
   // below). Relaxed atomic (a plain load on x86): the trace window's thread
   // opens and closes it (trace/recorder.hpp).
@@ -151,6 +155,8 @@ class Scheduler {
   // Mail.
   void post(ActorCell* target, Envelope* e);
   void deposit(ActorCell* target, Envelope* e, Worker* w);
+  void buffer_send(Worker* w, ActorCell* target, Envelope* e);
+  static bool no_live_burst(const ActorCell* p) noexcept;
 
   // Lifecycle.
   void register_spawn(ActorCell* c);
@@ -311,6 +317,11 @@ class Scheduler {
   // into the recipient's inbox at once (post), and the flush only schedules
   // the recipients whose run-token that push took. Set at construction.
   bool direct_sends_ = false;
+  // COACT_BURST=on and no per-mail trace: a handler's first send pushes at
+  // once when its producer has no live burst (no open group to order behind),
+  // as with burst off; the later sends of the invocation are buffered and
+  // batched by the flush. Set at construction.
+  bool burst_direct_ = false;
   std::atomic<uint64_t> injector_pushes_{0};
   uint64_t futex_wakes_at_boot_ = 0;
   // The per-mail trace (COACT_TRACE; null = off); written at shutdown.
