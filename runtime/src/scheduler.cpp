@@ -290,7 +290,10 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
 // flush()'s first step.
 [[gnu::always_inline]] inline void Scheduler::flush_seal(Worker& w) {
   causal::on_pay_point();  // pay before making other actors runnable
-  if (tuning_.burst && w.ring_on) {
+  // t_ring_armed: this invocation buffered a send with the ring on (only
+  // then can a region be open or the ring have refused); a handler whose
+  // one send went direct skips the seal.
+  if (tuning_.burst && t_ring_armed) {
     w.ring.seal();  // lock = mail count, before any mail leaves this thread
     t_ring_armed = false;
     w.ring_refused = false;
@@ -330,10 +333,18 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
 [[gnu::always_inline]] inline void Scheduler::flush_route(Worker& w, ActorCell* producer) {
   if (tuning_.burst) {
     if (producer != nullptr && !w.outbound.empty()) {
-      BurstProducer* bp = producer->producer;
-      if (w.outbound.size() > 1 || (bp != nullptr && (bp->active != nullptr || bp->prev != nullptr))) {
+      if (w.outbound.size() > 1) {
         flush_burst(w, producer);
         return;
+      }
+      // One entry. A direct send (post) that took its recipient's run-token
+      // ({t, nullptr}) only needs t scheduled: the loop below.
+      if (w.outbound[0].second != nullptr) {
+        BurstProducer* bp = producer->producer;
+        if (bp != nullptr && (bp->active != nullptr || bp->prev != nullptr)) {
+          flush_burst(w, producer);
+          return;
+        }
       }
     }
     // One mail from a producer without live bursts: no open group anywhere,

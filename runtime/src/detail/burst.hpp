@@ -22,7 +22,12 @@
 //      New recipients beyond the array's capacity, and a one-mail flush to a
 //      recipient without an open group, are deposited directly (inbox push +
 //      wake in one exchange), which is exactly the pre-burst path; no open
-//      group, so no FIFO is at stake.
+//      group, so no FIFO is at stake. Untraced and outside a causal sweep,
+//      a handler's first send does not even wait for the flush when its
+//      producer has no live burst (Scheduler::post, kInHandlerSent): it is
+//      pushed at once, as with burst off (a reply or a chain hop is a burst
+//      of one mail: nothing to batch); its later sends are buffered and
+//      batched here, and land behind it.
 //   4. Keep warm, and recruit when it pays. A flush that published groups
 //      pushes one drainer (a reference to the burst) on the producing
 //      worker's own deque: a chain or a cheap fan-out stays on one warm
