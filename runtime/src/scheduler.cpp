@@ -365,6 +365,17 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
 
 // The burst lifecycle steps 3 and 4 (detail/burst.hpp).
 void Scheduler::flush_burst(Worker& w, ActorCell* p) {
+  ActorCell* direct = nullptr;
+  flush_burst_groups(w, p, direct);
+  // The invocation's first send went direct (post) and took its recipient's
+  // run-token: scheduled after the drainer, so that (LIFO own deque) it runs
+  // before the batched groups, in send order as if it had been batched too.
+  // Scheduled first, it sat under a relay that the drainer kept running in
+  // place (the starvation test's third actor: 856 hops instead of a few).
+  if (direct != nullptr) schedule_local(w, direct);
+}
+
+void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) {
   auto& out = w.outbound;
   BurstProducer* bp = p->producer;
   if (bp == nullptr) bp = p->producer = new BurstProducer();
@@ -390,7 +401,7 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
     auto [t, e] = out[0];
     out.clear();
     if (e == nullptr) {  // a direct send (post) took t's run-token: schedule t
-      schedule_local(w, t);
+      direct = t;
       return;
     }
     if (!push_open(t, e, b != nullptr ? bp->index.find(t) : UINT32_MAX)) t->sched->deposit(t, e, &w);
@@ -423,7 +434,7 @@ void Scheduler::flush_burst(Worker& w, ActorCell* p) {
   work.clear();
   for (auto& [t, e] : out) {
     if (e == nullptr) {  // the invocation's first send went direct (post) and took t's run-token
-      schedule_local(w, t);
+      direct = t;
       continue;
     }
     if (t->sched != this) {  // another runtime's actor: its own door

@@ -228,6 +228,8 @@ class Scheduler {
   /// flush()'s first step: the pay point and the ring's seal.
   [[gnu::always_inline]] inline void flush_seal(Worker& w);
   void flush_burst(Worker& w, ActorCell* producer);
+  /// flush_burst without the direct first send's recipient, returned in `direct` (or null).
+  void flush_burst_groups(Worker& w, ActorCell* producer, ActorCell*& direct);
   void run_burst(Worker& w, Burst* b);
   void deliver_claimed(Worker& w, ActorCell* t, Envelope* e);
   void discard_burst(Burst* b);
