@@ -212,12 +212,13 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
       return;
     }
     // Burst on: the invocation's first send, when the producer has no live
-    // burst (so no open group anywhere to order behind), takes the same
-    // direct path: a burst of one mail has nothing to batch (a reply, a
-    // chain hop). The later sends of this invocation are buffered
-    // (kInHandlerSent) and batched by the flush; they land behind this one
-    // (a claimed group's mail seizes or deposits behind what the inbox holds).
-    if (burst_direct_ && w->sched == this && w->outbound.empty() && !causal_sweep_active() &&
+    // burst (so no open group anywhere to order behind) and a pay point would
+    // pay nothing (the same argument as above), takes the same direct path:
+    // a burst of one mail has nothing to batch (a reply, a chain hop). The
+    // later sends of this invocation are buffered (kInHandlerSent) and
+    // batched by the flush; they land behind this one (a claimed group's
+    // mail seizes or deposits behind what the inbox holds).
+    if (burst_direct_ && w->sched == this && w->outbound.empty() && pay_point_is_noop() &&
         no_live_burst(w->current)) [[likely]] {
       w->in_handler = kInHandlerSent;
       if (target->is_dead()) {
