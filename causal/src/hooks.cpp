@@ -132,13 +132,19 @@ void pay_point_slow() noexcept {
 }
 }  // namespace
 
-void hook_resume() noexcept { credit_resume(); }
+void hook_resume() noexcept {
+  // L = G covers the delay of this thread's own samples too: a credit still
+  // pending would otherwise forgive it later delay that others injected.
+  (void)take_sample_credit();
+  credit_resume();
+}
 
 uint64_t hook_timer_stamp() noexcept {
   // The running region's speedup so far goes into G and this thread's L
   // first (settle_running_segment): else the part of it not yet in L would
   // shift the thread's own timer by its own speedup.
   settle_running_segment();
+  if (const uint64_t own = take_sample_credit(); own != 0) credit_local(own);  // its own samples' delay too
   return std::min(local_delay_cycles(), global_delay_cycles());
 }
 #endif

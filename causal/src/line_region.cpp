@@ -25,6 +25,12 @@ struct State {
   uint64_t period_cycles = 0;
   std::unordered_map<const SourceLine*, uint32_t> line_ids;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> qualified_ids;  // (context region, line region) -> region
+  struct Target {
+    const SourceLine* line;
+    uint32_t context;  // kNoRegion: the overall line
+  };
+  std::unordered_map<uint32_t, Target> targets;  // line region -> what the handler must match
+  std::unordered_map<const SourceLine*, std::vector<AddressRange>> ranges;  // cache of Symbolizer::ranges_of
   LineSamplingStats stats;
   // Drainer thread control.
   std::mutex run_mu;
@@ -44,6 +50,7 @@ uint32_t qualified_id(State& st, uint32_t context, uint32_t line_id, const Sourc
   if (fresh) {
     it->second = line_region(region_name(context) + " @ " + line.name);
     ++st.stats.line_regions;
+    if (it->second != kNoRegion) st.targets[it->second] = State::Target{&line, context};
   }
   return it->second;
 }
@@ -65,6 +72,7 @@ uint64_t process(State& st, const RawSample& raw) {
   if (fresh) {
     it->second = line_region(line->name);
     ++st.stats.line_regions;
+    if (it->second != kNoRegion) st.targets[it->second] = State::Target{line, kNoRegion};
   }
   const uint32_t id = it->second;
   const uint64_t cycles = periods * st.period_cycles;
@@ -73,6 +81,11 @@ uint64_t process(State& st, const RawSample& raw) {
   if (raw.region != kNoRegion && id != kNoRegion) {
     qid = qualified_id(st, raw.region, id, *line);
     detail::add_region_counts(qid, periods, cycles);
+  }
+  if (raw.injected != 0) {  // the handler injected it already (the sample's PC was on the selected line)
+    ++st.stats.delayed;
+    st.stats.delay_cycles += raw.injected;
+    return 0;  // and credited its thread
   }
   const Selection sel = current_selection();
   if (sel.speedup_pct == 0 || sel.region == kNoRegion || raw.epoch != sel.epoch) return 0;
@@ -90,7 +103,30 @@ void drain_locked(State& st) {
   (void)drain_samples_with_credit([&](const RawSample& raw) { return process(st, raw); });
 }
 
-void end_experiment_hook() noexcept { drain_line_samples(); }
+void end_experiment_hook() noexcept {
+  drain_line_samples();
+  detail::clear_sample_target();
+}
+
+// Publishes the selected line's addresses for the signal handler
+// (sampler.hpp set_sample_target), or none when the selection is not a line.
+void begin_experiment_hook(const Selection& sel) noexcept {
+  State& st = state();
+  try {
+    std::lock_guard lk(st.mu);
+    const auto it = st.targets.find(sel.region);
+    if (!st.sym || sel.speedup_pct == 0 || it == st.targets.end()) {
+      detail::clear_sample_target();
+      return;
+    }
+    auto [r, fresh] = st.ranges.try_emplace(it->second.line);
+    if (fresh) r->second = st.sym->ranges_of(*it->second.line);
+    detail::set_sample_target(sel.epoch, sel.region, it->second.context, st.period_cycles * sel.speedup_pct / 100,
+                              r->second.data(), r->second.size());
+  } catch (...) {
+    detail::clear_sample_target();  // allocation failure: the drainer injects this experiment's samples
+  }
+}
 
 }  // namespace
 
@@ -108,6 +144,7 @@ bool start_line_sampling(const LineSamplingOptions& options) {
   }
   if (!start_sampling(options.period)) return false;
   detail::set_end_experiment_hook(end_experiment_hook);
+  detail::set_begin_experiment_hook(begin_experiment_hook);
   std::lock_guard lk(st.run_mu);
   st.stopping = false;
   st.running = true;
@@ -137,6 +174,8 @@ void stop_line_sampling() noexcept {
   st.cv.notify_all();
   if (t.joinable()) t.join();
   stop_sampling();
+  detail::set_begin_experiment_hook(nullptr);
+  detail::clear_sample_target();
   drain_line_samples();
   detail::set_end_experiment_hook(nullptr);
 }

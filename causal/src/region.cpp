@@ -732,6 +732,11 @@ void set_completion_handlers(std::vector<std::string> substrings) {
   }
 }
 
+namespace {
+// See detail::set_begin_experiment_hook. Written at sweep set-up, read by begin_experiment.
+std::atomic<void (*)(const Selection&) noexcept> g_begin_experiment_hook{nullptr};
+}  // namespace
+
 void begin_experiment(uint32_t region, uint32_t speedup_pct) noexcept {
   const uint32_t epoch = sel_epoch(g_selection.load(std::memory_order_relaxed)) + 1;
   g_experiment_start_cycles.store(calibrate::now_cycles(), std::memory_order_relaxed);
@@ -741,6 +746,7 @@ void begin_experiment(uint32_t region, uint32_t speedup_pct) noexcept {
   // The fast path's mirror (handler_fast_path.hpp), after the word: a fast
   // path that sees the region live also sees the experiment it belongs to.
   detail::g_live_slot_word.store(pct != 0 && r != kNoRegion ? r | kUntimed : 0, std::memory_order_release);
+  if (auto hook = g_begin_experiment_hook.load(std::memory_order_acquire)) hook(Selection{r, pct, epoch});
 }
 
 namespace {
@@ -1061,6 +1067,10 @@ void add_region_counts(uint32_t id, uint64_t visits, uint64_t cycles) noexcept {
     r->visits.fetch_add(visits, std::memory_order_relaxed);
     r->cycles.fetch_add(cycles, std::memory_order_relaxed);
   }
+}
+
+void set_begin_experiment_hook(void (*hook)(const Selection&) noexcept) noexcept {
+  g_begin_experiment_hook.store(hook, std::memory_order_release);
 }
 
 void set_end_experiment_hook(void (*hook)() noexcept) noexcept {

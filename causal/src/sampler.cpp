@@ -14,6 +14,8 @@
 //  4. write buf[head % kSampleRing]: the interrupted registers (ucontext),
 //     the stack from the interrupted SP up to kSampleStack bytes, never past
 //     the thread's stack end (recorded at registration), region, overrun, tid;
+//     if its PC is on the published sample target (the selected line), its
+//     delay: G += x and this ring's credit += x (two relaxed RMWs);
 //  5. the sample hook, if set, sees the sample;
 //  6. head += 1 (release); t_in_handler = false; restore errno.
 //
@@ -42,6 +44,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/region.hpp>
 
 namespace coact::causal {
@@ -77,6 +80,46 @@ std::atomic<bool> g_active{false};
 std::atomic<bool> g_forked_child{false};
 std::atomic<uint64_t> g_period_ns{0};
 std::atomic<detail::SampleHook> g_hook{nullptr};
+
+// The selected line for in-handler injection (detail::set_sample_target).
+// A seqlock: the writer (one at a time) makes seq odd, stores, makes it
+// even; the handler reads seq, the fields, seq again, and uses them only if
+// seq was even and unchanged. Every field is an atomic (relaxed), so a torn
+// read is a discarded read, never a data race.
+struct Target {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> epoch{0};
+  std::atomic<uint32_t> region{kNoRegion};
+  std::atomic<uint32_t> context{kNoRegion};
+  std::atomic<uint32_t> n{0};
+  std::atomic<uint64_t> per_period{0};
+  std::atomic<uint64_t> lo[detail::kSampleTargetRanges]{};
+  std::atomic<uint64_t> hi[detail::kSampleTargetRanges]{};
+};
+constinit Target g_target;
+
+// The delay to inject in the handler for sample `s` (taken at selection
+// `sel`), 0 if it is not on the published target. Async-signal-safe.
+uint64_t target_delay(const RawSample& s, const Selection& sel) noexcept {
+  if (sel.region == kNoRegion || sel.speedup_pct == 0) return 0;
+  const uint32_t q0 = g_target.seq.load(std::memory_order_acquire);
+  if ((q0 & 1) != 0) return 0;
+  const uint32_t epoch = g_target.epoch.load(std::memory_order_relaxed);
+  const uint32_t region = g_target.region.load(std::memory_order_relaxed);
+  const uint32_t context = g_target.context.load(std::memory_order_relaxed);
+  const uint64_t per_period = g_target.per_period.load(std::memory_order_relaxed);
+  const uint32_t n = std::min(g_target.n.load(std::memory_order_relaxed), detail::kSampleTargetRanges);
+  bool hit = false;
+  if (epoch == sel.epoch && region == sel.region && (context == kNoRegion || context == s.region)) {
+    const uint64_t pc = s.pc();
+    for (uint32_t i = 0; i < n && !hit; ++i) {
+      hit = pc >= g_target.lo[i].load(std::memory_order_relaxed) && pc < g_target.hi[i].load(std::memory_order_relaxed);
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (g_target.seq.load(std::memory_order_relaxed) != q0 || !hit) return 0;
+  return (1 + uint64_t{s.overrun}) * per_period;
+}
 
 constinit thread_local Ring* t_ring = nullptr;
 constinit thread_local bool t_in_handler = false;
@@ -126,7 +169,15 @@ void on_sigprof(int, siginfo_t* info, void* ucontext) {
       s.region = detail::sampled_region();
       s.overrun = info != nullptr && info->si_overrun > 0 ? static_cast<uint32_t>(info->si_overrun) : 0;
       s.tid = r->tid;
-      s.epoch = current_selection().epoch;
+      const Selection sel = current_selection();
+      s.epoch = sel.epoch;
+      // A sample on the selected line: its delay goes into G now, and its
+      // credit to this thread (sampler.hpp set_sample_target: why).
+      s.injected = target_delay(s, sel);
+      if (s.injected != 0) {
+        add_global_delay(s.injected);
+        r->credit.fetch_add(s.injected, std::memory_order_relaxed);
+      }
       if (detail::SampleHook hook = g_hook.load(std::memory_order_acquire)) hook(s);
       r->head.store(h + 1, std::memory_order_release);
     }
@@ -342,6 +393,26 @@ SamplerStats sampler_stats() {
 namespace detail {
 bool in_sample_handler() noexcept { return t_in_handler; }
 void set_sample_hook(SampleHook hook) noexcept { g_hook.store(hook, std::memory_order_release); }
+void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
+                       const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {
+  const uint32_t q = g_target.seq.load(std::memory_order_relaxed);
+  g_target.seq.store(q + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const uint32_t m = static_cast<uint32_t>(std::min<size_t>(n, kSampleTargetRanges));
+  for (uint32_t i = 0; i < m; ++i) {
+    g_target.lo[i].store(ranges[i].first, std::memory_order_relaxed);
+    g_target.hi[i].store(ranges[i].second, std::memory_order_relaxed);
+  }
+  g_target.n.store(m, std::memory_order_relaxed);
+  g_target.epoch.store(epoch, std::memory_order_relaxed);
+  g_target.region.store(region, std::memory_order_relaxed);
+  g_target.context.store(context, std::memory_order_relaxed);
+  g_target.per_period.store(delay_per_period, std::memory_order_relaxed);
+  g_target.seq.store(q + 2, std::memory_order_release);
+}
+
+void clear_sample_target() noexcept { set_sample_target(0, kNoRegion, kNoRegion, 0, nullptr, 0); }
+
 uint64_t take_sample_credit() noexcept {
   Ring* r = t_ring;
   if (r == nullptr || r->credit.load(std::memory_order_relaxed) == 0) return 0;

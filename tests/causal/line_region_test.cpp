@@ -165,3 +165,69 @@ TEST_CASE("line regions: a selected line injects period x s per sample, not owed
   CHECK(static_cast<double>(added) == Approx(static_cast<double>(periods * period_cycles) * 0.5).epsilon(0.001));  // Coz: period x s per sample
   CHECK(credit.load() == added);  // the sampled thread does not owe its own line's delay
 }
+
+TEST_CASE("line regions: a sample on the selected line injects its delay at once, credited to its thread",
+          "[causal][line]") {
+  // The delay of a sample on the selected line must be in G when the sample
+  // is taken, not when the drainer next runs: a batch injected milliseconds
+  // later is paid at once by whatever the other threads run then (an off-path
+  // branch that owes several samples in one payment outlasts its slack and
+  // delays the critical path). The drainer is kept from running (1 h
+  // interval): G must grow while the line runs, by the samples' delay, and
+  // the sampled thread must hold exactly that as its credit.
+  std::lock_guard ledger(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "line delay at sample time");
+  (void)coact::calibrate::tsc_hz();
+  ca::register_thread();
+  ca::g_sweep_active.store(true);
+  REQUIRE(ca::start_line_sampling(ca::LineSamplingOptions{1ms, {}, std::chrono::hours(1)}));
+  std::thread warm([] {
+    ca::register_sampled_thread();
+    line_test::work(60ms);
+  });
+  warm.join();
+  ca::drain_line_samples();
+  uint32_t line = ca::kNoRegion;
+  uint64_t best = 0;
+  for (const auto& [name, r] : line_test::lines_with("line_region_test.cpp:")) {
+    if (name.find(" @ ") == std::string::npos && r.visits > best) {
+      best = r.visits;
+      line = r.id;
+    }
+  }
+  REQUIRE(line != ca::kNoRegion);
+
+  const uint64_t g0 = ca::global_delay_cycles();
+  const uint64_t delayed0 = ca::line_sampling_stats().delay_cycles;
+  ca::begin_experiment(line, 50);
+  uint64_t grown = 0, credit = 0, after_resume = 1;
+  std::thread t([&] {
+    ca::register_thread();
+    ca::register_sampled_thread();
+    line_test::work(60ms);
+    grown = ca::global_delay_cycles() - g0;  // no drain has run
+    credit = ca::detail::take_sample_credit();
+    line_test::work(20ms);
+    ca::detail::hook_resume();  // L = G covers the pending credit: it is dropped
+    after_resume = ca::detail::take_sample_credit();
+  });
+  t.join();
+  const uint64_t before_drain = ca::global_delay_cycles() - g0;
+  ca::end_experiment();  // drains
+  const uint64_t total = ca::global_delay_cycles() - g0;
+  const uint64_t main_debt = ca::debt_cycles();
+  ca::stop_line_sampling();
+  ca::g_sweep_active.store(false);
+  const uint64_t period_cycles = coact::calibrate::duration_to_cycles(1ms);
+  INFO("grown while running " << grown << " credit " << credit << " before drain " << before_drain << " total "
+                              << total << " (period x 0.5 = " << period_cycles / 2 << ")");
+  CHECK(grown >= 40 * (period_cycles / 2));  // ~60 samples of 1 ms, each 0.5 ms of delay, before any drain
+  CHECK(credit == grown);                    // all of it the sampled thread's own
+  CHECK(after_resume == 0);
+  // The drain finds them injected (counted, not injected twice): at most the
+  // few samples whose PC was outside the line (in the vDSO's clock read) are
+  // injected by the drain.
+  CHECK(total - before_drain <= 5 * period_cycles);
+  CHECK(ca::line_sampling_stats().delay_cycles - delayed0 == total);
+  CHECK(main_debt >= total);  // every other thread owes it
+}

@@ -173,6 +173,10 @@ uint32_t sampled_region() noexcept;
 /// Adds `visits` and `cycles` to region `id`'s counters (sampled line
 /// regions: samples and sampled CPU time). Any thread; relaxed adds.
 void add_region_counts(uint32_t id, uint64_t visits, uint64_t cycles) noexcept;
+/// A function begin_experiment calls last, after it published the new
+/// selection (line regions publish the selected line's addresses for the
+/// sampling signal handler). Null: none.
+void set_begin_experiment_hook(void (*hook)(const Selection&) noexcept) noexcept;
 /// A function end_experiment calls first, before it publishes and clears
 /// the selection (line regions flush their undrained samples). Null: none.
 void set_end_experiment_hook(void (*hook)() noexcept) noexcept;

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coact::causal {
@@ -62,6 +63,7 @@ struct RawSample {
   uint32_t overrun;            ///< Timer expirations merged into this signal (si_overrun).
   int32_t tid;                 ///< Thread id (gettid).
   uint32_t epoch;              ///< Experiment epoch (region.hpp current_selection) when taken.
+  uint64_t injected;           ///< Delay (cycles) the handler injected for this sample (detail::set_sample_target); 0: none.
   alignas(8) unsigned char stack[kSampleStack];
   uint64_t pc() const noexcept { return regs[16]; }
 };
@@ -150,9 +152,36 @@ bool in_sample_handler() noexcept;
 /// (line regions install one). Must be async-signal-safe. Null: none.
 using SampleHook = void (*)(const RawSample&) noexcept;
 void set_sample_hook(SampleHook hook) noexcept;
-/// Takes (and zeroes) the calling thread's credit from drain_samples_with_credit.
-/// Called by the pay-point hook before it reads the thread's debt. Any thread.
+/// Takes (and zeroes) the calling thread's credit (drain_samples_with_credit,
+/// and the handler's own injections: set_sample_target). Called by the
+/// pay-point hook before it reads the thread's debt, and discarded by the
+/// resume hook (L = G covers it). Calling thread.
 uint64_t take_sample_credit() noexcept;
+
+/// Address ranges of a sample target at most (more are left to the drainer).
+inline constexpr uint32_t kSampleTargetRanges = 64;
+
+/// Publishes the selected line for the signal handler (line_region.cpp, at
+/// begin_experiment): from now on, a sample taken while the selection is
+/// (`epoch`, `region`) whose interrupted PC lies in one of `ranges`
+/// ([lo, hi), at most kSampleTargetRanges; later ones are ignored) and —
+/// unless `context` is kNoRegion — whose thread runs region `context`,
+/// injects (1 + overrun) x `delay_per_period` cycles at once, in the handler:
+/// G += x (add_global_delay) and the sampled thread's credit += x (taken at
+/// its next pay point), and records x in RawSample::injected so that the
+/// drainer does not inject it again. Such a sample's first in-scope frame is
+/// frame 0, so the drainer would attribute it to the same line; samples that
+/// reach the line only through deeper frames are still injected by the
+/// drainer. Why in the handler: the drainer runs every few milliseconds, and
+/// a batch of delay injected at once is paid at once by whichever threads run
+/// at that moment — an off-path branch that owes many samples' delay in one
+/// payment outlasts its slack and delays the critical path (issue: line rows
+/// under-predicted by a third to two thirds). Any thread; lock-free (a
+/// seqlock; one writer at a time: the caller serialises).
+void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
+                       const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept;
+/// No sample target (handler injects nothing). Any thread; lock-free.
+void clear_sample_target() noexcept;
 }  // namespace detail
 
 }  // namespace coact::causal
