@@ -82,9 +82,12 @@ std::atomic<uint64_t> g_period_ns{0};
 std::atomic<detail::SampleHook> g_hook{nullptr};
 
 // The selected line for in-handler injection (detail::set_sample_target).
-// A seqlock: the writer (one at a time) makes seq odd, stores, makes it
-// even; the handler reads seq, the fields, seq again, and uses them only if
-// seq was even and unchanged. Every field is an atomic (relaxed), so a torn
+// A seqlock without fences (TSan does not model them): the writer (one at a
+// time) makes seq odd, stores the fields with release, makes seq even with
+// release; the handler reads seq (acquire), the fields (acquire: the second
+// read of seq cannot move above them, and a field read from a newer write
+// makes that write's odd seq visible to it), seq again, and uses the fields
+// only if seq was even and unchanged. Every field is an atomic, so a torn
 // read is a discarded read, never a data race.
 struct Target {
   std::atomic<uint32_t> seq{0};
@@ -104,19 +107,18 @@ uint64_t target_delay(const RawSample& s, const Selection& sel) noexcept {
   if (sel.region == kNoRegion || sel.speedup_pct == 0) return 0;
   const uint32_t q0 = g_target.seq.load(std::memory_order_acquire);
   if ((q0 & 1) != 0) return 0;
-  const uint32_t epoch = g_target.epoch.load(std::memory_order_relaxed);
-  const uint32_t region = g_target.region.load(std::memory_order_relaxed);
-  const uint32_t context = g_target.context.load(std::memory_order_relaxed);
-  const uint64_t per_period = g_target.per_period.load(std::memory_order_relaxed);
-  const uint32_t n = std::min(g_target.n.load(std::memory_order_relaxed), detail::kSampleTargetRanges);
+  const uint32_t epoch = g_target.epoch.load(std::memory_order_acquire);
+  const uint32_t region = g_target.region.load(std::memory_order_acquire);
+  const uint32_t context = g_target.context.load(std::memory_order_acquire);
+  const uint64_t per_period = g_target.per_period.load(std::memory_order_acquire);
+  const uint32_t n = std::min(g_target.n.load(std::memory_order_acquire), detail::kSampleTargetRanges);
   bool hit = false;
   if (epoch == sel.epoch && region == sel.region && (context == kNoRegion || context == s.region)) {
     const uint64_t pc = s.pc();
     for (uint32_t i = 0; i < n && !hit; ++i) {
-      hit = pc >= g_target.lo[i].load(std::memory_order_relaxed) && pc < g_target.hi[i].load(std::memory_order_relaxed);
+      hit = pc >= g_target.lo[i].load(std::memory_order_acquire) && pc < g_target.hi[i].load(std::memory_order_acquire);
     }
   }
-  std::atomic_thread_fence(std::memory_order_acquire);
   if (g_target.seq.load(std::memory_order_relaxed) != q0 || !hit) return 0;
   return (1 + uint64_t{s.overrun}) * per_period;
 }
@@ -397,17 +399,16 @@ void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64
                        const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {
   const uint32_t q = g_target.seq.load(std::memory_order_relaxed);
   g_target.seq.store(q + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
   const uint32_t m = static_cast<uint32_t>(std::min<size_t>(n, kSampleTargetRanges));
   for (uint32_t i = 0; i < m; ++i) {
-    g_target.lo[i].store(ranges[i].first, std::memory_order_relaxed);
-    g_target.hi[i].store(ranges[i].second, std::memory_order_relaxed);
+    g_target.lo[i].store(ranges[i].first, std::memory_order_release);
+    g_target.hi[i].store(ranges[i].second, std::memory_order_release);
   }
-  g_target.n.store(m, std::memory_order_relaxed);
-  g_target.epoch.store(epoch, std::memory_order_relaxed);
-  g_target.region.store(region, std::memory_order_relaxed);
-  g_target.context.store(context, std::memory_order_relaxed);
-  g_target.per_period.store(delay_per_period, std::memory_order_relaxed);
+  g_target.n.store(m, std::memory_order_release);
+  g_target.epoch.store(epoch, std::memory_order_release);
+  g_target.region.store(region, std::memory_order_release);
+  g_target.context.store(context, std::memory_order_release);
+  g_target.per_period.store(delay_per_period, std::memory_order_release);
   g_target.seq.store(q + 2, std::memory_order_release);
 }
 

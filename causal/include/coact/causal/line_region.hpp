@@ -19,12 +19,21 @@
 //
 // Virtual speedup: when the selected region is one of a sample's two line
 // regions, and the sample was taken in the running experiment (same
-// epoch), the drainer adds x = periods x period x s to G (add_global_delay)
-// and credits x to the sampled thread (sampler's per-thread credit, taken at
-// its next pay point): every other thread owes x, the sampled thread does
-// not — the delay ledger, pay points and credits then work as for handler
-// regions. end_experiment first drains (the end-experiment hook), so an
-// experiment's last samples are counted in it.
+// epoch), x = periods x period x s is added to G (add_global_delay) and
+// credited to the sampled thread (sampler's per-thread credit, taken at its
+// next pay point, dropped at its next resume, where L = G covers it): every
+// other thread owes x, the sampled thread does not — the delay ledger, pay
+// points and credits then work as for handler regions. Where: at
+// begin_experiment the selected line's addresses are published to the
+// signal handler (sampler.hpp set_sample_target), which injects x for a
+// sample whose PC is on them at the moment it is taken; the drainer injects
+// only the rest (samples that reach the line through deeper frames, or taken
+// before the publication). Injecting at drain time instead (every 10 ms) made
+// the other threads pay ~10 samples' delay in one payment, at whatever they
+// ran then: fork_join_lines' B branch (0.75 ms of slack per round) then
+// outlasted A and delayed the critical path, and line predictions came out a
+// third to two thirds low. end_experiment first drains (the end-experiment
+// hook), so an experiment's last samples are counted in it.
 //
 // Threads: start / stop / drain_line_samples / stats from any thread; one
 // internal mutex serialises draining (the drainer thread and the
