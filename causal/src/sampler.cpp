@@ -26,6 +26,9 @@
 #include <coact/causal/sampler.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -56,6 +59,7 @@ struct Ring {
   uint64_t stack_lo = 0;    // the thread's stack [lo, hi), from pthread_getattr_np
   uint64_t stack_hi = 0;
   timer_t timer{};
+  int perf_fd = -1;         // the task-clock perf event, when it opened (else `timer`)
   bool has_timer = false;   // guarded by g_mu
   bool exited = false;      // guarded by g_mu
   bool armed = false;       // guarded by g_mu
@@ -169,7 +173,11 @@ void on_sigprof(int, siginfo_t* info, void* ucontext) {
         s.stack_len &= ~7u;
       }
       s.region = detail::sampled_region();
-      s.overrun = info != nullptr && info->si_overrun > 0 ? static_cast<uint32_t>(info->si_overrun) : 0;
+      // si_overrun is a POSIX timer's field (a perf event's signal carries
+      // si_band / si_fd there, and never merges periods: it fires per period).
+      s.overrun = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
+                      ? static_cast<uint32_t>(info->si_overrun)
+                      : 0;
       s.tid = r->tid;
       const Selection sel = current_selection();
       s.epoch = sel.epoch;
@@ -196,12 +204,28 @@ void atfork_child() {
   g_active.store(false, std::memory_order_relaxed);
   if (g_period_ns.load(std::memory_order_relaxed) != 0) g_forked_child.store(true, std::memory_order_relaxed);
   if (g_rings != nullptr) {
-    for (Ring* r : *g_rings) r->has_timer = r->armed = false;
+    for (Ring* r : *g_rings) {
+      if (r->perf_fd >= 0) (void)::close(r->perf_fd);  // the child's copy; the parent's event stays
+      r->perf_fd = -1;
+      r->has_timer = r->armed = false;
+    }
   }
   g_mu.unlock();
 }
 
 bool arm(Ring& r, uint64_t period_ns) noexcept {
+  if (r.perf_fd >= 0) {
+    if (period_ns == 0) {
+      if (::ioctl(r.perf_fd, PERF_EVENT_IOC_DISABLE, 0) != 0) return false;
+    } else {
+      uint64_t p = period_ns;
+      if (::ioctl(r.perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0 || ::ioctl(r.perf_fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        return false;
+      }
+    }
+    r.armed = period_ns != 0;
+    return true;
+  }
   itimerspec it{};
   it.it_interval.tv_sec = static_cast<time_t>(period_ns / 1'000'000'000);
   it.it_interval.tv_nsec = static_cast<long>(period_ns % 1'000'000'000);
@@ -210,6 +234,36 @@ bool arm(Ring& r, uint64_t period_ns) noexcept {
   if (timer_settime(r.timer, 0, &it, nullptr) != 0) return false;
   r.armed = period_ns != 0;
   return true;
+}
+
+// The calling thread's CPU-time sampler as a perf event (Coz's choice): the
+// software task clock, which counts the thread's CPU time and overflows from
+// an hrtimer, so a sample comes every period of CPU time. A POSIX CPU-clock
+// timer (the fallback) is checked only at the scheduler tick (4 ms here): one
+// sample then stands for ~4 periods, and its delay (periods x period x s)
+// reaches the other threads in lumps larger than a short branch's slack.
+// Created disabled; SIGPROF to thread `tid` at each overflow (O_ASYNC,
+// F_SETSIG, F_SETOWN_EX). -1 if perf events are not allowed (e.g.
+// perf_event_paranoid 3, a seccomp filter): the caller falls back.
+int open_task_clock(int tid) noexcept {
+  perf_event_attr pe{};
+  pe.size = sizeof(pe);
+  pe.type = PERF_TYPE_SOFTWARE;
+  pe.config = PERF_COUNT_SW_TASK_CLOCK;
+  pe.sample_period = 1'000'000'000;  // set at arm()
+  pe.disabled = 1;
+  pe.exclude_kernel = 1;  // what perf_event_paranoid 2 allows; time in the kernel is not the program's lines
+  pe.exclude_hv = 1;
+  pe.wakeup_events = 1;
+  const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0) return -1;
+  f_owner_ex owner{F_OWNER_TID, tid};
+  if (::fcntl(fd, F_SETFL, O_ASYNC) != 0 || ::fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
+      ::fcntl(fd, F_SETOWN_EX, &owner) != 0) {
+    (void)::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // Samples written into `r` so far, excluding drops.
@@ -279,7 +333,10 @@ void register_sampled_thread() noexcept {
       pthread_attr_destroy(&attr);
     }
     std::lock_guard lk(g_mu);
-    if (!g_forked_child.load(std::memory_order_relaxed)) {
+    if (!g_forked_child.load(std::memory_order_relaxed)) r->perf_fd = open_task_clock(r->tid);
+    if (r->perf_fd >= 0) {
+      r->has_timer = true;
+    } else if (!g_forked_child.load(std::memory_order_relaxed)) {
       sigevent sev{};
       sev.sigev_notify = SIGEV_THREAD_ID;
       sev.sigev_signo = SIGPROF;
@@ -307,7 +364,11 @@ void unregister_sampled_thread() noexcept {
   t_ring = nullptr;  // the handler ignores signals from now on
   std::atomic_signal_fence(std::memory_order_seq_cst);
   std::lock_guard lk(g_mu);
-  if (r->has_timer) {
+  if (r->perf_fd >= 0) {
+    (void)::close(r->perf_fd);
+    r->perf_fd = -1;
+    r->has_timer = r->armed = false;
+  } else if (r->has_timer) {
     (void)timer_delete(r->timer);
     r->has_timer = r->armed = false;
   }
