@@ -2,10 +2,15 @@
 // regions (docs/DESIGN.md "Causal profiling", "Region": sampled lines).
 //
 // What: every registered thread (runtime workers register at start; program
-// threads call register_sampled_thread()) owns a POSIX timer on its own CPU
-// clock (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID, so the
-// signal goes to that thread) firing SIGPROF every `period` of the thread's
-// CPU time (default 1 ms, as Coz). The signal handler copies the interrupted
+// threads call register_sampled_thread()) owns a sampler of its own CPU
+// time firing SIGPROF at that thread every `period` of it (default 1 ms, as
+// Coz): a task-clock perf event (perf_event_open PERF_COUNT_SW_TASK_CLOCK,
+// user time, with O_ASYNC / F_SETSIG / F_SETOWN_EX to the thread; an hrtimer
+// overflows it every period, as Coz's sampler), or, where perf events are not
+// allowed, a POSIX timer on the thread's CPU clock
+// (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID), which the
+// kernel checks only at its tick: a sample then stands for 1 + its overrun
+// periods. The signal handler copies the interrupted
 // registers and the top kSampleStack bytes of the thread's stack, the region
 // the thread was running (region.hpp: innermost handler frame, else innermost
 // scope), the timer overrun count and the thread id into the thread's ring,
@@ -116,7 +121,7 @@ bool sampling_active() noexcept;
 /// The period of the current (or last) sampling, nanoseconds; 0 if never started.
 uint64_t sampling_period_ns() noexcept;
 
-/// Registers the calling thread: creates its CPU-clock timer (armed at once
+/// Registers the calling thread: creates its CPU-time sampler (armed at once
 /// if sampling is active) and its ring. Idempotent. Runtime workers call it
 /// at start; program threads that should be sampled call it themselves.
 /// Unregistering happens by itself when the thread exits. Any thread;
