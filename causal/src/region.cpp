@@ -81,7 +81,8 @@
 //  since its pay points pay nothing (hooks.hpp pay_point_is_noop): +81 /
 //  +80 over no sweep; any other sweep buffers sends from its start. The
 //  sampling stride 16 -> 64 (kSampleStrideMin) then: +75 / +72, at 435 /
-//  525 per message without a sweep.)
+//  525 per message without a sweep; pay points that read G first (one
+//  load while G == 0, hooks.hpp on_pay_point): +61 / +63.)
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.

@@ -15,8 +15,10 @@
 //     thread is shifted from (G minus this thread's debt).
 //
 // Cost: with COACT_CAUSAL compiled out (COACT_CAUSAL_ENABLED == 0) every hook
-// is an empty inline function. Compiled in, each hook is one relaxed load of
-// `g_sweep_active` and a predictable branch until a sweep activates it.
+// is an empty inline function. Compiled in, each hook is one relaxed load
+// and a predictable branch until a sweep activates it (`g_sweep_active` for
+// the handler hooks; G for the pay and resume hooks, which read the flag only
+// once G != 0: two loads in a process whose earlier sweep injected delay).
 // During a sweep, a handler whose region is not being sped up reads no clock
 // (but for a sample of runs; region.hpp) and calls nothing: its enter and
 // exit are inlined here (handler_fast_path.hpp: a cache look-up, the live
@@ -88,10 +90,12 @@ inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
   }
 }
 /// Before this thread makes another thread or actor runnable, and between dispatches.
-/// While no delay was ever injected (G == 0: a sweep at speedup 0) there is
-/// nothing to pay: one more relaxed load, no call.
+/// While no delay was ever injected (G == 0: no sweep, or a sweep at
+/// speedup 0) there is nothing to pay: one relaxed load of G, no call. (G is
+/// read first: it is 0 both without a sweep and during one at speedup 0, so
+/// either case is one load; the sweep flag is read only once G != 0.)
 inline void on_pay_point() noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed) && detail::g_global_delay.load(std::memory_order_relaxed) != 0)
+  if (detail::g_global_delay.load(std::memory_order_relaxed) != 0 && g_sweep_active.load(std::memory_order_relaxed))
       [[unlikely]]
     detail::hook_pay_point();
 }
@@ -101,15 +105,15 @@ inline void on_pay_point() noexcept {
 /// exactly the test on_pay_point makes before its slow path. The runtime
 /// keeps direct sends on while it holds (scheduler.cpp Scheduler::post: a
 /// send pushed while the sender owes nothing needs no pay point before it).
-/// Two relaxed loads; a stale read is the same race as on_pay_point's.
-/// Any thread; never blocks.
+/// One relaxed load while G == 0 (G first, as in on_pay_point), two after;
+/// a stale read is the same race as on_pay_point's. Any thread; never blocks.
 inline bool pay_point_is_noop() noexcept {
-  return !g_sweep_active.load(std::memory_order_relaxed) ||
-         detail::g_global_delay.load(std::memory_order_relaxed) == 0;
+  return detail::g_global_delay.load(std::memory_order_relaxed) == 0 ||
+         !g_sweep_active.load(std::memory_order_relaxed);
 }
 /// A parked thread was woken by another thread (which paid before waking it).
 inline void on_resume() noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed) && detail::g_global_delay.load(std::memory_order_relaxed) != 0)
+  if (detail::g_global_delay.load(std::memory_order_relaxed) != 0 && g_sweep_active.load(std::memory_order_relaxed))
       [[unlikely]]
     detail::hook_resume();
 }
