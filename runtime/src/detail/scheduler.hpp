@@ -275,6 +275,7 @@ class Scheduler {
   /// Keep-local time valve (ns, 0 = off): pinned, or 6x the live hand-off
   /// cost estimate clamped to 6..60 µs (seed 000).
   uint64_t valve_ns() const noexcept;
+  static constexpr uint64_t kMinValveNs = 6000;  ///< valve_ns()'s floor when not pinned
 
   Runtime* rt_;
   SchedulerTuning tuning_;

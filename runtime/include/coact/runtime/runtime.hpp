@@ -236,7 +236,7 @@ class Runtime {
 template <class A, class... Args>
 ActorRef<A> Runtime::spawn(Args&&... args) {
   static_assert(std::is_base_of_v<Actor<A>, A>, "actors derive from coact::Actor<Self>");
-  auto* impl = new detail::CellImpl<A>();
+  auto* impl = new detail::CellImpl<A>;  // default-init: A's storage is constructed below, not zeroed
   detail::ActorCell* c = &impl->cell;
   c->type = &typeid(A);
   c->destroy_actor = [](detail::ActorCell* cell) {
