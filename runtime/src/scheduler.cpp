@@ -674,6 +674,10 @@ Job Scheduler::take_shared(Worker& w, bool& more) {
 // wake as in spin_window.hpp.
 Job Scheduler::idle(Worker& w) {
   const uint64_t ceiling = uint64_t(tuning_.spin_window_us) * 1000;
+  if (w.check_done) {  // this worker stopped an actor since: was it the last?
+    w.check_done = false;
+    notify_if_done();
+  }
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;
@@ -1060,17 +1064,14 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   registry_.remove(c, w != nullptr && w->sched == this ? int32_t(w->index) : -1);
   if (c->has_names.load(std::memory_order_acquire)) names_.unbind_all(c);
   if (w != nullptr) {
-    bump(w->stopped);  // the worker's own line: no shared RMW per actor
+    // The worker's own line: no shared RMW per actor (the live count is the
+    // counters' difference; see all_stopped). This worker checks for the end
+    // of the run when it next runs out of work (idle()).
+    w->stopped.store(w->stopped.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    w->check_done = true;
   } else {
-    stopped_.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    // The last actor: this wakes run()'s caller, which is credited on
-    // waking, so pay first (the stopping handler skipped its batch's
-    // between-dispatch pay point).
-    if (w != nullptr) causal::on_pay_point();
-    std::lock_guard lk(done_mu_);
-    done_cv_.notify_all();
+    stopped_.fetch_add(1, std::memory_order_seq_cst);
+    notify_if_done();
   }
   c->release();  // the life reference
 }
@@ -1279,7 +1280,8 @@ void Scheduler::register_spawn(ActorCell* c) {
   Worker* w = t_worker;
   const bool ours = w != nullptr && w->sched == this;
   registry_.insert(c, ours ? int32_t(w->index) : -1);
-  live_.fetch_add(1, std::memory_order_relaxed);
+  // Counted before the actor can run (it is scheduled only after this), so
+  // its stop's count never precedes its spawn's (all_stopped).
   if (ours) {
     bump(w->spawned);  // a spawn from a handler: the worker's own line
   } else {
@@ -1303,18 +1305,44 @@ void Scheduler::abort_spawn(ActorCell* c) noexcept {
   c->dead.store(true, std::memory_order_release);
   Worker* w = t_worker;
   registry_.remove(c, w != nullptr && w->sched == this ? int32_t(w->index) : -1);
-  spawned_.fetch_sub(1, std::memory_order_relaxed);
-  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard lk(done_mu_);
-    done_cv_.notify_all();
-  }
+  aborted_.fetch_add(1, std::memory_order_seq_cst);  // counts as spawned and stopped
+  notify_if_done();
   c->release();
+}
+
+// The live count, without a shared counter per actor: every spawn bumps its
+// worker's `spawned` (or spawned_ off the pool) before the actor can run, and
+// every stop bumps its worker's `stopped` (release; or stopped_ / aborted_),
+// all monotonic. Reading every stop count first, then every spawn count:
+// each stop read is preceded by its actor's spawn (the mail that ran the
+// actor carried it), so the spawn is seen too; equal sums mean every actor
+// spawned by the time of the spawn reads had stopped by the time of the stop
+// reads, and a stopped pool spawns nothing. (A non-worker thread spawning
+// while run() waits races the end of the run, as it did with one counter.)
+bool Scheduler::all_stopped() const noexcept {
+  uint64_t stopped = stopped_.load(std::memory_order_acquire) + aborted_.load(std::memory_order_acquire);
+  for (const auto& w : workers_) stopped += w->stopped.load(std::memory_order_acquire);
+  uint64_t spawned = spawned_.load(std::memory_order_acquire);
+  for (const auto& w : workers_) spawned += w->spawned.load(std::memory_order_acquire);
+  return stopped == spawned;
+}
+
+// The end-of-run check of a thread that stopped an actor: two stoppers each
+// check after their own stop, with a seq_cst fence between, so at least one
+// of them sees both stops (the last one to fence).
+void Scheduler::notify_if_done() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!all_stopped()) return;
+  // This wakes run()'s caller, which is credited on waking, so pay first.
+  if (Worker* w = t_worker; w != nullptr && w->sched == this) causal::on_pay_point();
+  std::lock_guard lk(done_mu_);
+  done_cv_.notify_all();
 }
 
 bool Scheduler::wait_until_done() {
   std::unique_lock lk(done_mu_);
   auto done = [&] {
-    return live_.load(std::memory_order_acquire) == 0 || stop_requested_.load(std::memory_order_acquire);
+    return all_stopped() || stop_requested_.load(std::memory_order_acquire);
   };
   if (done()) return false;
   done_cv_.wait(lk, done);
@@ -1333,16 +1361,18 @@ void Scheduler::request_stop() noexcept {
 
 RuntimeStats Scheduler::stats() const noexcept {
   RuntimeStats s;
-  s.spawned = spawned_.load(std::memory_order_relaxed);  // plus the workers' below
-  s.stopped = stopped_.load(std::memory_order_relaxed);
-  const int64_t live = live_.load(std::memory_order_relaxed);
-  s.live = live > 0 ? uint64_t(live) : 0;
+  // Stops first, then spawns (all_stopped's order), so live is never negative.
+  const uint64_t aborted = aborted_.load(std::memory_order_acquire);
+  s.stopped = stopped_.load(std::memory_order_acquire);
+  for (const auto& w : workers_) s.stopped += w->stopped.load(std::memory_order_acquire);
+  s.spawned = spawned_.load(std::memory_order_acquire);
+  for (const auto& w : workers_) s.spawned += w->spawned.load(std::memory_order_acquire);
+  s.live = s.spawned >= aborted + s.stopped ? s.spawned - aborted - s.stopped : 0;
+  s.spawned -= aborted;  // an aborted spawn is neither spawned nor stopped
   for (const auto& w : workers_) {
     s.delivered += w->delivered.load(std::memory_order_relaxed);
     s.parks += w->parks.load(std::memory_order_relaxed);
     s.deque_pushes += w->deque_pushes.load(std::memory_order_relaxed);
-    s.spawned += w->spawned.load(std::memory_order_relaxed);
-    s.stopped += w->stopped.load(std::memory_order_relaxed);
     s.bursts += w->bursts.load(std::memory_order_relaxed);
     s.recruited += w->recruited.load(std::memory_order_relaxed);
     s.seized += w->seized.load(std::memory_order_relaxed);

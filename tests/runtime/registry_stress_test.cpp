@@ -3,8 +3,11 @@
 // and the depot, slots are reused with new epochs) while threads outside the
 // pool resolve and send by pids old and new. A pid must resolve to its own
 // incarnation or to nothing, and mail sent by pid must reach only that
-// incarnation. Worker counts 1, 2, 4, 8; also run under TSan (label stress).
+// incarnation. And the end of a run without a shared live counter
+// (Scheduler::all_stopped): run() returns when the last actors stop on several
+// workers at once. Worker counts 1, 2, 4, 8; also run under TSan (label stress).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <thread>
@@ -149,5 +152,41 @@ TEST_CASE("registry: pids resolve across the depot (spawned on one thread, stopp
     for (Pid p : old) CHECK_FALSE(rt.resolve<Leaf>(p));
     CHECK(sh.misdelivered.load() == 0);
     CHECK(rt.stats().live == 0);
+  }
+}
+
+namespace {
+struct Spin {
+  int us;
+};
+// Stops after a short busy handler, so the last stops of a round land on
+// several workers at about the same time.
+struct Quitter : coact::Actor<Quitter> {
+  void on(const Spin& s) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(s.us);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+    stop();
+  }
+};
+}  // namespace
+
+TEST_CASE("run() returns when the last actors stop on several workers at once", "[stress][lifecycle]") {
+  for (uint32_t workers : kTestWorkerCounts) {
+    INFO("workers=" << workers);
+    Watchdog wd(120, "run() termination");
+    Runtime rt(tuning_for(workers));
+    std::minstd_rand rng(workers);
+    for (int round = 0; round < 300; ++round) {
+      const int n = 1 + int(rng() % (2 * workers));
+      std::vector<coact::ActorRef<Quitter>> qs;
+      for (int i = 0; i < n; ++i) qs.push_back(rt.spawn<Quitter>());
+      for (auto& q : qs) q.send(Spin{int(rng() % 20)});
+      qs.clear();
+      rt.run();
+      const coact::RuntimeStats st = rt.stats();
+      REQUIRE(st.live == 0);
+      REQUIRE(st.stopped == st.spawned);
+    }
   }
 }

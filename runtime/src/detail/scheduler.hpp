@@ -122,7 +122,8 @@ struct Worker {
   std::atomic<uint64_t> parks{0};
   std::atomic<uint64_t> deque_pushes{0};
   std::atomic<uint64_t> spawned{0};         // spawns from this worker's handlers
-  std::atomic<uint64_t> stopped{0};         // actors stopped on this worker
+  std::atomic<uint64_t> stopped{0};         // actors stopped on this worker (release: all_stopped)
+  bool check_done = false;                  // stopped an actor since the last end-of-run check (idle())
   std::atomic<uint64_t> bursts{0};          // flushes that published groups
   std::atomic<uint64_t> recruited{0};       // drainers pushed for siblings
   std::atomic<uint64_t> seized{0};          // recipients run in place (seize won)
@@ -252,6 +253,10 @@ class Scheduler {
   void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
   void publish_job(Job j);
   void finalize_stop(Worker* w, ActorCell* c);
+  /// Whether every actor spawned has stopped (reads every worker's counters).
+  bool all_stopped() const noexcept;
+  /// After a stop: notifies run()'s waiter if that was the last actor.
+  void notify_if_done() noexcept;
   void arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out);
   bool fire_due(Worker* w, uint64_t now_ns);
   /// fire_due: the actors its k > 1 fires pushed on the own deque run in
@@ -302,14 +307,15 @@ class Scheduler {
   std::atomic<bool> stopping_{false};
   // stop_requested_: set by request_stop(); read by run().
   std::atomic<bool> stop_requested_{false};
-  // live_: actors spawned and not yet stopped; the stop that takes it to 0
-  // notifies run() under done_mu_.
-  std::atomic<int64_t> live_{0};
+  // The live count is spawned - stopped - aborted over these and the
+  // workers' counters (all_stopped); a thread that may have stopped the last
+  // actor notifies run() under done_mu_ (notify_if_done).
   std::mutex done_mu_;
   std::condition_variable done_cv_;
 
-  std::atomic<uint64_t> spawned_{0};
-  std::atomic<uint64_t> stopped_{0};
+  std::atomic<uint64_t> spawned_{0};  // spawns off the pool
+  std::atomic<uint64_t> stopped_{0};  // stops off the pool (shutdown)
+  std::atomic<uint64_t> aborted_{0};  // spawns whose constructor threw
   std::atomic<uint64_t> dropped_dead_{0};
   std::atomic<uint64_t> dropped_unresolved_{0};
   std::atomic<uint64_t> timers_cancelled_{0};
