@@ -177,6 +177,19 @@ void Scheduler::discard_burst(Burst* b) {
 
 // ---- mail ----------------------------------------------------------------
 
+// A direct send's push (post: burst off, or burst on's first send): mail to a
+// dead recipient is dropped and counted; a push that takes the recipient's
+// run-token holds it in `w`'s outbound list until the flush schedules it.
+[[gnu::always_inline]] inline void Scheduler::push_direct(Worker* w, ActorCell* target, Envelope* e) {
+  if (target->is_dead()) {
+    const bool user = e->system == SystemMail::none;
+    e->drop(e);
+    if (user) count_dropped_dead(1);
+    return;
+  }
+  if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
+}
+
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
   if (w != nullptr && w->in_handler == kInHandler) {
@@ -202,13 +215,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     // push overtakes mail that waits for the flush.
     if (direct_sends_ && w->sched == this && pay_point_is_noop() &&
         (w->outbound.empty() || w->outbound.back().second == nullptr)) [[likely]] {
-      if (target->is_dead()) {
-        const bool user = e->system == SystemMail::none;
-        e->drop(e);
-        if (user) count_dropped_dead(1);
-        return;
-      }
-      if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
+      push_direct(w, target, e);
       return;
     }
     // Burst on: the invocation's first send, when the producer has no live
@@ -221,13 +228,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     if (burst_direct_ && w->sched == this && w->outbound.empty() && pay_point_is_noop() &&
         no_live_burst(w->current)) [[likely]] {
       w->in_handler = kInHandlerSent;
-      if (target->is_dead()) {
-        const bool user = e->system == SystemMail::none;
-        e->drop(e);
-        if (user) count_dropped_dead(1);
-        return;
-      }
-      if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
+      push_direct(w, target, e);
       return;
     }
     buffer_send(w, target, e);

@@ -157,6 +157,7 @@ class Scheduler {
   void post(ActorCell* target, Envelope* e);
   void deposit(ActorCell* target, Envelope* e, Worker* w);
   void buffer_send(Worker* w, ActorCell* target, Envelope* e);
+  void push_direct(Worker* w, ActorCell* target, Envelope* e);
   static bool no_live_burst(const ActorCell* p) noexcept;
 
   // Lifecycle.
