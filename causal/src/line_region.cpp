@@ -2,6 +2,7 @@
 // (coact/causal/line_region.hpp).
 #include <coact/causal/line_region.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -22,7 +23,10 @@ namespace {
 struct State {
   std::mutex mu;  // everything below; taken by the drainer and the end-experiment hook
   std::unique_ptr<Symbolizer> sym;
+  uint64_t period_ns = 0;             // the base period (LineSamplingOptions::period)
   uint64_t period_cycles = 0;
+  uint64_t experiment_ns = 0;         // the period while an experiment selects a line
+  uint64_t experiment_cycles = 0;
   std::unordered_map<const SourceLine*, uint32_t> line_ids;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> qualified_ids;  // (context region, line region) -> region
   struct Target {
@@ -55,6 +59,13 @@ uint32_t qualified_id(State& st, uint32_t context, uint32_t line_id, const Sourc
   return it->second;
 }
 
+// Cycles of one period of a sample armed at `ns`.
+uint64_t period_cycles_of(const State& st, uint64_t ns) {
+  if (ns == st.period_ns || ns == 0) return st.period_cycles;
+  if (ns == st.experiment_ns) return st.experiment_cycles;
+  return calibrate::duration_to_cycles(std::chrono::nanoseconds(ns));
+}
+
 // One raw sample (under st.mu). Returns the credit owed back to its thread.
 uint64_t process(State& st, const RawSample& raw) {
   ++st.stats.samples;
@@ -75,7 +86,7 @@ uint64_t process(State& st, const RawSample& raw) {
     if (it->second != kNoRegion) st.targets[it->second] = State::Target{line, kNoRegion};
   }
   const uint32_t id = it->second;
-  const uint64_t cycles = periods * st.period_cycles;
+  const uint64_t cycles = periods * period_cycles_of(st, raw.period_ns);
   detail::add_region_counts(id, periods, cycles);
   uint32_t qid = kNoRegion;
   if (raw.region != kNoRegion && id != kNoRegion) {
@@ -106,23 +117,28 @@ void drain_locked(State& st) {
 void end_experiment_hook() noexcept {
   drain_line_samples();
   detail::clear_sample_target();
+  (void)detail::set_armed_period(std::chrono::nanoseconds(0));  // back to the base period
 }
 
 // Publishes the selected line's addresses for the signal handler
-// (sampler.hpp set_sample_target), or none when the selection is not a line.
+// (sampler.hpp set_sample_target), or none when the selection is not a
+// line; an experiment on a line (at any speedup, 0 included: its baseline
+// must be perturbed alike) samples at the experiment period.
 void begin_experiment_hook(const Selection& sel) noexcept {
   State& st = state();
   try {
     std::lock_guard lk(st.mu);
     const auto it = st.targets.find(sel.region);
-    if (!st.sym || sel.speedup_pct == 0 || it == st.targets.end()) {
+    const bool line = st.sym && it != st.targets.end();
+    (void)detail::set_armed_period(std::chrono::nanoseconds(line ? st.experiment_ns : 0));
+    if (!line || sel.speedup_pct == 0) {
       detail::clear_sample_target();
       return;
     }
     auto [r, fresh] = st.ranges.try_emplace(it->second.line);
     if (fresh) r->second = st.sym->ranges_of(*it->second.line);
-    detail::set_sample_target(sel.epoch, sel.region, it->second.context, st.period_cycles * sel.speedup_pct / 100,
-                              r->second.data(), r->second.size());
+    detail::set_sample_target(sel.epoch, sel.region, it->second.context,
+                              st.experiment_cycles * sel.speedup_pct / 100, r->second.data(), r->second.size());
   } catch (...) {
     detail::clear_sample_target();  // allocation failure: the drainer injects this experiment's samples
   }
@@ -139,7 +155,12 @@ bool start_line_sampling(const LineSamplingOptions& options) {
   {
     std::lock_guard lk(st.mu);
     if (!st.sym) st.sym = std::make_unique<Symbolizer>(options.scope);  // the table of the first sweep's scope
+    st.period_ns = static_cast<uint64_t>(options.period.count());
     st.period_cycles = calibrate::duration_to_cycles(options.period);
+    const auto fast = options.experiment_period.count() > 0 ? options.experiment_period
+                                                            : options.period / kExperimentPeriodDivisor;
+    st.experiment_ns = static_cast<uint64_t>(std::max<std::chrono::nanoseconds>(fast, std::chrono::microseconds(10)).count());
+    st.experiment_cycles = calibrate::duration_to_cycles(std::chrono::nanoseconds(st.experiment_ns));
     st.stats.symbolizer_error = st.sym->error();
   }
   if (!start_sampling(options.period)) return false;

@@ -13,7 +13,8 @@
 //  3. if the ring is full (head - tail >= kSampleRing): dropped += 1; done;
 //  4. write buf[head % kSampleRing]: the interrupted registers (ucontext),
 //     the stack from the interrupted SP up to kSampleStack bytes, never past
-//     the thread's stack end (recorded at registration), region, overrun, tid;
+//     the thread's stack end (recorded at registration), region, overrun,
+//     tid, the period the timers are armed at (detail::set_armed_period);
 //     if its PC is on the published sample target (the selected line), its
 //     delay: G += x and this ring's credit += x (two relaxed RMWs);
 //  5. the sample hook, if set, sees the sample;
@@ -83,6 +84,10 @@ bool g_atfork_installed = false;    // guarded by g_mu
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_forked_child{false};
 std::atomic<uint64_t> g_period_ns{0};
+// The period the timers are armed at now: g_period_ns, or the faster one of
+// an experiment on a line region (detail::set_armed_period). Written under
+// g_mu, read by the handler (the period a sample stands for) and register.
+std::atomic<uint64_t> g_armed_ns{0};
 std::atomic<detail::SampleHook> g_hook{nullptr};
 
 // The selected line for in-handler injection (detail::set_sample_target).
@@ -179,6 +184,7 @@ void on_sigprof(int, siginfo_t* info, void* ucontext) {
                       ? static_cast<uint32_t>(info->si_overrun)
                       : 0;
       s.tid = r->tid;
+      s.period_ns = g_armed_ns.load(std::memory_order_relaxed);
       const Selection sel = current_selection();
       s.epoch = sel.epoch;
       // A sample on the selected line: its delay goes into G now, and its
@@ -297,6 +303,7 @@ bool start_sampling(std::chrono::nanoseconds period) {
   }
   const auto ns = static_cast<uint64_t>(period.count());
   g_period_ns.store(ns, std::memory_order_relaxed);
+  g_armed_ns.store(ns, std::memory_order_relaxed);
   g_active.store(true, std::memory_order_relaxed);
   for (Ring* r : rings()) {
     if (r->has_timer && !r->exited) (void)arm(*r, ns);
@@ -352,7 +359,7 @@ void register_sampled_thread() noexcept {
     t_exit.registered = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     t_ring = r;
-    if (g_active.load(std::memory_order_relaxed)) (void)arm(*r, g_period_ns.load(std::memory_order_relaxed));
+    if (g_active.load(std::memory_order_relaxed)) (void)arm(*r, g_armed_ns.load(std::memory_order_relaxed));
   } catch (...) {
     // allocation failed: the thread stays unsampled (listed by stats())
   }
@@ -472,6 +479,23 @@ void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64
   g_target.per_period.store(delay_per_period, std::memory_order_release);
   g_target.seq.store(q + 2, std::memory_order_release);
 }
+
+bool set_armed_period(std::chrono::nanoseconds period) noexcept {
+  std::lock_guard lk(g_mu);
+  if (!g_active.load(std::memory_order_relaxed)) return false;
+  uint64_t ns = period.count() > 0 ? static_cast<uint64_t>(period.count()) : g_period_ns.load(std::memory_order_relaxed);
+  ns = std::max<uint64_t>(ns, 10'000);  // start_sampling's floor
+  if (ns == g_armed_ns.load(std::memory_order_relaxed)) return true;
+  g_armed_ns.store(ns, std::memory_order_relaxed);
+  bool ok = true;
+  if (g_rings == nullptr) return ok;
+  for (Ring* r : *g_rings) {
+    if (r->has_timer && !r->exited) ok = arm(*r, ns) && ok;
+  }
+  return ok;
+}
+
+uint64_t armed_period_ns() noexcept { return g_armed_ns.load(std::memory_order_relaxed); }
 
 void clear_sample_target() noexcept { set_sample_target(0, kNoRegion, kNoRegion, 0, nullptr, 0); }
 

@@ -35,6 +35,27 @@
 // third to two thirds low. end_experiment first drains (the end-experiment
 // hook), so an experiment's last samples are counted in it.
 //
+// Experiment period: while an experiment selects a line region (at any
+// speedup, 0 included, so that its baseline is perturbed alike) every
+// sampler is re-armed at LineSamplingOptions::experiment_period (default
+// period / kExperimentPeriodDivisor: 125 µs for Coz's 1 ms), and back at
+// its end; each sample weighs the period it was taken at (RawSample::
+// period_ns), so line regions' cycles stay CPU time, while their visits
+// count samples (more of them during line experiments). Why: a sample's
+// delay reaches G only when the sample is taken, up to one period after
+// the CPU time it stands for, and in steps of period x s. A thread that
+// makes another runnable within that lag escapes the delay. In the
+// known-answer shared_callee (A's handler calls work() for 2 units = 1 ms,
+// B's for 1 unit, concurrently) about one 1-ms sample of work@A fell in
+// each round: B owed its 0.75 ms (s = 0.75) only in rounds where that
+// sample came before B answered, so B rarely became the critical path past
+// s = 1/2, and work@A at s = 0.75 predicted 0.727 against 0.499. (A worker
+// that is always busy, spinning included, is sampled periodically in wall
+// time, so the sample's phase in a ~1-ms round drifts slowly instead of
+// being drawn afresh each round.) Sampling 8x faster only during line
+// experiments bounds the lag and the steps to 125 µs x s at the cost of 8x
+// the samples there (the README's sampling cost).
+//
 // Threads: start / stop / drain_line_samples / stats from any thread; one
 // internal mutex serialises draining (the drainer thread and the
 // end-experiment hook). Blocking: start reads the executable's debug
@@ -50,10 +71,16 @@
 
 namespace coact::causal {
 
+/// The default experiment period is the sampling period divided by this.
+inline constexpr int kExperimentPeriodDivisor = 8;
+
 struct LineSamplingOptions {
   std::chrono::nanoseconds period{std::chrono::milliseconds(1)};  ///< CPU time per sample (Coz: 1 ms).
   SourceScope scope;                                              ///< Lines that can be regions.
   std::chrono::milliseconds drain_interval{10};                   ///< Drainer wake-up period.
+  /// CPU time per sample while an experiment selects a line region (header
+  /// comment); 0: period / kExperimentPeriodDivisor. At least 10 µs.
+  std::chrono::nanoseconds experiment_period{0};
 };
 
 struct LineSamplingStats {

@@ -10,7 +10,9 @@
 // allowed, a POSIX timer on the thread's CPU clock
 // (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID), which the
 // kernel checks only at its tick: a sample then stands for 1 + its overrun
-// periods. The signal handler copies the interrupted
+// periods. The period can be changed while sampling runs
+// (detail::set_armed_period: line regions sample faster during an
+// experiment on a line). The signal handler copies the interrupted
 // registers and the top kSampleStack bytes of the thread's stack, the region
 // the thread was running (region.hpp: innermost handler frame, else innermost
 // scope), the timer overrun count and the thread id into the thread's ring,
@@ -69,6 +71,7 @@ struct RawSample {
   int32_t tid;                 ///< Thread id (gettid).
   uint32_t epoch;              ///< Experiment epoch (region.hpp current_selection) when taken.
   uint64_t injected;           ///< Delay (cycles) the handler injected for this sample (detail::set_sample_target); 0: none.
+  uint64_t period_ns;          ///< The period the thread's sampler was armed at when taken (detail::set_armed_period): one of (1 + overrun) periods this sample stands for.
   alignas(8) unsigned char stack[kSampleStack];
   uint64_t pc() const noexcept { return regs[16]; }
 };
@@ -185,6 +188,19 @@ inline constexpr uint32_t kSampleTargetRanges = 64;
 /// seqlock; one writer at a time: the caller serialises).
 void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
                        const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept;
+/// Re-arms every registered thread's sampler at `period` (0 or less: the
+/// period start_sampling was given), and threads that register later at it;
+/// each sample records the period it was armed at (RawSample::period_ns).
+/// Line regions sample faster while an experiment selects a line
+/// (line_region.hpp says why). Periods below 10 µs are raised to 10 µs. A
+/// perf event's new period applies from its next overflow on older kernels:
+/// the first sample after a change may stand for the old period but is
+/// weighted with the new one (one sample per thread per change). Returns
+/// false if sampling is off or a timer could not be re-armed. Any thread;
+/// takes the sampler mutex (never from the signal handler).
+bool set_armed_period(std::chrono::nanoseconds period) noexcept;
+/// The period the samplers are armed at now, ns (0 before start_sampling). Any thread.
+uint64_t armed_period_ns() noexcept;
 /// No sample target (handler injects nothing). Any thread; lock-free.
 void clear_sample_target() noexcept;
 }  // namespace detail
