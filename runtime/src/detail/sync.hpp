@@ -78,11 +78,15 @@ inline int futex_wake(atomic<int32_t>* addr, int n) noexcept {
                      nullptr, 0));
 }
 
-/// Monotonic nanoseconds (CLOCK_MONOTONIC via steady_clock).
+/// Monotonic nanoseconds: CLOCK_MONOTONIC, the clock of steady_clock and of
+/// the futex's relative timeouts. Read with clock_gettime directly (the vDSO):
+/// steady_clock::now() is an out-of-line call into libstdc++, one more code
+/// page and cache line for an idle worker's tick to fault in (each a miss
+/// after a sleep; bench `timers` idle_cpu).
 inline uint64_t now_ns() noexcept {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
 }  // namespace coact::detail::sync
