@@ -60,8 +60,6 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
 
 Worker* Scheduler::current_worker() noexcept { return t_worker; }
 
-std::atomic<uint32_t> g_ring_schedulers{0};
-
 Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()), registry_(tuning.effective_workers()) {
   const uint32_t n = tuning_.effective_workers();
@@ -99,15 +97,12 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     });
   }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
-  rings_on_ = !workers_.empty() && workers_[0]->ring_on;
   direct_sends_ = !tuning_.burst && trace_ == nullptr;
   burst_direct_ = tuning_.burst && trace_ == nullptr;
-  if (rings_on_) g_ring_schedulers.fetch_add(1, std::memory_order_relaxed);
   live_schedulers_add(this);
 }
 
 Scheduler::~Scheduler() {
-  if (rings_on_) g_ring_schedulers.fetch_sub(1, std::memory_order_relaxed);
   live_schedulers_remove(this);
 }
 
@@ -213,23 +208,25 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     // this invocation has buffered a send (a pay point was live) every later
     // one buffers too (the last entry is then a buffered one), so no direct
     // push overtakes mail that waits for the flush.
-    if (direct_sends_ && w->sched == this && pay_point_is_noop() &&
-        (w->outbound.empty() || w->outbound.back().second == nullptr)) [[likely]] {
-      push_direct(w, target, e);
-      return;
-    }
-    // Burst on: the invocation's first send, when the producer has no live
-    // burst (so no open group anywhere to order behind) and a pay point would
-    // pay nothing (the same argument as above), takes the same direct path:
-    // a burst of one mail has nothing to batch (a reply, a chain hop). The
-    // later sends of this invocation are buffered (kInHandlerSent) and
-    // batched by the flush; they land behind this one (a claimed group's
-    // mail seizes or deposits behind what the inbox holds).
-    if (burst_direct_ && w->sched == this && w->outbound.empty() && pay_point_is_noop() &&
-        no_live_burst(w->current)) [[likely]] {
-      w->in_handler = kInHandlerSent;
-      push_direct(w, target, e);
-      return;
+    if (w->sched == this && pay_point_is_noop()) [[likely]] {
+      if (direct_sends_) {
+        if (w->outbound.empty() || w->outbound.back().second == nullptr) [[likely]] {
+          push_direct(w, target, e);
+          return;
+        }
+      } else if (burst_direct_ && w->outbound.empty() && no_live_burst(w->current)) [[likely]] {
+        // Burst on: the invocation's first send, when the producer has no
+        // live burst (so no open group anywhere to order behind) and a pay
+        // point would pay nothing (the same argument as above), takes the
+        // same direct path: a burst of one mail has nothing to batch (a
+        // reply, a chain hop). The later sends of this invocation are
+        // buffered (kInHandlerSent) and batched by the flush; they land
+        // behind this one (a claimed group's mail seizes or deposits behind
+        // what the inbox holds).
+        w->in_handler = kInHandlerSent;
+        push_direct(w, target, e);
+        return;
+      }
     }
     buffer_send(w, target, e);
     return;
@@ -242,6 +239,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     target->add_ref();
     trace::on_send(*w);  // t_construct_start; the flush samples and tags
     w->outbound.emplace_back(target, e);
+    w->batched = true;
     if (w->ring_on) t_ring_armed = true;
     return;
   }
@@ -259,6 +257,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
 inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
   target->add_ref();  // keeps the cell alive until the flush deposits the mail
   w->outbound.emplace_back(target, e);
+  w->batched = true;
   if (w->ring_on) t_ring_armed = true;  // the invocation's later sends go to the ring
 }
 
@@ -266,8 +265,9 @@ inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
 // direct push overtakes nothing of p's). Only p's own flush creates bursts,
 // so this holds from the send to the flush; retired() is an acquire, so
 // everything a closed group delivered is in its recipient's inbox before.
+// p is the running actor (Worker::current), never null while a handler (or
+// a destructor) runs: every writer of kInHandler sets current first.
 inline bool Scheduler::no_live_burst(const ActorCell* p) noexcept {
-  if (p == nullptr) return false;
   const BurstProducer* bp = p->producer;
   return bp == nullptr || ((bp->active == nullptr || bp->active->life.retired()) &&
                            (bp->prev == nullptr || bp->prev->life.retired()));
@@ -293,9 +293,10 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
 [[gnu::always_inline]] inline void Scheduler::flush_seal(Worker& w) {
   causal::on_pay_point();  // pay before making other actors runnable
   // t_ring_armed: this invocation buffered a send with the ring on (only
-  // then can a region be open or the ring have refused); a handler whose
-  // one send went direct skips the seal.
-  if (tuning_.burst && t_ring_armed) {
+  // then can a region be open or the ring have refused; only a worker with
+  // a ring, i.e. burst on, sets it); a handler whose sends all went direct
+  // (w.batched clear) skips the seal.
+  if (w.batched && t_ring_armed) {
     w.ring.seal();  // lock = mail count, before any mail leaves this thread
     t_ring_armed = false;
     w.ring_refused = false;
@@ -333,8 +334,13 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
 // Inlined into flush (out of line it cost ~20 instructions per flush: the
 // call, and registers saved twice).
 [[gnu::always_inline]] inline void Scheduler::flush_route(Worker& w, ActorCell* producer) {
-  if (tuning_.burst) {
-    if (producer != nullptr && !w.outbound.empty()) {
+  // w.batched: some send of this invocation was buffered (buffer_send). If
+  // none was, every entry is a direct send that took its recipient's
+  // run-token ({t, nullptr}): burst on or off, all that is left is to
+  // schedule them (the loop below), at the cost of this one check.
+  if (w.batched) [[unlikely]] {
+    w.batched = false;
+    if (tuning_.burst && producer != nullptr && !w.outbound.empty()) {
       if (w.outbound.size() > 1) {
         flush_burst(w, producer);
         return;
@@ -848,7 +854,7 @@ void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
   const uint64_t batch_start = w.clock_ns;
   uint32_t mails = 0;
   if (first != nullptr) {  // a claimed mail run in place (burst step 6)
-    dispatch(w, c, first);
+    dispatch_claimed(w, c, first);
     if (c->stop_requested) {
       finalize_stop(&w, c);
       return;
@@ -954,8 +960,26 @@ void Scheduler::dispatch(Worker& w, ActorCell* c, Envelope* e) {
 
 void Scheduler::dispatch_traced(Worker& w, ActorCell* c, Envelope* e) { dispatch_as<true>(w, c, e); }
 
+// Burst recruitment's cost estimates (CostTable) come from the handlers that
+// recruitment asks about: mail claimed from a burst group and run in place
+// (burst step 6), every 16th one timed (two clock reads). Other dispatches -
+// a chain hop, a reply, a drained inbox - pay nothing for it (with every
+// 16th dispatch timed, the stride count was 5 of the 36 instructions per
+// ping-pong message that burst on cost over off; callgrind, 1 worker).
+void Scheduler::dispatch_claimed(Worker& w, ActorCell* c, Envelope* e) {
+  if (++w.cost_stride >= 16 && !w.tracing()) {
+    w.cost_stride = 0;
+    dispatch_sampled(w, c, e);
+    return;
+  }
+  dispatch(w, c, e);
+}
+
+void Scheduler::dispatch_sampled(Worker& w, ActorCell* c, Envelope* e) { dispatch_as<false, true>(w, c, e); }
+
 // kTraced: the per-mail trace's handler event (t_received, t_finished).
-template <bool kTraced>
+// kSampled: the handler's run time feeds its kind's CostTable cell.
+template <bool kTraced, bool kSampled>
 inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   if (e->system != SystemMail::none) {
     if (e->system == SystemMail::stop) c->stop_requested = true;
@@ -972,13 +996,8 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
     w.trace_kind = kind;
     trace_received = sync::now_ns();
   }
-  // Burst recruitment's cost estimates: every 16th dispatch is timed (two
-  // clock reads), the cost of its kind's EWMA cell updated.
   uint64_t t0 = 0;
-  if (tuning_.burst && ++w.cost_stride >= 16) {
-    w.cost_stride = 0;
-    t0 = sync::now_ns();
-  }
+  if constexpr (kSampled) t0 = sync::now_ns();
   try {
     e->invoke(c->actor, e);
   } catch (const std::exception& ex) {
@@ -988,7 +1007,7 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
     std::string what = "non-standard exception escaped a handler for message " + kind_name(kind);
     panic(what.c_str());
   }
-  if (t0 != 0) costs_.observe(kind, sync::now_ns() - t0);
+  if constexpr (kSampled) costs_.observe(kind, sync::now_ns() - t0);
   w.in_handler = kNotInHandler;
   w.current = nullptr;
   if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);

@@ -16,6 +16,7 @@
 #include <coact/runtime/runtime.hpp>
 
 #include "detail/burst.hpp"
+#include "detail/scheduler.hpp"
 #include "support/watchdog.hpp"
 
 using coact::detail::Lifecycle;
@@ -430,4 +431,26 @@ TEST_CASE("burst: COACT_BURST=off and on parse; the knobs resolve from the envir
   CHECK(t.burst_recruit_max == 5);
   s.env = std::vector<std::string>{"COACT_BURST=banana"};
   CHECK_THROWS_AS(coact::resolve_tuning(s), coact::tuning_error);
+}
+
+TEST_CASE("burst: the cost estimates are fed by mail claimed from a burst group, not by other dispatches") {
+  // Recruitment asks the CostTable about the kinds a flush batches; those
+  // handlers run as claimed mail (burst step 6), and only those are timed
+  // (every 16th), so a chain hop or a reply pays nothing for the estimates.
+  // Here the leaves' Ping is claimed mail (640 of them: ~40 samples), the
+  // fan's Done never is (a leaf's one send goes straight into the fan's inbox).
+  coact::test::Watchdog wd(60, "burst cost sampling");
+  coact::SchedulerTuning t = coact::test::tuning_for(1);
+  t.burst = true;
+  std::atomic<uint64_t> hits{0};
+  coact::Runtime rt(t);
+  std::vector<coact::ActorRef<Leaf>> ls;
+  for (uint32_t i = 0; i < 64; ++i) ls.push_back(rt.spawn<Leaf>(&hits));
+  auto f = rt.spawn<Fan>(ls);
+  f.send(Go{10});
+  while (hits.load() < 64u * 10) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const coact::detail::CostTable& costs = rt.scheduler().costs();
+  CHECK(rt.stats().seized >= 63u * 10 - 10);
+  CHECK(costs.trusted(coact::kind_id<Ping>()).has_value());
+  CHECK_FALSE(costs.trusted(coact::kind_id<Done>()).has_value());
 }

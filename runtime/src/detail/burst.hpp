@@ -366,7 +366,10 @@ struct BurstProducer : SmallAllocated {
 };
 
 /// Per-kind handler execution-cost estimates (ns): EWMA (1/8) of the mean
-/// and of the absolute deviation, fed by sampled dispatches on every worker.
+/// and of the absolute deviation, fed on every worker by sampled dispatches
+/// of claimed mail (every 16th mail run in place from a burst group: the
+/// kinds recruitment asks about; Scheduler::dispatch_claimed). Other
+/// dispatches (a chain hop, a reply, an inbox drained) are not timed.
 /// Cells are racy by design (relaxed loads/stores; a lost update only
 /// delays convergence). A cell is trusted after kMinSamples samples with a
 /// mean absolute deviation not above the mean. Kind ids beyond kCells are

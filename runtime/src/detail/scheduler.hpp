@@ -103,6 +103,7 @@ struct Worker {
   std::vector<std::pair<ActorCell*, Envelope*>> outbound;
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
   uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
+  bool batched = false;          // the running invocation buffered a send (buffer_send); cleared by the flush
   // Per-mail trace gate: this worker's ring while recording, else null (see
   // below). Relaxed atomic (a plain load on x86): the trace window's thread
   // opens and closes it (trace/recorder.hpp).
@@ -113,7 +114,7 @@ struct Worker {
   uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
   uint64_t cascade_start_ns = 0; // when the current local cascade began
   SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
-  uint32_t cost_stride = 0;      // dispatches since the last cost sample (burst on)
+  uint32_t cost_stride = 0;      // claimed-mail dispatches since the last cost sample (burst on)
   bool ring_refused = false;     // the ring refused an alloc in this invocation (full)
   std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
   std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
@@ -213,11 +214,16 @@ class Scheduler {
   /// (may be null) is dispatched before the inbox.
   void drain_cell(Worker& w, ActorCell* c, Envelope* first);
   void dispatch(Worker& w, ActorCell* c, Envelope* e);
-  /// dispatch's body; kTraced records the trace's handler event. Inlined
-  /// (dispatch_traced holds the traced copy, out of line).
-  template <bool kTraced>
+  /// dispatch's body; kTraced records the trace's handler event, kSampled
+  /// times the handler for the CostTable. Inlined (dispatch_traced and
+  /// dispatch_sampled hold those copies, out of line).
+  template <bool kTraced, bool kSampled = false>
   [[gnu::always_inline]] inline void dispatch_as(Worker& w, ActorCell* c, Envelope* e);
   [[gnu::noinline]] void dispatch_traced(Worker& w, ActorCell* c, Envelope* e);
+  /// dispatch() of a mail claimed from a burst group, every 16th one timed
+  /// (burst recruitment's per-kind cost estimates).
+  void dispatch_claimed(Worker& w, ActorCell* c, Envelope* e);
+  [[gnu::noinline]] void dispatch_sampled(Worker& w, ActorCell* c, Envelope* e);
   /// The flush point: `producer` is the actor whose handler (or destructor) ran.
   void flush(Worker& w, ActorCell* producer);
   /// flush() after the pay point and the seal: routes the outbound mail.
@@ -322,7 +328,6 @@ class Scheduler {
   std::atomic<uint64_t> timers_cancelled_{0};
   std::atomic<uint64_t> timers_dropped_{0};  // written by shutdown()
   bool shut_down_ = false;                   // shutdown() ran (the owner's thread only)
-  bool rings_on_ = false;                    // counted in g_ring_schedulers (actor.hpp)
   // COACT_BURST=off and no per-mail trace: a send inside a handler pushes
   // into the recipient's inbox at once (post), and the flush only schedules
   // the recipients whose run-token that push took. Set at construction.

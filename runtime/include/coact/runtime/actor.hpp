@@ -150,23 +150,17 @@ void* alloc_envelope(size_t bytes, RingRegion** region);
 /// constructed (the message's constructor threw).
 void abandon_envelope(void* mem, size_t bytes, RingRegion* region) noexcept;
 
-/// Live schedulers whose workers write in-handler sends into MailRings
-/// (COACT_BURST=on). While it is 0 no send can get a ring envelope, so
-/// make_envelope takes the small-object allocator inline without asking the
-/// worker (the COACT_BURST=off path costs what it cost before the rings:
-/// callgrind, ping-pong at 1 worker, the out-of-line alloc_envelope was
-/// +57 instructions per message). Written by Scheduler's constructor and
-/// destructor; read relaxed by any sender: a scheduler is constructed before
-/// its workers run any handler (thread start orders it).
-extern std::atomic<uint32_t> g_ring_schedulers;
-
-/// True on a worker thread of a scheduler with rings between the first send
-/// of a handler invocation and its flush: the next envelope goes to the
-/// ring. A handler's first send takes a small-object envelope (a one-mail
-/// handler - a chain hop, a reply - gains nothing from a ring region); this
-/// flag lets make_envelope decide that inline (burst on, thread-ring at 1
-/// worker: the out-of-line decision was +49 instructions per hop). Written
-/// by the scheduler (set by its post, cleared by its flush) on this thread only.
+/// True on a worker thread of a scheduler with rings (COACT_BURST=on)
+/// between the first buffered send of a handler invocation and its flush:
+/// the next envelope goes to the ring. A handler's first send takes a
+/// small-object envelope (a one-mail handler - a chain hop, a reply - gains
+/// nothing from a ring region); this flag lets make_envelope decide that
+/// inline (burst on, thread-ring at 1 worker: the out-of-line decision was
+/// +49 instructions per hop). While it is false (always, on every thread,
+/// with COACT_BURST=off) no send asks the worker for ring memory (an
+/// out-of-line alloc_envelope was +57 instructions per ping-pong message).
+/// Written by the scheduler (set by its buffered send, cleared by its flush)
+/// on this thread only.
 inline thread_local bool t_ring_armed = false;
 
 /// Builds a TypedEnvelope<A, M> from `msg` in alloc_envelope memory (the
@@ -192,7 +186,7 @@ template <class A, class M, class U>
 /// scheduler with rings (t_ring_armed), else make_ring_envelope.
 template <class A, class M, class U>
 inline Envelope* make_envelope(U&& msg) {
-  if (g_ring_schedulers.load(std::memory_order_relaxed) == 0 || !t_ring_armed) [[likely]] {
+  if (!t_ring_armed) [[likely]] {
     return new TypedEnvelope<A, M>(std::forward<U>(msg));  // SmallAllocated: region stays nullptr
   }
   return make_ring_envelope<A, M>(std::forward<U>(msg));
