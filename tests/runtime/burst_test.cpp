@@ -454,3 +454,141 @@ TEST_CASE("burst: the cost estimates are fed by mail claimed from a burst group,
   CHECK(costs.trusted(coact::kind_id<Ping>()).has_value());
   CHECK_FALSE(costs.trusted(coact::kind_id<Done>()).has_value());
 }
+
+namespace {
+// A fixed tree for the drain-order test: Start runs a node, which logs its id
+// and sends Start to each child in one handler (the first send direct, the
+// others one burst).
+struct Start {};
+struct OrderNode : coact::Actor<OrderNode> {
+  int id;
+  std::vector<coact::ActorRef<OrderNode>> kids;
+  std::vector<int>* log;
+  std::atomic<int>* ran;
+  OrderNode(int i, std::vector<coact::ActorRef<OrderNode>> k, std::vector<int>* l, std::atomic<int>* r)
+      : id(i), kids(std::move(k)), log(l), ran(r) {}
+  void on(const Start&) {
+    log->push_back(id);
+    for (auto& k : kids) k.send(Start{});
+    ran->fetch_add(1, std::memory_order_release);
+  }
+};
+}  // namespace
+
+TEST_CASE("burst: a drainer yields to the subtree of a claimed recipient that burst (depth first)") {
+  // Root 0 sends to 1, 2, 3; node n sends to 10n+1..10n+3 (leaves). One
+  // worker, no valve (nothing spills): 1 is the root's direct first send and
+  // runs first, then its subtree; the root's drainer claims 2, which bursts
+  // to 21..23, and yields to them before it claims 3 (breadth first, it ran
+  // 3 right after 2, then 31..33, then 21..23).
+  coact::test::Watchdog wd(60, "burst drain order");
+  coact::SchedulerTuning t = coact::test::tuning_for(1);
+  t.burst = true;
+  t.local_time_budget_us = 0;
+  std::vector<int> log;
+  std::atomic<int> ran{0};
+  {
+    coact::Runtime rt(t);
+    std::vector<coact::ActorRef<OrderNode>> mid;
+    for (int n = 1; n <= 3; ++n) {
+      std::vector<coact::ActorRef<OrderNode>> leaves;
+      for (int k = 1; k <= 3; ++k) {
+        leaves.push_back(rt.spawn<OrderNode>(10 * n + k, std::vector<coact::ActorRef<OrderNode>>{}, &log, &ran));
+      }
+      mid.push_back(rt.spawn<OrderNode>(n, leaves, &log, &ran));
+    }
+    auto root = rt.spawn<OrderNode>(0, mid, &log, &ran);
+    root.send(Start{});
+    while (ran.load(std::memory_order_acquire) < 13) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  CHECK(log == std::vector<int>{0, 1, 11, 12, 13, 2, 21, 22, 23, 3, 31, 32, 33});
+}
+
+namespace {
+// A spawn tree whose every node gets Start then kSeqs numbered mails from its
+// parent in one handler (per-recipient FIFO across the direct first send, the
+// groups and the drainers' yields), spawns its children on Start, and
+// replies its subtree's node count once it has all its mail and replies.
+constexpr uint32_t kTreeSeqs = 3;
+struct TreeStart {
+  uint32_t depth;
+};
+struct TreeSeq {
+  uint32_t n;
+};
+struct TreeDone {
+  uint64_t nodes;
+};
+struct TreeNode : coact::Actor<TreeNode> {
+  coact::ActorRef<TreeNode> parent;
+  uint32_t fan;
+  std::atomic<uint64_t>* errors;
+  std::atomic<uint64_t>* total;  // root only: the tree's node count
+  bool started = false;
+  uint32_t seqs = 0, pending = 0;
+  uint64_t nodes = 1;
+  TreeNode(coact::ActorRef<TreeNode> p, uint32_t f, std::atomic<uint64_t>* e, std::atomic<uint64_t>* t)
+      : parent(std::move(p)), fan(f), errors(e), total(t) {}
+  void on(const TreeStart& s) {
+    if (started || seqs != 0) errors->fetch_add(1);
+    started = true;
+    if (s.depth > 0) {
+      pending = fan;
+      for (uint32_t i = 0; i < fan; ++i) {
+        auto c = runtime().spawn<TreeNode>(self(), fan, errors, nullptr);
+        c.send(TreeStart{s.depth - 1});
+        for (uint32_t k = 0; k < kTreeSeqs; ++k) c.send(TreeSeq{k});
+      }
+    }
+    if (!parent) seqs = kTreeSeqs;  // the root gets no numbered mail
+    maybe_done();
+  }
+  void on(const TreeSeq& m) {
+    if (!started || m.n != seqs) errors->fetch_add(1);
+    ++seqs;
+    maybe_done();
+  }
+  void on(const TreeDone& d) {
+    if (pending == 0) errors->fetch_add(1);
+    nodes += d.nodes;
+    --pending;
+    maybe_done();
+  }
+  void maybe_done() {
+    if (!started || seqs != kTreeSeqs || pending != 0) return;
+    if (parent) {
+      parent.send(TreeDone{nodes});
+    } else {
+      total->store(nodes, std::memory_order_release);
+    }
+    stop();
+  }
+};
+}  // namespace
+
+TEST_CASE("burst: spawn trees with drainers yielding depth first: per-recipient FIFO and exactly-once", "[stress]") {
+  for (uint32_t workers : {1u, 2u, 4u, 8u}) {
+    coact::test::Watchdog wd(120, "burst spawn-tree stress");
+    coact::SchedulerTuning t = coact::test::tuning_for(workers);
+    t.burst = true;
+    t.burst_recruit_min = 2;  // recruit on most flushes: drainers race for the groups
+    const uint32_t fan = 6, depth = 5;  // 1 + 6 + ... + 6^5 = 9331 nodes
+    uint64_t want = 0;
+    for (uint32_t d = 0, p = 1; d <= depth; ++d, p *= fan) want += p;
+    for (int round = 0; round < 3; ++round) {
+      std::atomic<uint64_t> errors{0}, total{0};
+      coact::RuntimeStats stats;
+      {
+        coact::Runtime rt(t);
+        auto root = rt.spawn<TreeNode>(coact::ActorRef<TreeNode>{}, fan, &errors, &total);
+        root.send(TreeStart{depth});
+        rt.run();
+        stats = rt.stats();
+      }
+      INFO("workers " << workers << " round " << round);
+      CHECK(errors.load() == 0);
+      CHECK(total.load() == want);
+      CHECK(stats.bursts > 0);
+    }
+  }
+}

@@ -51,6 +51,16 @@
 //      producer push sees `closed` and opens a new group (or deposits),
 //      strictly behind everything dispatched. Then Lifecycle::complete; the
 //      completion that brings done == len seals (retires) the burst.
+//      Depth first: when the group's recipient, run in place (step 6),
+//      published a burst of its own (a spawn tree's node), the drainer stops
+//      claiming and goes back on the own deque under the few jobs that run
+//      pushed (Scheduler::requeue_under), so that subtree runs before the
+//      next sibling is claimed. Claiming on would run every sibling, each
+//      expanding its subtree, before any grandchild: a breadth-first tree,
+//      more of it live at once (skynet, 10^5 leaves, 1 worker: a peak of
+//      45,905 live small-allocator blocks with burst on before, 3,264 after,
+//      17,905 with burst off). The order changes nothing else: any worker
+//      may claim a group of any live drainer.
 //   6. Seize, or deposit. For each mail of a claimed group the worker tries
 //      Mailbox::seize (run-token Idle -> Held). Won: the recipient runs here, in
 //      place, with no scheduling push: if its inbox is canonically empty and

@@ -116,6 +116,7 @@ struct Worker {
   SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
   uint32_t cost_stride = 0;      // claimed-mail dispatches since the last cost sample (burst on)
   bool ring_refused = false;     // the ring refused an alloc in this invocation (full)
+  int64_t burst_mark = 0;        // own deque length before the last published burst's drainer was pushed
   std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
   std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
   // Counters: written by this worker (relaxed), read by stats().
@@ -239,6 +240,7 @@ class Scheduler {
   /// flush_burst without the direct first send's recipient, returned in `direct` (or null).
   void flush_burst_groups(Worker& w, ActorCell* producer, ActorCell*& direct);
   void run_burst(Worker& w, Burst* b);
+  bool requeue_under(Worker& w, Burst* b);
   void deliver_claimed(Worker& w, ActorCell* t, Envelope* e);
   void discard_burst(Burst* b);
   void schedule_local(Worker& w, ActorCell* c) { schedule_job(w, job_of(c)); }
