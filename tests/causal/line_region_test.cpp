@@ -343,3 +343,81 @@ TEST_CASE("line regions: a selected line's delay follows its CPU time within the
   CHECK(median < 90);
   CHECK(p90 < 200);
 }
+
+TEST_CASE("line regions: a line qualified by its caller injects only for that caller's samples", "[causal][line]") {
+  // work() runs under scope A on one thread and under scope B on another at
+  // the same time; the experiment selects "line-test/A @ <work's line>". B's
+  // samples are on the same addresses, but their region is B: they must
+  // inject nothing (B's thread holds no credit, and owes A's delay), and all
+  // delay injected is A's thread's credit.
+  std::lock_guard ledger(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "qualified line");
+  (void)coact::calibrate::tsc_hz();
+  ca::register_thread();
+  ca::g_sweep_active.store(true);
+  REQUIRE(ca::start_line_sampling(ca::LineSamplingOptions{1ms, {}, 5ms}));
+  std::thread warm([] {
+    ca::register_sampled_thread();
+    line_test::caller_a(40ms);
+    line_test::caller_b(40ms);
+  });
+  warm.join();
+  ca::drain_line_samples();
+  uint32_t at_a = ca::kNoRegion, at_b = ca::kNoRegion;
+  uint64_t best_a = 0, best_b = 0;
+  for (const auto& [name, r] : line_test::lines_with("line_region_test.cpp:")) {
+    if (name.starts_with("line-test/A @ ") && r.visits > best_a) {
+      best_a = r.visits;
+      at_a = r.id;
+    } else if (name.starts_with("line-test/B @ ") && r.visits > best_b) {
+      best_b = r.visits;
+      at_b = r.id;
+    }
+  }
+  REQUIRE(at_a != ca::kNoRegion);
+  REQUIRE(at_b != ca::kNoRegion);
+  REQUIRE(ca::region_name(at_a).substr(14) == ca::region_name(at_b).substr(14));  // the same line
+
+  std::atomic<int> ready{0}, done{0};
+  std::atomic<bool> go{false}, release{false};
+  std::atomic<uint64_t> credit_a{0}, credit_b{0}, debt_b{0};
+  auto run = [&](bool a, std::atomic<uint64_t>& credit) {
+    ca::register_thread();  // before the experiment: each owes all of the other's delay
+    ca::register_sampled_thread();
+    ++ready;
+    while (!go.load()) std::this_thread::sleep_for(100us);
+    if (a) {
+      line_test::caller_a(40ms);
+    } else {
+      line_test::caller_b(40ms);
+    }
+    ++done;
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+    credit = ca::detail::take_sample_credit();
+    if (!a) debt_b = ca::debt_cycles();
+  };
+  std::thread ta([&] { run(true, credit_a); });
+  std::thread tb([&] { run(false, credit_b); });
+  while (ready.load() < 2) std::this_thread::sleep_for(100us);
+  const uint64_t g0 = ca::global_delay_cycles();
+  const uint64_t va0 = ca::region_stats(at_a).visits, vb0 = ca::region_stats(at_b).visits;
+  ca::begin_experiment(at_a, 50);
+  go = true;
+  while (done.load() < 2) std::this_thread::sleep_for(1ms);
+  ca::end_experiment();  // drains: every sample of the experiment is counted
+  release = true;
+  ta.join();
+  tb.join();
+  ca::stop_line_sampling();
+  ca::g_sweep_active.store(false);
+  const uint64_t added = ca::global_delay_cycles() - g0;
+  const uint64_t va = ca::region_stats(at_a).visits - va0, vb = ca::region_stats(at_b).visits - vb0;
+  INFO("samples A " << va << " B " << vb << "; delay added " << added << " credit A " << credit_a.load() << " B "
+                    << credit_b.load() << " B's debt " << debt_b.load());
+  CHECK(va >= 100);  // ~40 ms of CPU at 125 us per sample (fewer if descheduled)
+  CHECK(vb >= 100);  // B's samples were taken on the same line, under B
+  CHECK(added > 0);
+  CHECK(credit_b.load() == 0);         // none of B's samples injected
+  CHECK(credit_a.load() == added);     // all of it A's own
+  CHECK(debt_b.load() >= added);       // B's thread owes A's delay
+}
