@@ -105,7 +105,8 @@
 #            and the process's CPU time (user + sys, /usr/bin/time: less sensitive
 #            to other processes than wall time, start-up included);
 #            COACT_BENCH_TRIALS trials. Then coact-sample-cost --samples 2000
-#            (wall-clock cost of one sample: handler and drain). Two objects:
+#            (wall-clock cost of one sample: handler and drain; and the live cost of
+#            timer-driven samples on the sampled thread, kernel included). Two objects:
 #            {"group":"sampling","workload":"archiver","median_wall_s":{...},
 #             "median_last_pass_s":{...},"sampling_over_sweep0_pct":P,
 #             "sampling_over_plain_pct":P,"sweep0_over_plain_pct":P (last pass),

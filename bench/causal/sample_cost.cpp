@@ -15,14 +15,28 @@
 //    raise() in libc, then chain(), 2 frames); "full" walks every frame
 //    (D + 2), as the drainer did before. Both must attribute every sample
 //    to the same line (exit 1 otherwise).
+// 3. live (--live-rounds R, 0 = skip): the whole cost of timer-driven
+//    samples on the sampled thread, kernel included (the perf event's
+//    hrtimer, signal delivery and return, the handler, cache misses of the
+//    ring slot): R rounds of a fixed work loop (a pass over a 1 MiB buffer),
+//    alternately with sampling at --live-period-us and without, on this
+//    thread's CPU clock (CLOCK_THREAD_CPUTIME_ID: other load on the machine
+//    does not count, its cache interference does). live_overhead_pct: the
+//    median over round pairs of (on - off) / off; live_per_sample_ns: the
+//    median difference divided by the samples of the "on" round. The drainer
+//    is not included (rings are emptied between rounds, untimed).
 // Prints one JSON line: {"samples":N,"depth":D,"raise_empty_ns":..,
 // "raise_sample_ns":..,"handler_ns":..,"drain_ns":..,"frames_mean":..,
-// "drain_full_ns":..,"frames_full_mean":..,"attributed":..}. Wall-clock
+// "drain_full_ns":..,"frames_full_mean":..,"attributed":..,
+// "live_overhead_pct":..,"live_per_sample_ns":..,"live_samples_per_round":..}. Wall-clock
 // means; for a load-independent figure run it under valgrind
 // --tool=callgrind (--drain scope or full alone, and read drain_pass's
 // inclusive instruction count, and the handler's).
 #include <signal.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -71,6 +85,30 @@ __attribute__((noinline)) DrainResult drain_pass(coact::causal::Symbolizer& sym,
   return out;
 }
 
+// A fixed amount of work with memory traffic (noinline: the sampled frame).
+__attribute__((noinline)) uint64_t work_round(std::vector<uint64_t>& buf, int passes) {
+  uint64_t h = 0;
+  for (int p = 0; p < passes; ++p) {
+    for (auto& w : buf) {
+      h = (h ^ w) * 0x100000001b3ULL;
+      w += h >> 7;
+    }
+  }
+  return h;
+}
+
+double thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 double ns_per(clock_type::duration d, int n) {
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()) / n;
 }
@@ -89,6 +127,14 @@ int main(int argc, char** argv) {
   app.add_option("--drain", drain, "Drain the samples up to the first frame in scope, walking every frame, or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"both", "scope", "full"}));
+  int live_rounds = 40;
+  app.add_option("--live-rounds", live_rounds, "Rounds of the live measurement (half with sampling; 0: skip)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  int live_period_us = 1000;
+  app.add_option("--live-period-us", live_period_us, "Sampling period of the live measurement, us of CPU")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 1'000'000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -133,12 +179,44 @@ int main(int argc, char** argv) {
   for (const auto* l : any.lines) attributed += l != nullptr ? 1 : 0;
   const bool same = drain != "both" || scope.lines == full.lines;
   if (!same) std::fprintf(stderr, "coact-sample-cost: the two drains attributed some sample to different lines\n");
+  // 3. Live: timer-driven samples on this thread, rounds with and without.
+  std::vector<double> live_pct, live_per;
+  double live_samples = 0;
+  if (live_rounds > 0) {
+    std::vector<uint64_t> buf(size_t{1} << 17, 1);  // 1 MiB
+    const auto discard = [](const coact::causal::RawSample&) {};
+    uint64_t sink = work_round(buf, 8);  // warm
+    std::vector<double> samples_on;
+    for (int r = 0; r + 1 < live_rounds; r += 2) {
+      double cpu[2]{};
+      uint64_t taken = 0;
+      for (int k = 0; k < 2; ++k) {
+        const bool on = ((r / 2) + k) % 2 == 0;  // alternate which side goes first
+        coact::causal::drain_samples(discard);
+        if (on) (void)coact::causal::start_sampling(std::chrono::microseconds(live_period_us));
+        const double c0 = thread_cpu_ns();
+        sink += work_round(buf, 400);
+        const double c1 = thread_cpu_ns();
+        if (on) {
+          coact::causal::stop_sampling();
+          taken = coact::causal::drain_samples(discard);
+        }
+        cpu[on ? 1 : 0] = c1 - c0;
+      }
+      live_pct.push_back(100.0 * (cpu[1] - cpu[0]) / cpu[0]);
+      if (taken > 0) live_per.push_back((cpu[1] - cpu[0]) / static_cast<double>(taken));
+      samples_on.push_back(static_cast<double>(taken));
+    }
+    live_samples = median(samples_on);
+    if (sink == 42) std::fprintf(stderr, " ");
+  }
   const double per = raws.empty() ? 0.0 : 1.0 / static_cast<double>(raws.size());
   std::printf(
       "{\"samples\":%zu,\"depth\":%d,\"raise_empty_ns\":%.1f,\"raise_sample_ns\":%.1f,\"handler_ns\":%.1f,"
       "\"drain_ns\":%.1f,\"frames_mean\":%.2f,\"drain_full_ns\":%.1f,\"frames_full_mean\":%.2f,\"attributed\":%zu,"
-      "\"same_lines\":%s,\"symbolizer_error\":\"%s\"}\n",
+      "\"same_lines\":%s,\"symbolizer_error\":\"%s\",\"live_overhead_pct\":%.2f,\"live_per_sample_ns\":%.1f,"
+      "\"live_samples_per_round\":%.0f}\n",
       raws.size(), depth, empty_ns, sample_ns, sample_ns - empty_ns, scope.ns, static_cast<double>(scope.frames) * per,
-      full.ns, static_cast<double>(full.frames) * per, attributed, same ? "true" : "false", sym.error().c_str());
+      full.ns, static_cast<double>(full.frames) * per, attributed, same ? "true" : "false", sym.error().c_str(), median(live_pct), median(live_per), live_samples);
   return raws.size() == static_cast<size_t>(n) && same ? 0 : 1;
 }
