@@ -14,7 +14,10 @@
 //    unwinds up to the first frame in scope, as the drainer does (here:
 //    raise() in libc, then chain(), 2 frames); "full" walks every frame
 //    (D + 2), as the drainer did before. Both must attribute every sample
-//    to the same line (exit 1 otherwise).
+//    to the same line (exit 1 otherwise). Both use the cached unwinding
+//    rules (Symbolizer::unwind); drain_dwfl_ns / drain_full_dwfl_ns are the
+//    same walks by libdwfl's unwinder, which must give the same frames for
+//    every sample (same_frames; exit 1 otherwise).
 // 3. live (--live-rounds R, 0 = skip): the whole cost of timer-driven
 //    samples on the sampled thread, kernel included (the perf event's
 //    hrtimer, signal delivery and return, the handler, cache misses of the
@@ -66,6 +69,7 @@ struct DrainResult {
   double ns = 0;
   size_t frames = 0;
   std::vector<const coact::causal::SourceLine*> lines;
+  std::vector<std::vector<uint64_t>> pcs;  // each sample's frames
 };
 
 // One pass of the drainer's work over `raws` (noinline: callgrind's unit).
@@ -78,6 +82,7 @@ __attribute__((noinline)) DrainResult drain_pass(coact::causal::Symbolizer& sym,
     const coact::causal::Sample s = sym.unwind(r, to_scope);
     out.frames += s.depth;
     out.lines.push_back(sym.attribute(s));
+    out.pcs.emplace_back(s.pc, s.pc + s.depth);
   }
   out.ns = raws.empty() ? 0.0
                         : static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - t0).count()) /
@@ -174,6 +179,14 @@ int main(int argc, char** argv) {
   DrainResult scope, full;
   if (drain != "full") scope = drain_pass(sym, raws, true);
   if (drain != "scope") full = drain_pass(sym, raws, false);
+  // The reference: libdwfl's unwinder for every sample (Symbolizer::unwind
+  // without cached rules); the cached rules must give the same frames.
+  sym.use_cached_rules(false);
+  const DrainResult ref_scope = drain_pass(sym, raws, true);
+  const DrainResult ref_full = drain_pass(sym, raws, false);
+  sym.use_cached_rules(true);
+  const bool same_frames = (drain == "full" || scope.pcs == ref_scope.pcs) && (drain == "scope" || full.pcs == ref_full.pcs);
+  if (!same_frames) std::fprintf(stderr, "coact-sample-cost: cached rules and libdwfl unwound some sample differently\n");
   const DrainResult& any = drain != "full" ? scope : full;
   size_t attributed = 0;
   for (const auto* l : any.lines) attributed += l != nullptr ? 1 : 0;
@@ -215,8 +228,9 @@ int main(int argc, char** argv) {
       "{\"samples\":%zu,\"depth\":%d,\"raise_empty_ns\":%.1f,\"raise_sample_ns\":%.1f,\"handler_ns\":%.1f,"
       "\"drain_ns\":%.1f,\"frames_mean\":%.2f,\"drain_full_ns\":%.1f,\"frames_full_mean\":%.2f,\"attributed\":%zu,"
       "\"same_lines\":%s,\"symbolizer_error\":\"%s\",\"live_overhead_pct\":%.2f,\"live_per_sample_ns\":%.1f,"
-      "\"live_samples_per_round\":%.0f}\n",
+      "\"live_samples_per_round\":%.0f,\"drain_dwfl_ns\":%.1f,\"drain_full_dwfl_ns\":%.1f,\"same_frames\":%s}\n",
       raws.size(), depth, empty_ns, sample_ns, sample_ns - empty_ns, scope.ns, static_cast<double>(scope.frames) * per,
-      full.ns, static_cast<double>(full.frames) * per, attributed, same ? "true" : "false", sym.error().c_str(), median(live_pct), median(live_per), live_samples);
-  return raws.size() == static_cast<size_t>(n) && same ? 0 : 1;
+      full.ns, static_cast<double>(full.frames) * per, attributed, same ? "true" : "false", sym.error().c_str(), median(live_pct), median(live_per), live_samples,
+      ref_scope.ns, ref_full.ns, same_frames ? "true" : "false");
+  return raws.size() == static_cast<size_t>(n) && same && same_frames ? 0 : 1;
 }

@@ -82,9 +82,18 @@ class Symbolizer {
   /// `to_first_in_scope`: stop at the first frame in scope (scope_ranges()),
   /// the one attribute() returns, so attribute() gives the same line as
   /// after a full walk; a sample whose PC is in scope is not unwound at all.
-  /// Unwinding costs ~10^4 instructions per frame (libdwfl's CFI
-  /// interpreter), the drainer's main cost.
+  /// Each frame's unwinding rule (CFA = rsp or rbp + offset, return
+  /// address and rbp saved at CFA + offset, or unchanged) is read from
+  /// libdw's CFI once per address and cached; a sample meeting a rule of
+  /// another form (a DWARF expression, a CFA in another register past frame
+  /// 0, an address without CFI) is unwound by libdwfl's own unwinder
+  /// (~10^4 instructions per frame: it evaluates every register's rule),
+  /// which gives the same frames.
   Sample unwind(const RawSample& raw, bool to_first_in_scope = false);
+
+  /// Benchmarks and tests: false makes unwind() use libdwfl's unwinder for
+  /// every sample (the reference the cached rules must agree with).
+  void use_cached_rules(bool on) noexcept { cached_rules_ = on; }
 
   /// The first frame of `s` whose line is in scope (null if none).
   const SourceLine* attribute(const Sample& s);
@@ -109,6 +118,7 @@ class Symbolizer {
   std::vector<AddressRange> scope_ranges_;
   std::string error_;
   std::unordered_map<uint64_t, const SourceLine*> cache_;  // key: pc, or pc|1<<63 for return addresses
+  bool cached_rules_ = true;
 };
 
 }  // namespace coact::causal
