@@ -12,6 +12,7 @@
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 #include <elfutils/libdwfl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -137,6 +138,15 @@ struct Symbolizer::Impl {
     int64_t rbp_off = 0;        // kSaved: caller's rbp at CFA + rbp_off
   };
   std::unordered_map<uint64_t, Rule> rules;
+  // The main executable's function symbols by address (function names;
+  // dwfl_module_addrname scans the whole symbol table on every call).
+  struct Func {
+    uint64_t lo, hi;
+    const char* name;  // in libelf's string table: lives as long as dwfl
+  };
+  std::vector<Func> funcs;
+  bool funcs_built = false;
+  const char* function_at(uint64_t addr);
   char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
 
@@ -465,6 +475,32 @@ Symbolizer::~Symbolizer() = default;
 
 size_t Symbolizer::rows() const noexcept { return impl_->rows.size(); }
 
+const char* Symbolizer::Impl::function_at(uint64_t addr) {
+  if (!funcs_built) {
+    funcs_built = true;
+    const int n = dwfl_module_getsymtab(main);
+    for (int i = 1; i < n; ++i) {
+      GElf_Sym sym;
+      GElf_Addr value = 0;
+      const char* name = dwfl_module_getsym_info(main, i, &sym, &value, nullptr, nullptr, nullptr);
+      if (name == nullptr || *name == '\0' || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+          sym.st_size == 0) {
+        continue;
+      }
+      funcs.push_back(Func{value, value + sym.st_size, name});
+    }
+    std::sort(funcs.begin(), funcs.end(), [](const Func& a, const Func& b) { return a.lo < b.lo; });
+  }
+  // A function starting at or below addr that contains it (the nearest few:
+  // aliases and nested symbols share addresses).
+  auto it = std::upper_bound(funcs.begin(), funcs.end(), addr, [](uint64_t a, const Func& f) { return a < f.lo; });
+  for (int k = 0; k < 8 && it != funcs.begin(); ++k) {
+    --it;
+    if (addr < it->hi) return it->name;
+  }
+  return dwfl_module_addrname(main, addr);  // none: libdwfl's rule (sizeless symbols)
+}
+
 const SourceLine* Symbolizer::line_of(uint64_t pc, bool return_address) {
   const uint64_t key = return_address ? (pc | (uint64_t{1} << 63)) : pc;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -482,7 +518,7 @@ const SourceLine* Symbolizer::line_of(uint64_t pc, bool return_address) {
         slot->line = r.line;
         slot->in_scope = m.file_in_scope[r.file];
         slot->name = m.shown[r.file] + ":" + std::to_string(r.line);
-        slot->function = demangle(dwfl_module_addrname(m.main, addr));
+        slot->function = demangle(m.function_at(addr));
       }
       result = slot.get();
     }

@@ -4,7 +4,9 @@
 // What: the main executable's DWARF line table (elfutils libdw/libdwfl,
 // every compilation unit) is read once into one address-sorted table; a PC
 // maps to its row (file, line) by binary search, and to its function by the
-// ELF symbol table (dwfl_module_addrname, demangled). Results are cached per
+// ELF symbol table (its function symbols sorted by address once, at the first
+// new line; dwfl_module_addrname, which scans the whole table per call, only
+// for addresses no sized symbol covers; demangled). Results are cached per
 // address. A source scope decides which lines can be regions (Coz's
 // --source-scope): by default the main executable's own sources — every file
 // except system headers and libraries (paths under /usr/) and coact's own
