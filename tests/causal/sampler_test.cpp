@@ -215,6 +215,14 @@ __attribute__((noinline)) void library_work(int depth, std::chrono::nanoseconds 
 }  // namespace
 
 TEST_CASE("sampler: unwinding by cached CFI rules gives libdwfl's frames, sample by sample", "[sampler]") {
+#if defined(__SANITIZE_THREAD__)
+  // Under TSan the samples land in TSan's runtime (the interceptors of
+  // snprintf, malloc, memcpy), and libdwfl's own unwinder crashed (SIGSEGV
+  // inside libdw, dwfl_thread_getframes) on one of them: the reference this
+  // test compares with is not usable there. It runs in the -Werror build.
+  WARN("skipped under TSan: libdwfl's unwinder, the reference, crashes on TSan runtime frames");
+  return;
+#endif
   coact::test::Watchdog wd(60, "sampler cached unwind");
   std::vector<coact::causal::RawSample> samples;
   int tid = 0;
