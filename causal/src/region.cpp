@@ -877,7 +877,7 @@ namespace {
 // The fast paths are handler_fast_path.hpp's (inlined into the runtime's
 // hooks); these two are what a test calls without the sweep gate.
 void enter_handler(const void* actor_type, uint32_t kind) noexcept {
-  if (!fast_enter(actor_type, kind)) enter_handler_slow(actor_type, kind);
+  if (fast_enter(actor_type, kind) == nullptr) enter_handler_slow(actor_type, kind);
 }
 
 void exit_handler(const void* actor_type, uint32_t kind) noexcept {

@@ -1023,7 +1023,7 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
     return;
   }
   const uint32_t kind = e->kind;
-  causal::on_handler_enter(c->type, kind);
+  void* const causal_token = causal::on_handler_enter(c->type, kind);
   w.current = c;
   w.in_handler = kTraced ? kInTracedHandler : kInHandler;
   uint64_t trace_mail = 0, trace_received = 0;
@@ -1047,7 +1047,7 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   w.in_handler = kNotInHandler;
   w.current = nullptr;
   if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);
-  causal::on_handler_exit(c->type, kind);
+  causal::on_handler_exit(causal_token, c->type, kind);
   bump(w.delivered);
   if (!w.outbound.empty() || w.ring.building()) {
     if constexpr (kTraced) {
@@ -1140,7 +1140,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   c->reply_slot = nullptr;
   ++c->wait_epoch;  // any other wake for this wait is now stale
   const uint32_t kind = c->waiting_env != nullptr ? c->waiting_env->kind : 0;
-  causal::on_handler_enter(c->type, kind);
+  void* const causal_token = causal::on_handler_enter(c->type, kind);
   w.current = c;
   const uint64_t trace_received = w.tracing() ? sync::now_ns() : 0;
   w.in_handler = trace_received != 0 ? kInTracedHandler : kInHandler;
@@ -1156,7 +1156,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   w.in_handler = kNotInHandler;
   w.current = nullptr;
   if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, 0, kind, trace_received, true);
-  causal::on_handler_exit(c->type, kind);
+  causal::on_handler_exit(causal_token, c->type, kind);
   if (h.done()) {
     h.destroy();
     if (c->waiting_env != nullptr) {

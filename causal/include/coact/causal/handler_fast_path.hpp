@@ -13,9 +13,14 @@
 //     (selected with speedup s > 0; region | kSlotUntimed), else 0 — a mirror
 //     of region.cpp's selection word, so that the fast path tests liveness
 //     with one compare against its entry's slot_word;
-//   * fast_enter / fast_exit: the fast path. Each returns false, having
-//     changed nothing, when the run needs the general path (region.cpp
-//     enter_handler_slow / exit_handler_slow).
+//   * fast_enter / fast_exit_entry (fast_exit: the same by keys): the fast
+//     path. Each refuses (null, false), having changed nothing, when the run
+//     needs the general path (region.cpp enter_handler_slow /
+//     exit_handler_slow). fast_enter returns the entry it opened, which the
+//     runtime keeps across the handler call (hooks.hpp on_handler_exit's
+//     token), so the exit needs no cache look-up and no key compare;
+//   * g_fast_general: the token of an enter that took the general path
+//     (never a value of `open`, so fast_exit_entry refuses it).
 //
 // What a fast run does (why each step is needed; the slot protocol and the
 // straddling argument are at LiveSlot in causal/src/region.cpp):
@@ -100,6 +105,9 @@ struct FastThread {
 
 /// The value of `open` while the fast path is refused; never a cache entry.
 inline constinit FastEntry g_fast_blocked{&g_fast_blocked, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
+/// The token hooks.hpp on_handler_enter returns after a general-path enter:
+/// never a cache entry and never stored in `open`.
+inline constinit FastEntry g_fast_general{&g_fast_general, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
 /// The calling thread's state. constinit: no TLS guard on access. A new
 /// thread starts blocked: its first run takes the general path, which takes
 /// the slot and counter block and opens the gate (region.cpp settle_gate).
@@ -121,28 +129,32 @@ inline uint32_t fast_cache_slot(const void* type, uint32_t kind) noexcept {
 /// Visits a handler-completion point (out of line: progress.hpp includes hooks.hpp).
 void visit_completion(ProgressPoint* p) noexcept;
 
-/// The fast handler enter (file comment). Calling thread only; false: nothing
-/// was done, take the general path.
-inline bool fast_enter(const void* type, uint32_t kind) noexcept {
+/// The fast handler enter (file comment). Calling thread only. Returns the
+/// opened fast frame's cache entry (the exit's token: hooks.hpp
+/// on_handler_exit), or null: nothing was done, take the general path.
+inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   FastThread& t = t_fast;
-  if (t.open != nullptr) return false;
+  if (t.open != nullptr) return nullptr;
   FastEntry& e = t.cache[fast_cache_slot(type, kind)];
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
   // and whose `visits` is set (region.cpp sets it only then).
-  if (e.countdown == 0 || e.type != type || e.kind != kind) return false;
-  if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return false;
+  if (e.countdown == 0 || e.type != type || e.kind != kind) return nullptr;
+  if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return nullptr;
   --e.countdown;
   t.slot_state->store(e.slot_word, std::memory_order_release);
   t.open = &e;
-  return true;
+  return &e;
 }
 
-/// The fast handler exit (file comment). Calling thread only; false: nothing
-/// was done, take the general path.
-inline bool fast_exit(const void* type, uint32_t kind) noexcept {
+/// The fast handler exit of the fast frame that fast_enter opened on entry
+/// `e` (file comment). `open` still being `e` is the whole identity test:
+/// every general-path function unfasts first (then `open` is blocked, or
+/// null once the stack is empty again), and only the general enter refills
+/// an entry, so an entry cannot change its keys while it is the open frame.
+/// Calling thread only; false: nothing was done, take the general path.
+inline bool fast_exit_entry(FastEntry* e) noexcept {
   FastThread& t = t_fast;
-  FastEntry* e = t.open;
-  if (e == nullptr || e->type != type || e->kind != kind) return false;
+  if (t.open != e) return false;
   const uint32_t word = e->slot_word;
   if (g_live_slot_word.load(std::memory_order_acquire) == word) return false;
   // acquire: pairs with a payer's release (then the general path reads what it published).
@@ -154,6 +166,15 @@ inline bool fast_exit(const void* type, uint32_t kind) noexcept {
   v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (ProgressPoint* p = e->completion->load(std::memory_order_acquire)) visit_completion(p);
   return true;
+}
+
+/// The fast handler exit by keys, for a caller that kept no token (file
+/// comment; region.cpp exit_handler): the open fast frame must be
+/// (type, kind)'s. Calling thread only; false: nothing was done.
+inline bool fast_exit(const void* type, uint32_t kind) noexcept {
+  FastEntry* e = t_fast.open;  // g_fast_blocked and region.cpp's g_fast_sampled never match real keys
+  if (e == nullptr || e->type != type || e->kind != kind) return false;
+  return fast_exit_entry(e);
 }
 
 }  // namespace detail

@@ -77,13 +77,37 @@ uint64_t hook_timer_stamp() noexcept;
 }  // namespace detail
 
 /// A handler for message kind `kind` starts on actor type `actor_type` (a
-/// `const std::type_info*`) on this worker.
-inline void on_handler_enter(const void* actor_type, uint32_t kind) noexcept {
+/// `const std::type_info*`) on this worker. Returns the token to pass to the
+/// matching on_handler_exit: null if no sweep was active (nothing opened),
+/// else what was opened (the fast frame's cache entry, or
+/// detail::g_fast_general after the general path).
+inline void* on_handler_enter(const void* actor_type, uint32_t kind) noexcept {
   if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (!detail::fast_enter(actor_type, kind)) detail::hook_handler_enter(actor_type, kind);
+    if (detail::FastEntry* e = detail::fast_enter(actor_type, kind)) return e;
+    detail::hook_handler_enter(actor_type, kind);
+    return &detail::g_fast_general;
+  }
+  return nullptr;
+}
+/// The handler begun by the matching on_handler_enter has returned; `token`
+/// is what that enter returned. A run opened during a sweep is closed here
+/// even if the sweep ended meanwhile (its visit and any delay it owes are
+/// counted). A null token (no sweep at the enter) needs nothing, even if a
+/// sweep began during the run: the run has no frame and no slot (the
+/// general exit would find none and ignore it), and a caller that always
+/// passes its token leaves no frame open for a later exit to find. So the
+/// exit outside a sweep is one test of a register, and with a token from the
+/// fast enter it reads no sweep flag, hashes nothing and compares no keys
+/// (handler_fast_path.hpp fast_exit_entry).
+inline void on_handler_exit(void* token, const void* actor_type, uint32_t kind) noexcept {
+  if (token != nullptr) [[unlikely]] {
+    if (!detail::fast_exit_entry(static_cast<detail::FastEntry*>(token))) detail::hook_handler_exit(actor_type, kind);
   }
 }
-/// The handler begun by the matching on_handler_enter has returned.
+/// The same without a token (tests, programs that did not keep it): the exit
+/// of a run begun while a sweep was active is skipped if the sweep has ended
+/// (the next general-path enter drops its frame), and the fast exit finds
+/// the open frame by its keys.
 inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
   if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]] {
     if (!detail::fast_exit(actor_type, kind)) detail::hook_handler_exit(actor_type, kind);
@@ -135,7 +159,8 @@ inline uint64_t timer_stamp_cycles() noexcept {
 }
 #else
 inline uint64_t timer_stamp_cycles() noexcept { return global_delay_cycles(); }
-inline void on_handler_enter(const void*, uint32_t) noexcept {}
+inline void* on_handler_enter(const void*, uint32_t) noexcept { return nullptr; }
+inline void on_handler_exit(void*, const void*, uint32_t) noexcept {}
 inline void on_handler_exit(const void*, uint32_t) noexcept {}
 inline void on_pay_point() noexcept {}
 inline void on_resume() noexcept {}
