@@ -82,7 +82,11 @@
 //  +80 over no sweep; any other sweep buffers sends from its start. The
 //  sampling stride 16 -> 64 (kSampleStrideMin) then: +75 / +72, at 435 /
 //  525 per message without a sweep; pay points that read G first (one
-//  load while G == 0, hooks.hpp on_pay_point): +61 / +63.)
+//  load while G == 0, hooks.hpp on_pay_point): +61 / +63. The runtime
+//  then kept the fast enter's cache entry across the handler call for the
+//  exit (hooks.hpp on_handler_exit's token: no sweep-flag load, no key
+//  compare there): +63 -> +56 / +62 -> +56 with the keep-local valve
+//  pinned, COACT_LOCAL_TIME_BUDGET_US=0.)
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
