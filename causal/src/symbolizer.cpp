@@ -167,8 +167,14 @@ bool unwind_get_thread(Dwfl*, pid_t, void* dwfl_arg, void** thread_arg) {
 bool unwind_memory_read(Dwfl*, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
   const auto* raw = static_cast<Symbolizer::Impl*>(arg)->current;
   const uint64_t sp = raw->regs[7];
-  if (addr < sp || addr + sizeof(Dwarf_Word) > sp + raw->stack_len) return false;
-  std::memcpy(result, raw->stack + (addr - sp), sizeof(Dwarf_Word));
+  // Overflow-safe: an unwind gone astray asks for addresses near 2^64, where
+  // addr + 8 wrapped to a small number, passed `addr + 8 > sp + len`, and
+  // the copy read raw->stack + (addr - sp) far outside the sample (SEGV
+  // under TSan, whose deferred signals hand over stale registers).
+  if (addr < sp) return false;
+  const uint64_t off = addr - sp;
+  if (off > raw->stack_len || raw->stack_len - off < sizeof(Dwarf_Word)) return false;
+  std::memcpy(result, raw->stack + off, sizeof(Dwarf_Word));
   return true;
 }
 
@@ -215,8 +221,10 @@ bool cfa_offset(const Dwarf_Op* ops, size_t nops, int64_t& off) noexcept {
 // Reads `addr` from the sample's stack copy.
 bool stack_word(const RawSample& raw, uint64_t addr, uint64_t& out) noexcept {
   const uint64_t sp = raw.regs[7];
-  if (addr < sp || addr + 8 > sp + raw.stack_len) return false;
-  std::memcpy(&out, raw.stack + (addr - sp), 8);
+  if (addr < sp) return false;  // overflow-safe, as unwind_memory_read
+  const uint64_t off = addr - sp;
+  if (off > raw.stack_len || raw.stack_len - off < 8) return false;
+  std::memcpy(&out, raw.stack + off, 8);
   return true;
 }
 

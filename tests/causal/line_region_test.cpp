@@ -335,6 +335,12 @@ TEST_CASE("line regions: a selected line's delay follows its CPU time within the
   const double p90 = res[res.size() * 9 / 10];
   INFO("G vs CPU on the line: slope " << b << " (s = 0.5); |residual| us: median " << median << " p90 " << p90
                                       << " max " << res.back() << " (" << pts.size() << " checks)");
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer defers a signal to the thread's next interceptor or
+  // atomic, so samples arrive late and bunched: measured at load ~16, median
+  // 124-185 us, slope 0.42-0.44. The timing is checked in the other builds.
+  WARN("under ThreadSanitizer (signals deferred): slope " << b << ", |residual| median " << median << " p90 " << p90);
+#else
   CHECK(b == Approx(0.5).margin(0.05));  // the total: s x CPU time (Coz's rule)
   // Ideally |residual| is uniform in [0, s x period / 2]: median ~16 / p90
   // ~28 us at 125 us, ~125 / ~225 at 1 ms. Measured at load ~6 on 2 cores
@@ -342,6 +348,7 @@ TEST_CASE("line regions: a selected line's delay follows its CPU time within the
   // p90 62-132; the experiment period at 1 ms: median 128-235, p90 345-449.
   CHECK(median < 90);
   CHECK(p90 < 200);
+#endif
 }
 
 TEST_CASE("line regions: a line qualified by its caller injects only for that caller's samples", "[causal][line]") {
