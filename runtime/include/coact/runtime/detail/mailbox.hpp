@@ -87,7 +87,7 @@ class Mailbox {
   /// Any thread. Never blocks. Returns true iff this push took the run-token
   /// (the actor was Idle): the caller must then schedule the actor, exactly
   /// once (run_token.hpp). One exchange: the push and the wake in one.
-  bool push(Envelope* e) noexcept {
+  [[gnu::always_inline]] bool push(Envelope* e) noexcept {
     e->next.store(nullptr, std::memory_order_relaxed);
     // seq_cst: one RMW in head_'s modification order (run_token.hpp).
     const uintptr_t prev = head_.exchange(word(e, true), std::memory_order_seq_cst);
