@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -34,6 +35,12 @@ struct Shared {
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> misdelivered{0};  // a probe reached another incarnation
   std::atomic<uint64_t> delivered{0};
+  // The resolvers' probes not yet run or dropped. Bounded (kMaxInflight): two
+  // unthrottled outside senders against one worker that got a smaller share
+  // of a loaded machine outran it: every stopping leaf had more probes to
+  // drop than the last, and a run at load ~10 took over 120 s (the watchdog;
+  // backtraces showed the worker in finalize_stop's drop loop each time).
+  std::atomic<int64_t> inflight{0};
   void record(Pid p) {
     pids[next.fetch_add(1, std::memory_order_relaxed) % kPidRing].store((uint64_t{p.id} << 32) | p.epoch,
                                                                          std::memory_order_relaxed);
@@ -41,8 +48,21 @@ struct Shared {
 };
 Pid unpack(uint64_t v) { return Pid{uint32_t(v >> 32), uint32_t(v)}; }
 
+constexpr int64_t kMaxInflight = 512;
+
+// counted: a resolver's probe, which gives back its Shared::inflight unit when
+// destroyed (run, or dropped with its actor, or never sent).
 struct Probe {
   Pid to;
+  Shared* counted = nullptr;
+  explicit Probe(Pid p, Shared* c = nullptr) : to(p), counted(c) {}
+  Probe(Probe&& o) noexcept : to(o.to), counted(std::exchange(o.counted, nullptr)) {}
+  Probe(const Probe&) = delete;
+  Probe& operator=(const Probe&) = delete;
+  Probe& operator=(Probe&&) = delete;
+  ~Probe() {
+    if (counted != nullptr) counted->inflight.fetch_sub(1, std::memory_order_relaxed);
+  }
 };
 struct Quit {};
 
@@ -103,7 +123,12 @@ TEST_CASE("registry churn: a pid resolves only to its own incarnation while slot
             if (ref.pid() != p) wrong.fetch_add(1, std::memory_order_relaxed);
           }
           if (rt.resolve<Driver>(p)) wrong.fetch_add(1, std::memory_order_relaxed);  // a leaf's pid, never a driver
-          if (rt.send<Leaf>(p, Probe{p})) probes_sent.fetch_add(1, std::memory_order_relaxed);
+          if (sh.inflight.load(std::memory_order_relaxed) >= kMaxInflight) {
+            std::this_thread::yield();  // the pool is behind: resolve only
+            continue;
+          }
+          sh.inflight.fetch_add(1, std::memory_order_relaxed);
+          if (rt.send<Leaf>(p, Probe{p, &sh})) probes_sent.fetch_add(1, std::memory_order_relaxed);
         }
       });
     }
@@ -121,6 +146,7 @@ TEST_CASE("registry churn: a pid resolves only to its own incarnation while slot
     // Every probe the resolvers' sends delivered, plus the drivers' own, either
     // ran or was dropped with its actor.
     CHECK(sh.delivered.load() + st.dropped_dead >= probes_sent.load());
+    CHECK(sh.inflight.load() == 0);  // every counted probe ran or was destroyed with its actor
   }
 }
 
