@@ -451,8 +451,12 @@ TEST_CASE("burst: the cost estimates are fed by mail claimed from a burst group,
   while (hits.load() < 64u * 10) std::this_thread::sleep_for(std::chrono::microseconds(200));
   const coact::detail::CostTable& costs = rt.scheduler().costs();
   CHECK(rt.stats().seized >= 63u * 10 - 10);
-  CHECK(costs.trusted(coact::kind_id<Ping>()).has_value());
-  CHECK_FALSE(costs.trusted(coact::kind_id<Done>()).has_value());
+  // Which kinds were sampled, not whether their estimate is steady: under
+  // ThreadSanitizer a zero-work handler's timings spread past their mean
+  // (mean absolute deviation > mean: never trusted), and the CI run failed on
+  // trusted(Ping) there.
+  CHECK(costs.samples(coact::kind_id<Ping>()) == coact::detail::CostTable::kMinSamples);
+  CHECK(costs.samples(coact::kind_id<Done>()) == 0);
 }
 
 namespace {

@@ -408,6 +408,11 @@ class CostTable {
     c.mad_ns.store(uint64_t(mad), std::memory_order_relaxed);
     if (n < kMinSamples) c.samples.store(n + 1, std::memory_order_relaxed);
   }
+  /// How many samples the cell has taken, counted up to kMinSamples (then it
+  /// stops counting). Any thread; racy like the cell (tests, diagnostics).
+  uint32_t samples(uint32_t kind) const noexcept {
+    return kind < kCells ? cells_[kind].samples.load(std::memory_order_relaxed) : 0;
+  }
   /// The mean (ns) if the cell is trusted.
   std::optional<uint64_t> trusted(uint32_t kind) const noexcept {
     if (kind >= kCells) return std::nullopt;
