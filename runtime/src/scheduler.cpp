@@ -757,6 +757,7 @@ Job Scheduler::idle(Worker& w) {
         }
         spin_park_.begin_spin();
       }
+      if (spin_ns == 0) break;  // a window of one scan: no clock read to end it
       now = sync::now_ns();
       if (now >= deadline) break;
       for (int i = 0; i < 16; ++i) sync::cpu_relax();
@@ -789,9 +790,10 @@ Job Scheduler::idle(Worker& w) {
     }
     bool timed_out = false;
     uint64_t slept = 0;
+    uint64_t kept_now = 0;
     if (keeper) {
       const uint64_t next = timers_.next_deadline(std::memory_order_seq_cst);  // re-read: handshake
-      timed_out = keep_time(w, next, ceiling, slept);
+      timed_out = keep_time(w, next, ceiling, slept, kept_now);
       timekeeper_.store(-1, std::memory_order_seq_cst);
     } else {
       const uint64_t p0 = sync::now_ns();
@@ -808,14 +810,16 @@ Job Scheduler::idle(Worker& w) {
     causal::on_resume();       // woken by a thread that paid: credit
     if (trace_park != 0) [[unlikely]] trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
-    w.clock_ns = sync::now_ns();
+    // A timed-out timekeeper reuses keep_time's last clock read (it ended
+    // its spin on it, a moment ago); any other wake reads the clock.
+    w.clock_ns = timed_out ? kept_now : sync::now_ns();
     // What runs next starts a new local cascade (the keep-local valve counts
     // from here): otherwise the valve, still counting from before the park,
     // trips on the second of several timers fired at once and spills them to
     // the injector with a sibling wake on the fire's path.
     w.cascade_start_ns = w.clock_ns;
-    now = 0;
-    if (timers_due(now)) fire_due(&w, now);
+    now = w.clock_ns;
+    if (const uint64_t next = timers_.next_deadline(); next != TimerHeap::kNone && now >= next) fire_due(&w, now);
     if (keeper && !timed_out && !injector_.empty() && timers_.next_deadline() != TimerHeap::kNone &&
         spin_park_.idle() > 0) {
       // Woken for work, not by a re-armed deadline: hand the deadline to
@@ -835,7 +839,7 @@ void Scheduler::run_job(Worker& w, Job j) {
   }
 }
 
-bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns) {
+bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns, uint64_t& now_ns) {
   slept_ns = 0;
   if (next == TimerHeap::kNone) {
     const uint64_t p0 = sync::now_ns();
@@ -844,25 +848,27 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
     return false;
   }
   const uint64_t now = sync::now_ns();
+  now_ns = now;
   if (next <= now) return true;
   // Wake early by a margin chosen from the measured wake latency
   // distribution under a CPU budget, then spin the rest (spin_window.hpp).
   const uint64_t wake_at = next - wake_latency_->margin_cached_ns(next - now, ceiling_ns);
+  // The spin starts at the wake's clock read (one read serves both).
+  uint64_t spin_start = now;
   if (wake_at > now) {
-    sync::RelativeTimeout t{std::chrono::nanoseconds(wake_at - now)};
     bump(w.timed_parks);
-    const bool woken = spin_park_.park(w.index, &t);
+    const bool woken = spin_park_.park_until(w.index, wake_at);  // absolute: no clock read inside
     const uint64_t woke = sync::now_ns();
     slept_ns = woke - now;
     if (woken) return false;
     const uint64_t late = woke > wake_at ? woke - wake_at : 0;
     wake_latency_->observe(late);
     w.wake_late_ns.store(w.wake_late_ns.load(std::memory_order_relaxed) + late, std::memory_order_relaxed);
+    spin_start = woke;
   }
   // Still on the idle list and still timekeeper while spinning: a notify
   // that pops us leaves a token (a spurious wake later), an earlier deadline
   // armed meanwhile is seen by timers_due, shared work by the injector check.
-  const uint64_t spin_start = sync::now_ns();
   uint64_t t = spin_start;
   for (;;) {
     uint64_t d = 0;
@@ -877,6 +883,7 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
   if (t > spin_start)
     w.early_spin_ns.store(w.early_spin_ns.load(std::memory_order_relaxed) + (t - spin_start),
                           std::memory_order_relaxed);
+  now_ns = t;
   return true;
 }
 

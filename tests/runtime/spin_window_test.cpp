@@ -163,3 +163,23 @@ TEST_CASE("wake latency: the cached margin follows new evidence and a changed in
   CHECK(lat.margin_cached_ns(9'500, kCeiling) == 9'500);
   CHECK(lat.margin_cached_ns(5'000'000, 0) == 0);
 }
+
+TEST_CASE("wake latency: a full histogram's margin is recomputed after samples/8, short gaps are spun whole from the cache",
+          "[spin_window]") {
+  WakeLatency lat(1'500);
+  for (int i = 0; i < 400; ++i) lat.observe(12'500);
+  REQUIRE(lat.samples() == 401);
+  const uint64_t m = lat.margin_cached_ns(5'000'000, kCeiling);
+  CHECK(m == lat.margin_ns(5'000'000, kCeiling));
+  // 40 samples far in the tail (more than 16, fewer than 401 / 8 = 50): cached.
+  for (int i = 0; i < 40; ++i) lat.observe(100'500);
+  REQUIRE(lat.margin_ns(5'000'000, kCeiling) != m);
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) == m);
+  // A gap below the cached q05 (14 µs): spun whole, and the cache is kept.
+  CHECK(lat.margin_cached_ns(3'000, kCeiling) == 3'000);
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) == m);
+  // 10 more (50 in all): recomputed.
+  for (int i = 0; i < 10; ++i) lat.observe(100'500);
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) == lat.margin_ns(5'000'000, kCeiling));
+  CHECK(lat.margin_cached_ns(5'000'000, kCeiling) != m);
+}

@@ -28,23 +28,13 @@ class Parker {
   static constexpr int32_t kParked = -1;
 
   /// Owner thread only. Blocks until unpark() (or returns at once if a token
-  /// is pending). With a timeout: returns false if it expired without a token.
-  bool park(const sync::RelativeTimeout* timeout = nullptr) noexcept {
-    if (state_.fetch_sub(1, sync::memory_order_seq_cst) == kNotified) return true;  // Notified -> Empty
-    const uint64_t deadline = timeout ? sync::now_ns() + uint64_t(timeout->d.count()) : 0;
-    for (;;) {
-      sync::RelativeTimeout left{};
-      if (timeout) {
-        uint64_t now = sync::now_ns();
-        if (now >= deadline) break;
-        left.d = std::chrono::nanoseconds(deadline - now);
-      }
-      sync::futex_wait(&state_, kParked, timeout ? &left : nullptr);
-      if (state_.load(sync::memory_order_acquire) == kNotified) break;
-    }
-    // Consume a token if one arrived; Parked -> Empty otherwise.
-    return state_.exchange(kEmpty, sync::memory_order_seq_cst) == kNotified;
-  }
+  /// is pending).
+  bool park() noexcept { return park_impl(false, 0); }
+  /// Owner thread only. As park(), but returns false once CLOCK_MONOTONIC
+  /// reaches deadline_ns (absolute ns, sync::now_ns's clock) without a token.
+  /// The deadline is absolute (FUTEX_WAIT_BITSET), so no clock is read here:
+  /// the timekeeper's idle tick read it twice per park for a relative timeout.
+  bool park_until(uint64_t deadline_ns) noexcept { return park_impl(true, deadline_ns); }
 
   /// Any thread. Makes the owner's current or next park() return.
   void unpark() noexcept {
@@ -59,6 +49,18 @@ class Parker {
   uint64_t last_unpark_ns() const noexcept { return unpark_ns_.load(sync::memory_order_relaxed); }
 
  private:
+  bool park_impl(bool timed, uint64_t deadline_ns) noexcept {
+    if (state_.fetch_sub(1, sync::memory_order_seq_cst) == kNotified) return true;  // Notified -> Empty
+    for (;;) {
+      const sync::WaitResult r =
+          timed ? sync::futex_wait_until(&state_, kParked, deadline_ns) : sync::futex_wait(&state_, kParked);
+      if (state_.load(sync::memory_order_acquire) == kNotified) break;
+      if (r == sync::WaitResult::timed_out) break;
+    }
+    // Consume a token if one arrived; Parked -> Empty otherwise.
+    return state_.exchange(kEmpty, sync::memory_order_seq_cst) == kNotified;
+  }
+
   // Written by the owner (fetch_sub/exchange in park) and by unparkers
   // (exchange); the futex syscall reads it. seq_cst throughout.
   sync::atomic<int32_t> state_{kEmpty};

@@ -207,8 +207,9 @@ class Scheduler {
   Job idle(Worker& w);
   /// Timekeeper: parks until `next` minus the wake-latency margin, then spins
   /// until a timer is due, shared work appears or shutdown. Returns whether
-  /// the park timed out (false: woken by an unpark).
-  bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns);
+  /// the park timed out (false: woken by an unpark). `now_ns`: when it
+  /// returns true, its last clock read (the caller's clock for the fire).
+  bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns, uint64_t& now_ns);
   void run_job(Worker& w, Job j);
   void run_cell(Worker& w, ActorCell* c);
   /// Drains c's inbox; the caller holds c's run-token. `first`

@@ -50,6 +50,7 @@
 #include <mutex>
 #include <vector>
 
+#include "futex_mutex.hpp"
 #include "parker.hpp"
 #include "sync.hpp"
 
@@ -113,10 +114,10 @@ class SpinPark {
     }
     return false;
   }
-  /// Sleeps on w's parker (optionally with a timeout; false = timed out).
-  bool park(uint32_t w, const sync::RelativeTimeout* timeout = nullptr) noexcept {
-    return parkers_[w].park(timeout);
-  }
+  /// Sleeps on w's parker until unparked.
+  bool park(uint32_t w) noexcept { return parkers_[w].park(); }
+  /// As park(w), or until CLOCK_MONOTONIC reaches deadline_ns (false = timed out).
+  bool park_until(uint32_t w, uint64_t deadline_ns) noexcept { return parkers_[w].park_until(deadline_ns); }
   Parker& parker(uint32_t w) noexcept { return parkers_[w]; }
 
   int32_t spinning() const noexcept { return spinning_.load(sync::memory_order_relaxed); }
@@ -143,7 +144,9 @@ class SpinPark {
   alignas(64) sync::atomic<int32_t> spinning_{0};
   // idle_count_: mirrors idle_.size(), written under mu_, read lock-free by notify().
   alignas(64) sync::atomic<int32_t> idle_count_{0};
-  std::mutex mu_;
+  // A FutexMutex, not std::mutex: register and unregister run on every idle
+  // tick, uncontended (futex_mutex.hpp). Any mutex keeps the argument above.
+  FutexMutex mu_;
   std::vector<uint32_t> idle_;  // guarded by mu_: workers registered in step 2
   std::unique_ptr<Parker[]> parkers_;
   uint32_t n_;

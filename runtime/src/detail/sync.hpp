@@ -78,6 +78,30 @@ inline int futex_wake(atomic<int32_t>* addr, int n) noexcept {
                      nullptr, 0));
 }
 
+/// futex_wake without the count: a lock's hand-over (futex_mutex.hpp), not a
+/// worker wake.
+inline int futex_wake_uncounted(atomic<int32_t>* addr, int n) noexcept {
+  return int(syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAKE_PRIVATE, n, nullptr,
+                     nullptr, 0));
+}
+
+/// Blocks while *addr == expected, until woken or until CLOCK_MONOTONIC
+/// reaches deadline_ns (absolute: FUTEX_WAIT_BITSET; no clock read here, and
+/// a retry after a spurious return keeps the same deadline). Any thread.
+inline WaitResult futex_wait_until(atomic<int32_t>* addr, int32_t expected, uint64_t deadline_ns) noexcept {
+  timespec ts{};
+  ts.tv_sec = time_t(deadline_ns / 1000000000);
+  ts.tv_nsec = long(deadline_ns % 1000000000);
+  long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_BITSET_PRIVATE, expected, &ts,
+                   nullptr, FUTEX_BITSET_MATCH_ANY);
+  if (r == 0) return WaitResult::woken;
+  switch (errno) {
+    case EAGAIN: return WaitResult::value_changed;
+    case ETIMEDOUT: return WaitResult::timed_out;
+    default: return WaitResult::interrupted;
+  }
+}
+
 /// Monotonic nanoseconds: CLOCK_MONOTONIC, the clock of steady_clock and of
 /// the futex's relative timeouts. Read with clock_gettime directly (the vDSO):
 /// steady_clock::now() is an out-of-line call into libstdc++, one more code

@@ -29,7 +29,7 @@
 // maintained under the lock; it may under-report the true next firing
 // (shifts are applied at pop), which costs at most a spurious wake per
 // injected chunk, never a late fire.
-// Threads: all members thread-safe (one mutex). Firing happens outside the lock.
+// Threads: all members thread-safe (one mutex, a FutexMutex). Firing happens outside the lock.
 #pragma once
 
 #include <algorithm>
@@ -44,6 +44,7 @@
 #include <coact/runtime/detail/actor_cell.hpp>
 #include <coact/runtime/timer.hpp>
 
+#include "futex_mutex.hpp"
 #include "sync.hpp"
 
 namespace coact::detail {
@@ -268,7 +269,9 @@ class TimerHeap {
   static bool later(const TimerEntry& a, const TimerEntry& b) {
     return a.deadline_ns != b.deadline_ns ? a.deadline_ns > b.deadline_ns : a.seq > b.seq;
   }
-  mutable std::mutex mu_;
+  // A FutexMutex, not std::mutex: insert and pop_due run on every periodic
+  // tick, uncontended on an idle pool (futex_mutex.hpp).
+  mutable FutexMutex mu_;
   std::vector<TimerEntry> heap_;           // guarded by mu_
   SeqSet armed_;                           // guarded by mu_: armed Send / WaitTimeout seqs
   uint64_t seq_ = 0;                       // guarded by mu_
