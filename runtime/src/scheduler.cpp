@@ -362,7 +362,7 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
   // deposit() never appends to outbound (we are outside the handler now).
   for (auto& [t, e] : w.outbound) {
     if (e == nullptr) {  // a direct send took t's run-token (post): schedule t
-      schedule_local(w, t);
+      schedule_hop(w, t);
       continue;
     }
     t->sched->deposit(t, e, &w);
@@ -504,6 +504,7 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
   bump(w.bursts);
   // Keep warm: one drainer on this worker's own deque.
   b->add_ref();
+  spill_next(w);  // the hand-off slot counts as the deque's top
   w.burst_mark = w.own.size();  // run_burst's depth-first yield (requeue_under)
   schedule_job(w, job_of(b));
   // Recruit: K from the cost estimates of the fresh groups, or the width gate.
@@ -567,6 +568,7 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
 // the mark: then the caller claims on.
 bool Scheduler::requeue_under(Worker& w, Burst* b) {
   constexpr int64_t kMaxUnder = 4;
+  spill_next(w);  // the hand-off slot counts as the deque's top
   const int64_t k = w.own.size() - w.burst_mark;
   if (k <= 0 || k > kMaxUnder) return false;
   const Lifecycle::Snapshot s = b->life.snapshot();
@@ -1231,6 +1233,7 @@ bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
   std::vector<TimerEntry>& due = w->due;
   due.clear();
   timers_.pop_due(now_ns, due);
+  spill_next(*w);  // the hand-off slot is not one of the fired: below the fired jobs
   const int64_t own_before = w->own.size();
   const uint64_t pushes_before = w->deque_pushes.load(std::memory_order_relaxed);
   for (TimerEntry& e : due) fire(w, e);

@@ -92,6 +92,16 @@ struct Worker {
   uint32_t index;
   WorkDeque<Job> deque;
   DequeOwner<Job> own;
+  // The hand-off slot: the own deque's top, kept out of the deque. Set only
+  // with peer steal off (then no other thread touches the own deque, so a
+  // job here is exactly a job on top of it: nobody could have taken it) and
+  // only while the deque is empty (a push there would not have been a
+  // backlog). Owner-only. Every owner operation on the deque sees it as the
+  // top: pop_own takes it first, schedule_job and the few readers of
+  // own.size() move it into the deque first (Scheduler::spill_next). A chain
+  // hop (ping-pong, ring) is then a store and a load instead of a deque push
+  // and pop (Scheduler::schedule_hop).
+  Job next = nullptr;
   // The worker's outbound MailRing (mail_ring.hpp): producer = this thread.
   MailRing ring;
   bool ring_on;
@@ -248,11 +258,41 @@ class Scheduler {
   /// The worker's own deque, popped by its owner: without peer steal no
   /// other thread touches it (take_shared steals only when peer_steal is on),
   /// so the pop needs no fence and no CAS.
-  Job pop_own(Worker& w) { return tuning_.peer_steal ? w.own.pop() : w.own.pop_unshared(); }
+  /// The hand-off slot (Worker::next), then the deque.
+  Job pop_own(Worker& w) {
+    if (Job j = w.next) {
+      w.next = nullptr;
+      return j;
+    }
+    return tuning_.peer_steal ? w.own.pop() : w.own.pop_unshared();
+  }
+  /// Moves the hand-off slot's job (if any) onto the own deque, where it
+  /// would have been: before any other push, and before own.size() is read.
+  /// The deque is empty while the slot is set, so this is never a backlog.
+  void spill_next(Worker& w) {
+    if (w.next != nullptr) [[unlikely]] {
+      const Job j = w.next;
+      w.next = nullptr;
+      w.deque_pushes.store(w.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      w.own.push(j);
+    }
+  }
+  /// schedule_local for a flush's direct-send recipient: into the hand-off
+  /// slot when that is the same as a push (peer steal off, slot and deque
+  /// empty: a push would make a deque of one job, no backlog, nothing to
+  /// notify), else a push.
+  void schedule_hop(Worker& w, ActorCell* c) {
+    if (!tuning_.peer_steal && w.next == nullptr && w.own.size() == 0) [[likely]] {
+      w.next = job_of(c);
+      return;
+    }
+    schedule_local(w, c);
+  }
   /// Pushes j on w's own deque; a backlog (more than one job) goes to
   /// schedule_backlog. Inline: a chain hop (deque length 1) is a push and a
   /// length read.
   void schedule_job(Worker& w, Job j) {
+    spill_next(w);
     w.deque_pushes.store(w.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     w.own.push(j);
     const int64_t n = w.own.size();
