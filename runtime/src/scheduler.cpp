@@ -649,43 +649,32 @@ void Scheduler::publish_job(Job c) {
 
 // ---- worker loop --------------------------------------------------------
 
-void Scheduler::worker_main(Worker& w) {
-  t_worker = &w;
-  // Timed parks (the timekeeper) must wake at the deadline, not up to the
-  // default 50 µs timer slack later.
-  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-  causal::register_thread();  // owes every delay injected from now on (L = G)
-  causal::register_sampled_thread();  // CPU-time samples for line regions (armed only while sampling)
-  w.clock_ns = sync::now_ns();
-  w.cascade_start_ns = w.clock_ns;
-  // Shutdown must stop busy workers too, not only idle ones: a
-  // self-sustaining cascade never reaches idle(). One relaxed load per loop.
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    Job j = acquire(w);
-    if (j == nullptr) break;
-    run_job(w, j);
-  }
-  t_worker = nullptr;
-}
-
 // Step 1.
-Job Scheduler::acquire(Worker& w) {
+inline Job Scheduler::acquire(Worker& w) {
   // Busy-path due check (seed 003): under saturation nobody parks and no
   // timekeeper exists, yet due timers must fire. One relaxed load per loop.
   uint64_t now = 0;
-  if (timers_due(now)) fire_due(&w, now);
-  if (Job c = pop_own(w)) {
-    if (++w.own_streak >= tuning_.local_chain_backstop) {
-      // Chain backstop: a self-sustaining relay never visits the injector on
-      // its own; probe it once so shared work waits at most K own pops.
-      w.own_streak = 0;
-      if (Job x = injector_.try_pop()) {
-        w.own.push(c);
-        return x;
-      }
-    }
+  if (timers_due(now)) [[unlikely]] fire_due(&w, now);
+  if (Job c = pop_own(w)) [[likely]] {
+    if (++w.own_streak >= tuning_.local_chain_backstop) [[unlikely]] return acquire_backstop(w, c);
     return c;
   }
+  return acquire_shared(w);
+}
+
+// Chain backstop: a self-sustaining relay never visits the injector on its
+// own; probe it once so shared work waits at most K own pops.
+Job Scheduler::acquire_backstop(Worker& w, Job c) {
+  w.own_streak = 0;
+  if (Job x = injector_.try_pop()) {
+    w.own.push(c);
+    return x;
+  }
+  return c;
+}
+
+// Step 1 with the own deque empty: shared work, else idle.
+Job Scheduler::acquire_shared(Worker& w) {
   w.own_streak = 0;
   w.cascade_start_ns = w.clock_ns;  // shared work starts a new cascade
   bool more = false;
@@ -832,13 +821,32 @@ Job Scheduler::idle(Worker& w) {
   }
 }
 
-void Scheduler::run_job(Worker& w, Job j) {
+inline void Scheduler::run_job(Worker& w, Job j) {
   w.trace_pickup = 0;  // t_enqueue: the job's first traced handler stamps it (trace::on_handler)
   if (is_burst(j)) {
     run_burst(w, burst_of(j));
   } else {
     run_cell(w, cell_of(j));
   }
+}
+
+void Scheduler::worker_main(Worker& w) {
+  t_worker = &w;
+  // Timed parks (the timekeeper) must wake at the deadline, not up to the
+  // default 50 µs timer slack later.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  causal::register_thread();  // owes every delay injected from now on (L = G)
+  causal::register_sampled_thread();  // CPU-time samples for line regions (armed only while sampling)
+  w.clock_ns = sync::now_ns();
+  w.cascade_start_ns = w.clock_ns;
+  // Shutdown must stop busy workers too, not only idle ones: a
+  // self-sustaining cascade never reaches idle(). One relaxed load per loop.
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    Job j = acquire(w);
+    if (j == nullptr) break;
+    run_job(w, j);
+  }
+  t_worker = nullptr;
 }
 
 bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns, uint64_t& now_ns) {

@@ -212,7 +212,11 @@ class Scheduler {
 
  private:
   void worker_main(Worker& w);
-  Job acquire(Worker& w);
+  /// Step 1, inline in worker_main: the due check and the own pop; the
+  /// backstop and shared work out of line (a chain hop pays no call).
+  [[gnu::always_inline]] inline Job acquire(Worker& w);
+  [[gnu::noinline]] Job acquire_backstop(Worker& w, Job c);
+  [[gnu::noinline]] Job acquire_shared(Worker& w);
   Job take_shared(Worker& w, bool& more);
   Job idle(Worker& w);
   /// Timekeeper: parks until `next` minus the wake-latency margin, then spins
@@ -220,7 +224,7 @@ class Scheduler {
   /// the park timed out (false: woken by an unpark). `now_ns`: when it
   /// returns true, its last clock read (the caller's clock for the fire).
   bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns, uint64_t& now_ns);
-  void run_job(Worker& w, Job j);
+  [[gnu::always_inline]] inline void run_job(Worker& w, Job j);
   void run_cell(Worker& w, ActorCell* c);
   /// Drains c's inbox; the caller holds c's run-token. `first`
   /// (may be null) is dispatched before the inbox.
