@@ -53,7 +53,7 @@ void ActorCell::release() noexcept {
   free_cell(this);
 }
 
-void post(ActorCell* target, Envelope* e) { target->sched->post(target, e); }
+// post(ActorCell*, Envelope*): scheduler.cpp (its direct send inline).
 
 namespace {
 struct StopEnvelope final : Envelope {

@@ -253,6 +253,24 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
   deposit(target, e, w);  // root door (or a worker outside a handler)
 }
 
+inline bool Scheduler::post_direct(Worker* w, ActorCell* target, Envelope* e) {
+  // post()'s first case, its conditions in the order cheapest first (all
+  // plain reads; post() reads them afresh when this declines).
+  if (w == nullptr || w->in_handler != kInHandler || w->sched != this || !direct_sends_) return false;
+  if (!w->outbound.empty() && w->outbound.back().second != nullptr) return false;
+  if (!pay_point_is_noop() || target->is_dead()) return false;
+  if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
+  return true;
+}
+
+// The send of actor.hpp (ActorRef::send) and friends: a handler's direct
+// send inline (no call into post), the rest in Scheduler::post.
+void post(ActorCell* target, Envelope* e) {
+  Scheduler* const s = target->sched;
+  if (s->post_direct(t_worker, target, e)) [[likely]] return;
+  s->post(target, e);
+}
+
 // A send inside a handler, buffered for the flush.
 inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
   target->add_ref();  // keeps the cell alive until the flush deposits the mail
@@ -1074,6 +1092,14 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   if (!w.outbound.empty() || w.ring.building()) {
     if constexpr (kTraced) {
       flush_traced(w, c);
+    } else if (w.outbound.size() == 1 && !w.batched && w.outbound[0].second == nullptr) [[likely]] {
+      // flush_untraced's commonest case inline (a reply, a chain hop): one
+      // direct send that took its recipient's run-token, nothing buffered
+      // (so no seal, no burst: flush_seal and flush_route do just this).
+      causal::on_pay_point();  // pay before making other actors runnable
+      ActorCell* const t = w.outbound[0].first;
+      w.outbound.clear();
+      schedule_hop(w, t);
     } else {
       flush_untraced(w, c);
     }

@@ -167,6 +167,10 @@ class Scheduler {
 
   // Mail.
   void post(ActorCell* target, Envelope* e);
+  /// post()'s common case, inline in detail::post (a handler's send): the
+  /// direct send with burst off (the same conditions and push as post's);
+  /// false, having done nothing, when post() must decide.
+  [[gnu::always_inline]] inline bool post_direct(Worker* w, ActorCell* target, Envelope* e);
   void deposit(ActorCell* target, Envelope* e, Worker* w);
   void buffer_send(Worker* w, ActorCell* target, Envelope* e);
   void push_direct(Worker* w, ActorCell* target, Envelope* e);
