@@ -244,3 +244,58 @@ TEST_CASE("the destructor stops workers that never go idle", "[actor]") {
   }
   SUCCEED("destructor returned");
 }
+
+namespace {
+struct Ball {
+  int left;
+};
+struct Player : coact::Actor<Player> {
+  ActorRef<Player> peer;
+  std::atomic<int>* hits;
+  explicit Player(std::atomic<int>* h) : hits(h) {}
+  void on(const ActorRef<Player>& p) { peer = p; }
+  void on(const Ball& b) {
+    hits->fetch_add(1, std::memory_order_relaxed);
+    if (b.left == 0) {
+      peer.send(Stop{});
+      stop();
+      return;
+    }
+    peer.send(Ball{b.left - 1});
+  }
+  void on(Stop) { stop(); }
+};
+}  // namespace
+
+// The worker's hand-off slot (scheduler.hpp, Worker::next): a chain hop's
+// recipient is the own deque's top kept out of the deque, taken by the next
+// own pop. With peer steal off it is used and a ping-pong pushes (almost)
+// nothing onto the own deque; with peer steal on (thieves could take the
+// deque's top, the slot would hide it) it is never used and every hop is a
+// push. Either way every ball is delivered, in order (the count).
+TEST_CASE("a chain hop goes through the worker's hand-off slot only with peer steal off", "[actor]") {
+  const bool steal = GENERATE(false, true);
+  Watchdog wd(30, "hand-off slot");
+  constexpr int kHops = 20000;
+  std::atomic<int> hits{0};
+  coact::SchedulerTuning t = tuning_for(1);
+  t.peer_steal = steal;
+  uint64_t pushes = 0;
+  coact::test::run_checked(t, [&](Runtime& rt) {
+    auto a = rt.spawn<Player>(&hits);
+    auto b = rt.spawn<Player>(&hits);
+    a.send(b);
+    b.send(a);
+    const uint64_t before = rt.stats().deque_pushes;
+    a.send(Ball{kHops});
+    rt.run();
+    pushes = rt.stats().deque_pushes - before;
+  });
+  INFO("peer_steal=" << steal << " deque pushes " << pushes);
+  CHECK(hits.load() == kHops + 1);
+  if (steal) {
+    CHECK(pushes >= uint64_t(kHops));
+  } else {
+    CHECK(pushes < uint64_t(kHops) / 100);
+  }
+}
