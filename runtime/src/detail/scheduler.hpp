@@ -171,6 +171,10 @@ class Scheduler {
   /// direct send with burst off (the same conditions and push as post's);
   /// false, having done nothing, when post() must decide.
   [[gnu::always_inline]] inline bool post_direct(Worker* w, ActorCell* target, Envelope* e);
+  /// post() with direct sends on (burst off, untraced): post_direct inline.
+  [[gnu::noinline]] void post_off(ActorCell* target, Envelope* e);
+  /// Whether a handler's sends may go direct with burst off (post()).
+  bool direct_sends() const noexcept { return direct_sends_; }
   void deposit(ActorCell* target, Envelope* e, Worker* w);
   void buffer_send(Worker* w, ActorCell* target, Envelope* e);
   void push_direct(Worker* w, ActorCell* target, Envelope* e);
