@@ -54,30 +54,40 @@
 //          has a floor -- every wake at least 30 µs late, say -- a margin up
 //          to that floor costs nothing, so lateness falls by the free part
 //          of L at no measurable CPU.
-//   tail:  m = q99(L) - I / 32, cut to the largest m with S(m) <= I / 25
+//   tail:  m = q99(L) - I / 64, cut to the largest m with S(m) <= I / 25
 //          (4 % of a core). The lateness target is relative to the
 //          interval, as the kernel's own select/poll slack is (0.1 % of the
 //          timeout, fs/select.c select_estimate_accuracy; too tight for a
 //          VM's 30-150 µs wakes): a 1 ms timer gets p99 wake lateness
-//          <= 31 µs (room for the fire and its handler within 50 µs), a
-//          5 ms timer 156 µs, which the VM's bare wake already meets
-//          (p99 115 µs), so long periods spin only the free part.
+//          <= 16 µs, a 5 ms timer 78 µs, 20 ms 312 µs (which the VM's
+//          bare wake already meets, so long periods spin only the free
+//          part). I / 32 before (31 µs at 1 ms) left too little room for
+//          the histogram's estimate of q99 (256-512 decayed samples: its
+//          q99 is the 3rd-5th largest) and for the fire and handler after
+//          the wake: replayed against this VM's bare 1 ms wake (L = 18 µs +
+//          Exp(12 µs): p50 26, p99 73 µs; spin_window_test), the rule's own
+//          p99 wake lateness was 37-42 µs at 7-13 µs of spin per period,
+//          and the quiet bench measured timer p99 47-58 µs (10.5 µs of spin
+//          per park); with I / 64 the replay gives 22-26 µs at 20-27 µs of
+//          spin per period (+1.3 % of a core at 1 kHz; no change at 5 ms
+//          and longer, where the free part is the larger).
 // The arithmetic (idle CPU = (F + S) / I, F = the kernel's CPU per timed
 // park, 25-75 µs on the 2-vCPU VM, more at longer periods; L quiet at 5 ms:
 // p5 33, p50 57, p99 115 µs):
 //   I = 1 ms:   tail part up to S = 40 µs (+4 % of a core; a 1 kHz timer is
-//               not idle); with L as above about 20 µs (+2 %)
+//               not idle); with the VM's 1 ms L about 20-27 µs (+2-2.7 %)
 //   I = 5 ms:   free part only: S <= 1 µs  (+0.02 %)
 //   I = 20 ms:  S <= 4 µs  (+0.02 %)
 //   I = 100 ms: S <= 20 µs (+0.02 %)
-// Where the tail and the budget conflict (q99(L) - I / 32 costs more than
+// Where the tail and the budget conflict (q99(L) - I / 64 costs more than
 // I / 25), the budget wins and the timer stays late by the rest.
 // An interval no longer than q05(L) is spun whole (m = I): a park would be
 // late by more than the interval and cost a kernel timer wake (timers a few
 // µs apart, as a cluster of 1 ms timers armed together is, took one timed
-// park each before). The margin is recomputed only after 16 new samples or
-// for an interval more than 1/16 away (margin_cached_ns); once the histogram
-// is full, after samples/8 (32-64) instead of 16.
+// park each before). The margin is recomputed after samples/8 new samples
+// (every sample while the histogram fills, every 32-64 once it is full) or
+// for an interval more than 1/16 away and above the cached q05
+// (margin_cached_ns).
 // The earlier rule (S(m) <= min(I / 100, 10 µs), m <= spin_window_us)
 // spent 3-9 µs per period at 5 ms where the tail needed none, and could not
 // reach a 1 ms timer's tail (the 50 µs cap): p99 110-172 µs on the idle VM.
@@ -132,10 +142,9 @@ class WakeLatency {
   static constexpr uint32_t kBuckets = 64;           // 0 .. 128 µs, then overflow
   static constexpr uint32_t kDecayAt = 512;          // halve all counts at this total
   static constexpr uint64_t kFreeDivisor = 5000;     // free spin: E[spin] <= I / 5000 (0.02 %)
-  static constexpr uint64_t kTailDivisor = 32;       // tail target: q99(L) - m <= I / 32
+  static constexpr uint64_t kTailDivisor = 64;       // tail target: q99(L) - m <= I / 64
   static constexpr uint64_t kTailBudgetDivisor = 25; // tail spin: E[spin] <= I / 25 (4 %)
   static constexpr uint64_t kIntervalDivisor = 8;    // margin <= I / 8
-  static constexpr uint32_t kRecomputeEvery = 16;    // margin_cached_ns: samples between recomputations
 
   /// Seeds the histogram with one sample (ns): the calibrated hand-off cost.
   explicit WakeLatency(uint64_t seed_ns) noexcept { observe(seed_ns); }
@@ -181,7 +190,7 @@ class WakeLatency {
   }
 
   /// margin_ns, recomputed only when the evidence or the interval changed:
-  /// after max(kRecomputeEvery, samples held / 8) new samples, or for an
+  /// after max(1, samples held / 8) new samples, or for an
   /// interval more than 1/16 away from the one it was computed for and
   /// above the q05 it was computed with (a periodic timer parks for
   /// nearly the same interval every period). Between recomputations the
@@ -192,11 +201,13 @@ class WakeLatency {
   /// the timekeeper_ CAS, which orders these plain members).
   uint64_t margin_cached_ns(uint64_t interval_ns, uint64_t ceiling_ns) noexcept {
     if (ceiling_ns == 0) return 0;
-    // Fresh enough: fewer new samples than kRecomputeEvery or 1/8 of those
-    // held (256-512 once the histogram is full, so every 32-64 timed parks;
-    // 16 at most shifted a full histogram's quantiles by 3 %, and the
-    // recomputation was ~80 of the ~1000 instructions of an idle 5 ms tick).
-    const bool fresh = cache_valid_ && observed_ - cache_observed_ < std::max(kRecomputeEvery, cache_total_ / 8);
+    // Fresh enough: fewer new samples than 1/8 of those held (256-512 once
+    // the histogram is full, so every 32-64 timed parks: the recomputation
+    // every 16 was ~80 of the ~1250 instructions of an idle 5 ms tick; while
+    // it fills, after every sample at first, so the first periods' margins
+    // are not the seed's: replayed, 2-3 of the first 100 periods of a 1 ms
+    // timer woke more than 45 µs late with a recomputation every 16, 0-1 now).
+    const bool fresh = cache_valid_ && observed_ - cache_observed_ < std::max<uint32_t>(1, cache_total_ / 8);
     if (fresh && interval_ns >= cache_lo_ && interval_ns <= cache_hi_)
       return cache_whole_ ? interval_ns : std::min(cache_margin_, interval_ns);
     // At most the q05 it was computed with: spun whole, as margin_ns would
@@ -216,7 +227,7 @@ class WakeLatency {
 
   /// How early to wake before a deadline `interval_ns` (I) away (see the
   /// file comment): m = max(m_free, m_tail), where m_free is the largest
-  /// margin with E[(m - L)+] <= I / 5000 and m_tail = q99(L) - I / 32 (0 if
+  /// margin with E[(m - L)+] <= I / 5000 and m_tail = q99(L) - I / 64 (0 if
   /// negative), cut to the largest margin with E[(m - L)+] <= I / 25; both
   /// at most min(I / 8, q99(L)). `ceiling_ns` 0 (COACT_SPIN_WINDOW_US=0)
   /// turns the early wake off. Timekeeper thread. O(kBuckets).
