@@ -745,10 +745,21 @@ Job Scheduler::idle(Worker& w) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;
     const uint64_t spin_ns = w.spin_window.window_ns(ceiling);
+    // An empty window (the adaptive window of a worker whose spins found
+    // nothing: an idle pool's timekeeper every tick) skips step 1 and its
+    // scan: acquire() or the wake's own checks scanned a moment ago, and
+    // step 4 rechecks after registering. Never counted as a spinner, it
+    // registers without step 3 (spin_park.hpp: the argument holds for an
+    // empty window). Saves two seq_cst RMWs on spinning_'s line, a shared
+    // scan and two clock reads per idle tick.
+    uint64_t spin_start = 0, now = 0;
+    if (spin_ns == 0) {
+      spin_park_.register_idle(w.index);  // 2.
+    } else {
     spin_park_.begin_spin();  // 1.
-    const uint64_t spin_start = sync::now_ns();
+    spin_start = sync::now_ns();
     const uint64_t deadline = spin_start + spin_ns;
-    uint64_t now = spin_start;
+    now = spin_start;
     for (;;) {
       if (Job c = take_shared(w, more)) {
         spin_park_.end_spin();
@@ -777,22 +788,22 @@ Job Scheduler::idle(Worker& w) {
         }
         spin_park_.begin_spin();
       }
-      if (spin_ns == 0) break;  // a window of one scan: no clock read to end it
       now = sync::now_ns();
       if (now >= deadline) break;
       for (int i = 0; i < 16; ++i) sync::cpu_relax();
     }
-    const uint64_t spun = now - spin_start;
     // No pay point before parking: an idle worker is credited when it resumes
     // (woken by a thread that paid), so paying here would only make it late
     // to take new work while it is virtually idle.
     spin_park_.register_idle_then_unspin(w.index);  // 2. + 3.
+    }
+    const uint64_t spun = now - spin_start;
     if (Job c = take_shared(w, more)) {        // 4.
       spin_park_.unregister_idle(w.index);
       causal::on_resume();
       if (more) spin_park_.notify();
       w.clock_ns = sync::now_ns();
-      w.spin_window.found(w.clock_ns - spin_start, ceiling);
+      w.spin_window.found(spin_ns == 0 ? 0 : w.clock_ns - spin_start, ceiling);
       return c;
     }
     if (stopping_.load(std::memory_order_seq_cst)) {

@@ -33,7 +33,10 @@
 // The argument holds for any spin window, including an empty one: step 1's
 // length is decided per episode by the worker's adaptive SpinWindow
 // (spin_window.hpp; at most spin_window_us), and every exit from the spin
-// state still goes through steps 2-4. The timekeeper's early wake spins
+// state still goes through steps 2-4. A worker whose window is empty skips
+// steps 1 and 3 (register_idle, then 4.): it is never counted in spinning_,
+// so case a. cannot rely on it, and cases b. and c. are argued on step 2
+// and step 4 alone, which it performs in the same order. The timekeeper's early wake spins
 // outside the spin state (spinning_ is not raised): it stays registered on
 // the idle list, so a notifier that pops it leaves a token (a spurious wake
 // later), and it leaves its spin as soon as shared work is published.
@@ -93,12 +96,15 @@ class SpinPark {
   void end_spin() noexcept { spinning_.fetch_sub(1, sync::memory_order_seq_cst); }
   /// Steps 2 and 3: register on the idle list, then stop counting as a spinner.
   void register_idle_then_unspin(uint32_t w) {
-    {
-      std::lock_guard lk(mu_);
-      idle_.push_back(w);
-      idle_count_.store(int32_t(idle_.size()), sync::memory_order_seq_cst);
-    }
+    register_idle(w);
     spinning_.fetch_sub(1, sync::memory_order_seq_cst);
+  }
+  /// Step 2 alone: for a worker with an empty spin window, which skipped
+  /// step 1 (never counted as a spinner, so it has no step 3).
+  void register_idle(uint32_t w) {
+    std::lock_guard lk(mu_);
+    idle_.push_back(w);
+    idle_count_.store(int32_t(idle_.size()), sync::memory_order_seq_cst);
   }
   /// Step 5, found work: leave the idle list if still on it. Returns false if a
   /// notifier already popped us (our parker then holds a token).
