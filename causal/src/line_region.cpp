@@ -138,7 +138,8 @@ void begin_experiment_hook(const Selection& sel) noexcept {
     auto [r, fresh] = st.ranges.try_emplace(it->second.line);
     if (fresh) r->second = st.sym->ranges_of(*it->second.line);
     detail::set_sample_target(sel.epoch, sel.region, it->second.context,
-                              st.experiment_cycles * sel.speedup_pct / 100, r->second.data(), r->second.size());
+                              st.experiment_cycles * sel.speedup_pct / 100, st.experiment_ns, r->second.data(),
+                              r->second.size());
   } catch (...) {
     detail::clear_sample_target();  // allocation failure: the drainer injects this experiment's samples
   }

@@ -14,7 +14,8 @@
 //  4. write buf[head % kSampleRing]: the interrupted registers (ucontext),
 //     the stack from the interrupted SP up to kSampleStack bytes, never past
 //     the thread's stack end (recorded at registration), region, overrun,
-//     tid, the period the timers are armed at (detail::set_armed_period);
+//     tid, the source that signalled (si_code) and the period that source
+//     was armed at (detail::set_armed_period), a count per source;
 //     if its PC is on the published sample target (the selected line), its
 //     delay: G += x and this ring's credit += x (two relaxed RMWs);
 //  5. the sample hook, if set, sees the sample;
@@ -59,11 +60,21 @@ struct Ring {
   int tid = 0;
   uint64_t stack_lo = 0;    // the thread's stack [lo, hi), from pthread_getattr_np
   uint64_t stack_hi = 0;
-  timer_t timer{};
-  int perf_fd = -1;         // the task-clock perf event, when it opened (else `timer`)
-  bool has_timer = false;   // guarded by g_mu
+  timer_t timer{};          // the POSIX CPU-clock timer, when has_posix
+  int perf_fd = -1;         // the task-clock perf event, when it opened
+  bool has_posix = false;   // guarded by g_mu
+  bool has_timer = false;   // guarded by g_mu: has_posix || perf_fd >= 0
   bool exited = false;      // guarded by g_mu
-  bool armed = false;       // guarded by g_mu
+  bool armed = false;       // guarded by g_mu: some source armed
+  bool posix_armed = false; // guarded by g_mu
+  bool perf_armed = false;  // guarded by g_mu
+  // The period each source was last armed at (written under g_mu before the
+  // source is armed; read by the handler on the ring's thread: a sample's
+  // period is that of the source that signalled, so a signal still queued
+  // from the other source after a switch keeps its own weight).
+  std::atomic<uint64_t> posix_ns{0};
+  std::atomic<uint64_t> perf_ns{0};
+  std::atomic<uint64_t> by_source[3]{};  // samples written, by SampleSource (producer: the handler)
   // Producer: the handler (head, dropped); consumer: drain (tail).
   std::atomic<uint64_t> head{0};
   std::atomic<uint64_t> tail{0};
@@ -88,6 +99,12 @@ std::atomic<uint64_t> g_period_ns{0};
 // an experiment on a line region (detail::set_armed_period). Written under
 // g_mu, read by the handler (the period a sample stands for) and register.
 std::atomic<uint64_t> g_armed_ns{0};
+// Precise mode (detail::set_armed_period with a period > 0: an experiment on
+// a line): threads with a perf event sample with it, the POSIX timer
+// disarmed. Otherwise (the base mode) the POSIX CPU-clock timer samples and
+// the perf event is disabled. Written under g_mu.
+std::atomic<bool> g_precise{false};
+uint64_t g_retired_by_source[3] = {};  // guarded by g_mu: by_source of freed rings
 std::atomic<detail::SampleHook> g_hook{nullptr};
 
 // The selected line for in-handler injection (detail::set_sample_target).
@@ -105,6 +122,7 @@ struct Target {
   std::atomic<uint32_t> context{kNoRegion};
   std::atomic<uint32_t> n{0};
   std::atomic<uint64_t> per_period{0};
+  std::atomic<uint64_t> period_ns{0};
   std::atomic<uint64_t> lo[detail::kSampleTargetRanges]{};
   std::atomic<uint64_t> hi[detail::kSampleTargetRanges]{};
 };
@@ -120,9 +138,14 @@ uint64_t target_delay(const RawSample& s, const Selection& sel) noexcept {
   const uint32_t region = g_target.region.load(std::memory_order_acquire);
   const uint32_t context = g_target.context.load(std::memory_order_acquire);
   const uint64_t per_period = g_target.per_period.load(std::memory_order_acquire);
+  const uint64_t target_ns = g_target.period_ns.load(std::memory_order_acquire);
   const uint32_t n = std::min(g_target.n.load(std::memory_order_acquire), detail::kSampleTargetRanges);
   bool hit = false;
-  if (epoch == sel.epoch && region == sel.region && (context == kNoRegion || context == s.region)) {
+  // A sample of another period (a POSIX timer's signal queued before the
+  // switch to the perf event) is left to the drainer, which weighs it by its
+  // own period.
+  if (epoch == sel.epoch && region == sel.region && (context == kNoRegion || context == s.region) &&
+      s.period_ns == target_ns) {
     const uint64_t pc = s.pc();
     for (uint32_t i = 0; i < n && !hit; ++i) {
       hit = pc >= g_target.lo[i].load(std::memory_order_acquire) && pc < g_target.hi[i].load(std::memory_order_acquire);
@@ -184,7 +207,22 @@ void on_sigprof(int, siginfo_t* info, void* ucontext) {
                       ? static_cast<uint32_t>(info->si_overrun)
                       : 0;
       s.tid = r->tid;
-      s.period_ns = g_armed_ns.load(std::memory_order_relaxed);
+      // Which source signalled: a POSIX timer's signal is SI_TIMER; the perf
+      // event's (F_SETSIG) carries a POLL_* code (> 0); anything else
+      // (raise(), kill: SI_TKILL / SI_USER, <= 0) is weighed at the current mode's period.
+      const int code = info != nullptr ? info->si_code : 0;
+      if (code == SI_TIMER) {
+        s.source = static_cast<uint32_t>(SampleSource::cpu_timer);
+        s.period_ns = r->posix_ns.load(std::memory_order_relaxed);
+      } else if (code > 0) {
+        s.source = static_cast<uint32_t>(SampleSource::perf_event);
+        s.period_ns = r->perf_ns.load(std::memory_order_relaxed);
+      } else {
+        s.source = static_cast<uint32_t>(SampleSource::other);
+        s.period_ns = g_armed_ns.load(std::memory_order_relaxed);
+      }
+      auto& count = r->by_source[s.source];
+      count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       const Selection sel = current_selection();
       s.epoch = sel.epoch;
       // A sample on the selected line: its delay goes into G now, and its
@@ -213,44 +251,75 @@ void atfork_child() {
     for (Ring* r : *g_rings) {
       if (r->perf_fd >= 0) (void)::close(r->perf_fd);  // the child's copy; the parent's event stays
       r->perf_fd = -1;
-      r->has_timer = r->armed = false;
+      r->has_timer = r->has_posix = r->armed = r->posix_armed = r->perf_armed = false;
     }
   }
   g_mu.unlock();
 }
 
-bool arm(Ring& r, uint64_t period_ns) noexcept {
-  if (r.perf_fd >= 0) {
-    if (period_ns == 0) {
-      if (::ioctl(r.perf_fd, PERF_EVENT_IOC_DISABLE, 0) != 0) return false;
-    } else {
-      uint64_t p = period_ns;
-      if (::ioctl(r.perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0 || ::ioctl(r.perf_fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
-        return false;
-      }
-    }
-    r.armed = period_ns != 0;
+// The perf event at `period_ns` (0: disabled).
+bool arm_perf(Ring& r, uint64_t period_ns) noexcept {
+  if (period_ns == 0) {
+    if (r.perf_armed && ::ioctl(r.perf_fd, PERF_EVENT_IOC_DISABLE, 0) != 0) return false;
+    r.perf_armed = false;
     return true;
   }
+  uint64_t p = period_ns;
+  r.perf_ns.store(period_ns, std::memory_order_relaxed);
+  if (::ioctl(r.perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0 || ::ioctl(r.perf_fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    return false;
+  }
+  r.perf_armed = true;
+  return true;
+}
+
+// The POSIX CPU-clock timer at `period_ns` (0: disarmed).
+bool arm_posix(Ring& r, uint64_t period_ns) noexcept {
+  if (period_ns == 0 && !r.posix_armed) return true;
   itimerspec it{};
   it.it_interval.tv_sec = static_cast<time_t>(period_ns / 1'000'000'000);
   it.it_interval.tv_nsec = static_cast<long>(period_ns % 1'000'000'000);
   it.it_value = it.it_interval;
-  if (period_ns == 0) it.it_value.tv_nsec = 0;
+  if (period_ns != 0) r.posix_ns.store(period_ns, std::memory_order_relaxed);
   if (timer_settime(r.timer, 0, &it, nullptr) != 0) return false;
-  r.armed = period_ns != 0;
+  r.posix_armed = period_ns != 0;
   return true;
 }
 
-// The calling thread's CPU-time sampler as a perf event (Coz's choice): the
-// software task clock, which counts the thread's CPU time and overflows from
-// an hrtimer, so a sample comes every period of CPU time. A POSIX CPU-clock
-// timer (the fallback) is checked only at the scheduler tick (4 ms here): one
-// sample then stands for ~4 periods, and its delay (periods x period x s)
-// reaches the other threads in lumps larger than a short branch's slack.
-// Created disabled; SIGPROF to thread `tid` at each overflow (O_ASYNC,
-// F_SETSIG, F_SETOWN_EX). -1 if perf events are not allowed (e.g.
-// perf_event_paranoid 3, a seccomp filter): the caller falls back.
+// Arms `r` for the current mode (under g_mu): off while sampling is off;
+// precise mode: the perf event at the armed period, where the thread has
+// one; otherwise the POSIX timer at the armed period (the base period, or
+// the precise one for a thread without a perf event); a thread whose POSIX
+// timer could not be created uses its perf event throughout. The source
+// not used is disarmed first (no sample is taken twice).
+bool arm(Ring& r) noexcept {
+  const uint64_t ns = g_active.load(std::memory_order_relaxed) ? g_armed_ns.load(std::memory_order_relaxed) : 0;
+  const bool perf = r.perf_fd >= 0 && (g_precise.load(std::memory_order_relaxed) || !r.has_posix);
+  bool ok = true;
+  if (perf) {
+    if (r.has_posix) ok = arm_posix(r, 0);
+    ok = arm_perf(r, ns) && ok;
+  } else {
+    if (r.perf_fd >= 0) ok = arm_perf(r, 0);
+    if (r.has_posix) ok = arm_posix(r, ns) && ok;
+  }
+  r.armed = r.posix_armed || r.perf_armed;
+  return ok;
+}
+
+// The calling thread's precise CPU-time sampler, a perf event (Coz's choice):
+// the software task clock, which counts the thread's CPU time and overflows
+// from an hrtimer, so a sample comes every period of CPU time. The POSIX
+// CPU-clock timer (the base mode's source) is checked only at the scheduler
+// tick (4 ms here): one sample then stands for ~4 periods, and its delay
+// (periods x period x s) would reach the other threads in lumps larger than
+// a short branch's slack; hence the perf event during line experiments.
+// But its hrtimer costs ~24 us per expiry and ~4.5 us per context switch of
+// the thread while enabled (README: "What a sample costs"), so it is
+// enabled only then. Created disabled; SIGPROF to thread `tid` at each
+// overflow (O_ASYNC, F_SETSIG, F_SETOWN_EX). -1 if perf events are not
+// allowed (e.g. perf_event_paranoid 3, a seccomp filter): the POSIX timer
+// then serves both modes.
 int open_task_clock(int tid) noexcept {
   perf_event_attr pe{};
   pe.size = sizeof(pe);
@@ -304,9 +373,10 @@ bool start_sampling(std::chrono::nanoseconds period) {
   const auto ns = static_cast<uint64_t>(period.count());
   g_period_ns.store(ns, std::memory_order_relaxed);
   g_armed_ns.store(ns, std::memory_order_relaxed);
+  g_precise.store(false, std::memory_order_relaxed);
   g_active.store(true, std::memory_order_relaxed);
   for (Ring* r : rings()) {
-    if (r->has_timer && !r->exited) (void)arm(*r, ns);
+    if (r->has_timer && !r->exited) (void)arm(*r);
   }
   return true;
 }
@@ -316,7 +386,7 @@ void stop_sampling() noexcept {
   g_active.store(false, std::memory_order_relaxed);
   if (g_rings == nullptr) return;
   for (Ring* r : *g_rings) {
-    if (r->has_timer && r->armed) (void)arm(*r, 0);
+    if (r->has_timer && r->armed) (void)arm(*r);
   }
 }
 
@@ -340,16 +410,17 @@ void register_sampled_thread() noexcept {
       pthread_attr_destroy(&attr);
     }
     std::lock_guard lk(g_mu);
-    if (!g_forked_child.load(std::memory_order_relaxed)) r->perf_fd = open_task_clock(r->tid);
-    if (r->perf_fd >= 0) {
-      r->has_timer = true;
-    } else if (!g_forked_child.load(std::memory_order_relaxed)) {
+    // Both sources where allowed: the POSIX timer outside line experiments,
+    // the perf event during them (set_armed_period).
+    if (!g_forked_child.load(std::memory_order_relaxed)) {
+      r->perf_fd = open_task_clock(r->tid);
       sigevent sev{};
       sev.sigev_notify = SIGEV_THREAD_ID;
       sev.sigev_signo = SIGPROF;
       sev._sigev_un._tid = r->tid;  // sigev_notify_thread_id (glibc names it only with _GNU_SOURCE in C)
-      r->has_timer = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &r->timer) == 0;
+      r->has_posix = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &r->timer) == 0;
     }
+    r->has_timer = r->has_posix || r->perf_fd >= 0;
     if (!r->has_timer) {  // listed as unsampled by stats()
       delete r;
       return;
@@ -359,7 +430,7 @@ void register_sampled_thread() noexcept {
     t_exit.registered = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     t_ring = r;
-    if (g_active.load(std::memory_order_relaxed)) (void)arm(*r, g_armed_ns.load(std::memory_order_relaxed));
+    if (g_active.load(std::memory_order_relaxed)) (void)arm(*r);
   } catch (...) {
     // allocation failed: the thread stays unsampled (listed by stats())
   }
@@ -371,14 +442,10 @@ void unregister_sampled_thread() noexcept {
   t_ring = nullptr;  // the handler ignores signals from now on
   std::atomic_signal_fence(std::memory_order_seq_cst);
   std::lock_guard lk(g_mu);
-  if (r->perf_fd >= 0) {
-    (void)::close(r->perf_fd);
-    r->perf_fd = -1;
-    r->has_timer = r->armed = false;
-  } else if (r->has_timer) {
-    (void)timer_delete(r->timer);
-    r->has_timer = r->armed = false;
-  }
+  if (r->perf_fd >= 0) (void)::close(r->perf_fd);
+  if (r->has_posix) (void)timer_delete(r->timer);
+  r->perf_fd = -1;
+  r->has_timer = r->has_posix = r->armed = r->posix_armed = r->perf_armed = false;
   r->exited = true;
   ++g_exited;
 }
@@ -416,6 +483,7 @@ uint64_t drain_samples_with_credit(const std::function<uint64_t(const RawSample&
     if (!r->exited) return false;
     g_retired_samples += written(*r);
     g_retired_dropped += r->dropped.load(std::memory_order_relaxed);
+    for (int k = 0; k < 3; ++k) g_retired_by_source[k] += r->by_source[k].load(std::memory_order_relaxed);
     delete r;
     return true;
   });
@@ -434,13 +502,24 @@ SamplerStats sampler_stats() {
     st.dropped = g_retired_dropped;
     st.threads_registered = g_registered;
     st.threads_exited = g_exited;
+    st.precise = g_precise.load(std::memory_order_relaxed);
+    st.armed_period_ns = g_armed_ns.load(std::memory_order_relaxed);
+    uint64_t by_source[3] = {g_retired_by_source[0], g_retired_by_source[1], g_retired_by_source[2]};
     if (g_rings != nullptr) {
       for (const Ring* r : *g_rings) {
         st.samples += written(*r);
         st.dropped += r->dropped.load(std::memory_order_relaxed);
-        if (!r->exited && r->has_timer) live.insert(r->tid);
+        for (int k = 0; k < 3; ++k) by_source[k] += r->by_source[k].load(std::memory_order_relaxed);
+        if (!r->exited && r->has_timer) {
+          live.insert(r->tid);
+          st.threads_perf_event += r->perf_fd >= 0 ? 1 : 0;
+          st.threads_cpu_timer += r->has_posix ? 1 : 0;
+        }
       }
     }
+    st.samples_cpu_timer = by_source[0];
+    st.samples_perf_event = by_source[1];
+    st.samples_other = by_source[2];
   }
   st.threads_live = live.size();
   if (DIR* d = opendir("/proc/self/task")) {
@@ -464,7 +543,7 @@ namespace detail {
 bool in_sample_handler() noexcept { return t_in_handler; }
 void set_sample_hook(SampleHook hook) noexcept { g_hook.store(hook, std::memory_order_release); }
 void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
-                       const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {
+                       uint64_t period_ns, const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {
   const uint32_t q = g_target.seq.load(std::memory_order_relaxed);
   g_target.seq.store(q + 1, std::memory_order_relaxed);
   const uint32_t m = static_cast<uint32_t>(std::min<size_t>(n, kSampleTargetRanges));
@@ -477,27 +556,32 @@ void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64
   g_target.region.store(region, std::memory_order_release);
   g_target.context.store(context, std::memory_order_release);
   g_target.per_period.store(delay_per_period, std::memory_order_release);
+  g_target.period_ns.store(period_ns, std::memory_order_release);
   g_target.seq.store(q + 2, std::memory_order_release);
 }
 
 bool set_armed_period(std::chrono::nanoseconds period) noexcept {
   std::lock_guard lk(g_mu);
   if (!g_active.load(std::memory_order_relaxed)) return false;
-  uint64_t ns = period.count() > 0 ? static_cast<uint64_t>(period.count()) : g_period_ns.load(std::memory_order_relaxed);
+  const bool precise = period.count() > 0;
+  uint64_t ns = precise ? static_cast<uint64_t>(period.count()) : g_period_ns.load(std::memory_order_relaxed);
   ns = std::max<uint64_t>(ns, 10'000);  // start_sampling's floor
-  if (ns == g_armed_ns.load(std::memory_order_relaxed)) return true;
+  if (ns == g_armed_ns.load(std::memory_order_relaxed) && precise == g_precise.load(std::memory_order_relaxed)) {
+    return true;
+  }
   g_armed_ns.store(ns, std::memory_order_relaxed);
+  g_precise.store(precise, std::memory_order_relaxed);
   bool ok = true;
   if (g_rings == nullptr) return ok;
   for (Ring* r : *g_rings) {
-    if (r->has_timer && !r->exited) ok = arm(*r, ns) && ok;
+    if (r->has_timer && !r->exited) ok = arm(*r) && ok;
   }
   return ok;
 }
 
 uint64_t armed_period_ns() noexcept { return g_armed_ns.load(std::memory_order_relaxed); }
 
-void clear_sample_target() noexcept { set_sample_target(0, kNoRegion, kNoRegion, 0, nullptr, 0); }
+void clear_sample_target() noexcept { set_sample_target(0, kNoRegion, kNoRegion, 0, 0, nullptr, 0); }
 
 uint64_t take_sample_credit() noexcept {
   Ring* r = t_ring;

@@ -2,17 +2,26 @@
 // regions (docs/DESIGN.md "Causal profiling", "Region": sampled lines).
 //
 // What: every registered thread (runtime workers register at start; program
-// threads call register_sampled_thread()) owns a sampler of its own CPU
-// time firing SIGPROF at that thread every `period` of it (default 1 ms, as
-// Coz): a task-clock perf event (perf_event_open PERF_COUNT_SW_TASK_CLOCK,
-// user time, with O_ASYNC / F_SETSIG / F_SETOWN_EX to the thread; an hrtimer
-// overflows it every period, as Coz's sampler), or, where perf events are not
-// allowed, a POSIX timer on the thread's CPU clock
-// (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID), which the
-// kernel checks only at its tick: a sample then stands for 1 + its overrun
-// periods. The period can be changed while sampling runs
-// (detail::set_armed_period: line regions sample faster during an
-// experiment on a line). The signal handler copies the interrupted
+// threads call register_sampled_thread()) owns two samplers of its own CPU
+// time, each firing SIGPROF at that thread:
+//   * a POSIX timer on the thread's CPU clock (timer_create(
+//     CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID) — the base mode, every
+//     `period` of CPU time (default 1 ms, as Coz). The kernel checks it only
+//     at its tick (4 ms on the machines measured), so a sample stands for
+//     1 + its overrun periods; it needs no hrtimer, which makes it cheap;
+//   * a task-clock perf event (perf_event_open PERF_COUNT_SW_TASK_CLOCK,
+//     user time, O_ASYNC / F_SETSIG / F_SETOWN_EX to the thread; an hrtimer
+//     overflows it every period, as Coz's sampler) — the precise mode,
+//     armed only while detail::set_armed_period asks for it (line regions:
+//     while an experiment selects a line, at the experiment period), the
+//     POSIX timer disarmed meanwhile. Each sample comes on time, at a cost
+//     of an hrtimer expiry per period and more per context switch.
+// Where perf events are not allowed (perf_event_paranoid 3, a seccomp
+// filter), the POSIX timer serves both modes (at the precise period in the
+// precise mode); where the POSIX timer cannot be created, the perf event
+// serves both. Each sample records the source that signalled and the period
+// that source was armed at (RawSample::source, period_ns); sampler_stats()
+// counts samples by source. The signal handler copies the interrupted
 // registers and the top kSampleStack bytes of the thread's stack, the region
 // the thread was running (region.hpp: innermost handler frame, else innermost
 // scope), the timer overrun count and the thread id into the thread's ring,
@@ -62,6 +71,13 @@ inline constexpr uint32_t kSampleRing = 512;
 /// DWARF registers copied (x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip).
 inline constexpr uint32_t kSampleRegs = 17;
 
+/// What raised a sample's signal (RawSample::source).
+enum class SampleSource : uint32_t {
+  cpu_timer = 0,   ///< The POSIX CPU-clock timer (si_code SI_TIMER): the base mode.
+  perf_event = 1,  ///< The task-clock perf event (si_code POLL_*): the precise mode.
+  other = 2,       ///< Anything else (raise(), kill()): weighed at the armed period.
+};
+
 /// One sample, as the handler wrote it.
 struct RawSample {
   uint64_t regs[kSampleRegs];  ///< DWARF numbering; regs[16] is the interrupted PC, regs[7] the stack pointer.
@@ -71,7 +87,8 @@ struct RawSample {
   int32_t tid;                 ///< Thread id (gettid).
   uint32_t epoch;              ///< Experiment epoch (region.hpp current_selection) when taken.
   uint64_t injected;           ///< Delay (cycles) the handler injected for this sample (detail::set_sample_target); 0: none.
-  uint64_t period_ns;          ///< The period the thread's sampler was armed at when taken (detail::set_armed_period): one of (1 + overrun) periods this sample stands for.
+  uint64_t period_ns;          ///< The period the signalling source was armed at (detail::set_armed_period): one of (1 + overrun) periods this sample stands for.
+  uint32_t source;             ///< SampleSource that signalled (from si_code).
   alignas(8) unsigned char stack[kSampleStack];
   uint64_t pc() const noexcept { return regs[16]; }
 };
@@ -94,8 +111,15 @@ struct UnsampledThread {
 struct SamplerStats {
   bool active = false;              ///< Between start_sampling and stop_sampling.
   bool disabled_after_fork = false; ///< This process is a fork() child of a sampling parent.
-  uint64_t period_ns = 0;
+  uint64_t period_ns = 0;           ///< The base period (start_sampling).
+  uint64_t armed_period_ns = 0;     ///< The period the samplers are armed at now.
+  bool precise = false;             ///< The precise mode is on (detail::set_armed_period with a period).
   uint64_t samples = 0;             ///< Written by handlers into rings.
+  uint64_t samples_cpu_timer = 0;   ///< Of `samples`: signalled by the POSIX CPU-clock timer.
+  uint64_t samples_perf_event = 0;  ///< Of `samples`: signalled by the perf event.
+  uint64_t samples_other = 0;       ///< Of `samples`: raised otherwise (raise(), kill()).
+  uint64_t threads_perf_event = 0;  ///< Live registered threads that have a perf event.
+  uint64_t threads_cpu_timer = 0;   ///< Live registered threads that have a POSIX CPU-clock timer.
   uint64_t dropped = 0;             ///< Lost to full rings.
   uint64_t threads_registered = 0;  ///< Ever registered.
   uint64_t threads_live = 0;        ///< Registered and not exited.
@@ -172,7 +196,9 @@ inline constexpr uint32_t kSampleTargetRanges = 64;
 /// Publishes the selected line for the signal handler (line_region.cpp, at
 /// begin_experiment): from now on, a sample taken while the selection is
 /// (`epoch`, `region`) whose interrupted PC lies in one of `ranges`
-/// ([lo, hi), at most kSampleTargetRanges; later ones are ignored) and —
+/// ([lo, hi), at most kSampleTargetRanges; later ones are ignored), whose
+/// period (RawSample::period_ns) is `period_ns` (the one `delay_per_period`
+/// was computed for; a sample of another period is left to the drainer) and —
 /// unless `context` is kNoRegion — whose thread runs region `context`,
 /// injects (1 + overrun) x `delay_per_period` cycles at once, in the handler:
 /// G += x (add_global_delay) and the sampled thread's credit += x (taken at
@@ -187,17 +213,24 @@ inline constexpr uint32_t kSampleTargetRanges = 64;
 /// under-predicted by a third to two thirds). Any thread; lock-free (a
 /// seqlock; one writer at a time: the caller serialises).
 void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
-                       const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept;
-/// Re-arms every registered thread's sampler at `period` (0 or less: the
-/// period start_sampling was given), and threads that register later at it;
-/// each sample records the period it was armed at (RawSample::period_ns).
-/// Line regions sample faster while an experiment selects a line
-/// (line_region.hpp says why). Periods below 10 µs are raised to 10 µs. A
-/// perf event's new period applies from its next overflow on older kernels:
-/// the first sample after a change may stand for the old period but is
-/// weighted with the new one (one sample per thread per change). Returns
-/// false if sampling is off or a timer could not be re-armed. Any thread;
-/// takes the sampler mutex (never from the signal handler).
+                       uint64_t period_ns, const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept;
+/// Switches every registered thread's sampling (and threads that register
+/// later) to the precise mode at `period` (> 0: the perf event where the
+/// thread has one, its POSIX timer disarmed; else the POSIX timer at
+/// `period`), or back to the base mode (0 or less: the POSIX timer at the
+/// period start_sampling was given, the perf event disabled). Line regions
+/// use the precise mode while an experiment selects a line (line_region.hpp
+/// says why). Each sample records its source's period (RawSample::
+/// period_ns), so a signal queued by one source and delivered after a switch
+/// keeps its weight. Periods below 10 µs are raised to 10 µs. A perf event's
+/// new period applies from its next overflow on older kernels: the first
+/// sample after a change may stand for the old period but is weighted with
+/// the new one (one sample per thread per change); the CPU time since a
+/// disarmed source's last sample is not sampled (up to one period per
+/// thread per switch). Returns false if sampling is off or a source could
+/// not be (dis)armed. Any thread (timer_settime and the perf ioctls act on
+/// another thread's sampler); takes the sampler mutex (never from the
+/// signal handler).
 bool set_armed_period(std::chrono::nanoseconds period) noexcept;
 /// The period the samplers are armed at now, ns (0 before start_sampling). Any thread.
 uint64_t armed_period_ns() noexcept;
