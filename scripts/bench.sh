@@ -100,7 +100,11 @@
 #            `coact-dedup archive /usr/share/doc --passes 3`, archive in /dev/shm)
 #            on three sides per trial, rotating: plain (no profiler), sweep0
 #            (COACT_CAUSAL=1, fixed speedup 0: the sweep injects no delay) and
-#            sampling (sweep0 + COACT_CAUSAL_SAMPLING=1): wall time of the run,
+#            sampling (sweep0 + COACT_CAUSAL_SAMPLING=1), profile_only
+#            (COACT_CAUSAL=1 COACT_CAUSAL_PROFILE_ONLY=1: no experiment, the
+#            regions' counters only) and sampling_no_sweep (profile_only +
+#            COACT_CAUSAL_SAMPLING=1: sampling with no sweep, so no line
+#            experiment and the POSIX CPU-clock timer throughout): wall time of the run,
 #            time of its last pass (the steady state; the first pays the start-up)
 #            and the process's CPU time (user + sys, /usr/bin/time: less sensitive
 #            to other processes than wall time, start-up included);
@@ -109,7 +113,10 @@
 #            timer-driven samples on the sampled thread, kernel included). Two objects:
 #            {"group":"sampling","workload":"archiver","median_wall_s":{...},
 #             "median_last_pass_s":{...},"sampling_over_sweep0_pct":P,
-#             "sampling_over_plain_pct":P,"sweep0_over_plain_pct":P (last pass),
+#             "sampling_over_plain_pct":P,"sweep0_over_plain_pct":P,
+#             "sampling_no_sweep_over_plain_pct":P (sampling's overhead with no sweep),
+#             "sampling_no_sweep_over_profile_only_pct":P,"profile_only_over_plain_pct":P
+#             (last pass),
 #             "wall":{the same three for whole runs},"cpu":{the same for CPU time},
 #             "trials":{...},...}
 #            (overheads: medians of the per-trial ratios) and
@@ -592,15 +599,19 @@ run_sampling_group() {
   local archive="$shm/coact-bench-sampling-$$.cdar" rows="$tmp/sampling.jsonl"
   local sweep0=(COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0 COACT_CAUSAL_PROGRESS=chunks
                 COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
-  local sides=(plain sweep0 sampling) t i side env_side t0 t1 rc
+  local profile=(COACT_CAUSAL=1 COACT_CAUSAL_PROFILE_ONLY=1 COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
+  local sides=(plain sweep0 sampling profile_only sampling_no_sweep) t i side env_side t0 t1 rc
+  local nsides=${#sides[@]}
   : >"$rows"
   for ((t = 1; t <= TRIALS; t++)); do
-    for ((i = 0; i < 3; i++)); do
-      side=${sides[$(((i + t) % 3))]}
+    for ((i = 0; i < nsides; i++)); do
+      side=${sides[$(((i + t) % nsides))]}
       case $side in
         plain) env_side=() ;;
         sweep0) env_side=("${sweep0[@]}") ;;
         sampling) env_side=("${sweep0[@]}" COACT_CAUSAL_SAMPLING=1) ;;
+        profile_only) env_side=("${profile[@]}") ;;
+        sampling_no_sweep) env_side=("${profile[@]}" COACT_CAUSAL_SAMPLING=1) ;;
       esac
       rm -f "$tmp/profile.coz" "$tmp/profile.jsonl"
       t0=$(date +%s%N)

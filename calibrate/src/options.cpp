@@ -100,6 +100,13 @@ constexpr std::array kKeys{
         "sample CPU time on every worker so source lines become regions (file:line, Handler @ file:line)"sv},
     Key{"COACT_CAUSAL_SAMPLE_PERIOD_US"sv, "causal"sv, "sample_period_us"sv, Type::integer, "us"sv, 10, 1'000'000,
         false, "1000"sv, ""sv, "CPU time between samples (Coz: 1 ms)"sv},
+    Key{"COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US"sv, "causal"sv, "line_experiment_period_us"sv, Type::integer, "us"sv,
+        0, 1'000'000, false, "0"sv, ""sv,
+        "CPU time between samples while an experiment selects a line (the perf event); 0: the sample period / 8; "
+        "else at least 10"sv},
+    Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv,
+        ""sv, "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
+        "COACT_CAUSAL_SAMPLING)"sv},
     Key{"COACT_CAUSAL_SOURCE_SCOPE"sv, "causal"sv, "source_scope"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
         "source files whose lines can be regions: Coz patterns ('%' = any characters) on full paths; empty: the "
         "program's own sources"sv},

@@ -132,6 +132,8 @@ constexpr std::string_view kRegionWeight = "COACT_CAUSAL_REGION_WEIGHT";
 constexpr std::string_view kSampling = "COACT_CAUSAL_SAMPLING";
 constexpr std::string_view kSamplePeriodUs = "COACT_CAUSAL_SAMPLE_PERIOD_US";
 constexpr std::string_view kSourceScope = "COACT_CAUSAL_SOURCE_SCOPE";
+constexpr std::string_view kLineExperimentPeriodUs = "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US";
+constexpr std::string_view kProfileOnly = "COACT_CAUSAL_PROFILE_ONLY";
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
   throw options::option_error(fmt::format("{}='{}': expected {}", key, value, accepted));
@@ -184,6 +186,21 @@ std::optional<Options> options_from(const options::Values& v) {
   o.sampling = v.boolean(kSampling);
   o.sample_period = std::chrono::microseconds(*v.integer(kSamplePeriodUs));
   o.source_scope = v.list(kSourceScope);
+  o.line_experiment_period = std::chrono::microseconds(*v.integer(kLineExperimentPeriodUs));
+  if (o.line_experiment_period.count() > 0 && o.line_experiment_period.count() < 10) {
+    bad_value(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()),
+              "0 (the sample period / 8) or an integer in 10..1000000 (us)");
+  }
+  o.profile_only = v.boolean(kProfileOnly);
+  if (o.profile_only) {
+    for (auto [key, set] : {std::pair{kFixedRegion, !o.fixed_region.empty()},
+                            std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
+                            std::pair{kExperiments, o.max_experiments != 0}}) {
+      if (set) {
+        bad_value(kProfileOnly, "1", fmt::format("0 when {} is set (a profile-only run has no experiments)", key));
+      }
+    }
+  }
   o.output = v.text(kOutput);
   o.json_output = v.is_set(kJsonOutput) ? v.text(kJsonOutput)
                   : o.output.empty()    ? std::string()
@@ -223,6 +240,10 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   if (o.sampling != d.sampling) add(kSampling, o.sampling ? "1" : "0");
   if (o.sample_period != d.sample_period) add(kSamplePeriodUs, std::to_string(o.sample_period.count()));
   if (!o.source_scope.empty()) add(kSourceScope, join(o.source_scope, ","));
+  if (o.line_experiment_period != d.line_experiment_period) {
+    add(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()));
+  }
+  if (o.profile_only != d.profile_only) add(kProfileOnly, o.profile_only ? "1" : "0");
   add(kOutput, o.output);  // always: the tool must know where to look
   add(kJsonOutput, o.json_output);
   return env;
@@ -233,12 +254,13 @@ std::string options_json(const Options& o) {
       "{{\"progress\":{},\"progress_handlers\":{},\"region_filter\":{},\"fixed_region\":{},\"fixed_speedup\":{},"
       "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
       "\"min_delta\":{},\"region_weight\":\"{}\",\"sampling\":{},\"sample_period_us\":{},\"source_scope\":{},"
-      "\"output\":{},\"json_output\":{}}}",
+      "\"output\":{},\"json_output\":{},\"line_experiment_period_us\":{},\"profile_only\":{}}}",
       json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
       json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
       o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
       o.min_delta, o.time_weighted ? "time" : "uniform", o.sampling ? "true" : "false", o.sample_period.count(),
-      json_array(o.source_scope), json_quote(o.output), json_quote(o.json_output));
+      json_array(o.source_scope), json_quote(o.output), json_quote(o.json_output), o.line_experiment_period.count(),
+      o.profile_only ? "true" : "false");
 }
 
 // ---- the sweep ----------------------------------------------------------------
@@ -316,13 +338,17 @@ class Sweep {
     // than one taken late. So the send path is the same in every experiment
     // of a sweep: direct throughout a sweep at fixed speedup 0, buffered to
     // the pay point throughout any other.
-    if (!(o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0) && global_delay_cycles() == 0) add_global_delay(1);
+    // A profile-only run injects no delay either.
+    if (!(o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0) && !o_.profile_only && global_delay_cycles() == 0) {
+      add_global_delay(1);
+    }
     g_sweep_active.store(true, std::memory_order_relaxed);
     if (o_.sampling) {
       try {
         SourceScope scope;
         scope.patterns = o_.source_scope;
-        sampling_ = start_line_sampling(LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10)});
+        sampling_ = start_line_sampling(
+            LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10), o_.line_experiment_period});
         if (!sampling_) std::fprintf(stderr, "coact causal: sampling did not start (already running, or a fork() child)\n");
       } catch (const std::exception& e) {
         std::fprintf(stderr, "coact causal: sampling did not start: %s\n", e.what());
@@ -331,11 +357,26 @@ class Sweep {
     for (const auto& r : region_snapshot()) last_[r.id] = {r.visits, r.cycles};
     for (ProgressPoint* p : progress_points()) start_counts_[p] = p->visits() + p->departures();
     std::string reason = "stopped";
-    if (sleep_until(s_, steady::now() + o_.cooldown)) reason = loop();
+    if (o_.profile_only) {
+      reason = profile_only_loop();
+    } else if (sleep_until(s_, steady::now() + o_.cooldown)) {
+      reason = loop();
+    }
     finish(reason);
   }
 
  private:
+  // Options::profile_only: no experiment; the regions' counters (and the
+  // sampled lines') run until stop() or the duration.
+  std::string profile_only_loop() {
+    for (;;) {
+      const auto end = t_start_ + o_.duration;
+      const auto deadline = o_.duration.count() != 0 ? end : steady::now() + std::chrono::hours(1);
+      if (!sleep_until(s_, deadline)) return "stopped";
+      if (o_.duration.count() != 0 && steady::now() >= end) return "duration";
+    }
+  }
+
   std::string loop() {
     const auto give_up = std::max<steady::duration>(kGiveUpMin, kGiveUpWindows * max_window_);
     for (;;) {
@@ -578,6 +619,29 @@ class Sweep {
     w_->json_line(fmt::format("{{\"type\":\"names\",\"regions\":[{}],\"progress\":[{}]}}", regions, points));
   }
 
+  // Options::profile_only: every region that ran, heaviest first, with its
+  // visits and time (handlers and scopes: exclusive running time; sampled
+  // lines: sampled CPU time, visits = sample periods).
+  void write_profile_record(uint64_t runtime_ns) {
+    std::vector<RegionStats> regions = region_snapshot();
+    for (auto& r : regions) {  // this run's share (the counters are the process's)
+      if (auto it = last_.find(r.id); it != last_.end()) {
+        r.visits -= std::min(r.visits, it->second.first);
+        r.cycles -= std::min(r.cycles, it->second.second);
+      }
+    }
+    std::erase_if(regions, [](const RegionStats& r) { return r.visits == 0; });
+    std::stable_sort(regions.begin(), regions.end(),
+                     [](const RegionStats& a, const RegionStats& b) { return a.cycles > b.cycles; });
+    std::string rs;
+    for (const auto& r : regions) {
+      rs += fmt::format("{}{{\"name\":{},\"kind\":\"{}\",\"visits\":{},\"time_ns\":{}}}", rs.empty() ? "" : ",",
+                        json_quote(r.name), to_string(r.kind), r.visits,
+                        calibrate::cycles_to_duration(r.cycles, hz_).count());
+    }
+    w_->json_line(fmt::format("{{\"type\":\"profile\",\"runtime_ns\":{},\"regions\":[{}]}}", runtime_ns, rs));
+  }
+
   void write_sampler_record() {
     const LineSamplingStats ls = line_sampling_stats();
     const SamplerStats ss = sampler_stats();
@@ -588,9 +652,11 @@ class Sweep {
     w_->json_line(fmt::format(
         "{{\"type\":\"sampler\",\"period_ns\":{},\"samples\":{},\"periods\":{},\"attributed\":{},\"dropped\":{},"
         "\"delayed\":{},\"line_regions\":{},\"threads_sampled\":{},\"threads_exited\":{},\"unsampled_threads\":[{}],"
-        "\"symbolizer_error\":{}}}",
+        "\"symbolizer_error\":{},\"experiment_period_ns\":{},\"samples_cpu_timer\":{},\"samples_perf_event\":{},"
+        "\"threads_perf_event\":{}}}",
         ss.period_ns, ls.samples, ls.periods, ls.attributed, ss.dropped, ls.delayed, ls.line_regions,
-        ss.threads_registered, ss.threads_exited, unsampled, json_quote(ls.symbolizer_error)));
+        ss.threads_registered, ss.threads_exited, unsampled, json_quote(ls.symbolizer_error), ls.experiment_period_ns,
+        ss.samples_cpu_timer, ss.samples_perf_event, ss.threads_perf_event));
   }
 
   void error(const std::string& what, const std::string& message, const std::vector<std::string>& names) {
@@ -614,6 +680,11 @@ class Sweep {
     for (const auto& r : region_snapshot()) samples.push_back({r.name, r.visits});
     w_->runtime(static_cast<uint64_t>(runtime_ns), samples);
     write_names();
+    if (o_.profile_only) {
+      write_profile_record(static_cast<uint64_t>(runtime_ns));
+      finish_summary(reason);
+      return;
+    }
     const auto problems = filter_problems();
     for (const auto& p : problems) error(p.what, p.message, p.names);
     warn_filter_without_experiments(problems.empty());
@@ -646,6 +717,11 @@ class Sweep {
               names);
       }
     }
+    finish_summary(reason);
+  }
+
+  // The "summary" record; tells stop() and wait() the sweep is over.
+  void finish_summary(const std::string& reason) {
     summary_.reason = reason;
     w_->json_line(fmt::format(
         "{{\"type\":\"summary\",\"experiments\":{},\"empty_experiments\":{},\"progress_reached\":{},\"reason\":{}}}",

@@ -163,6 +163,7 @@ bool start_line_sampling(const LineSamplingOptions& options) {
     st.experiment_ns = static_cast<uint64_t>(std::max<std::chrono::nanoseconds>(fast, std::chrono::microseconds(10)).count());
     st.experiment_cycles = calibrate::duration_to_cycles(std::chrono::nanoseconds(st.experiment_ns));
     st.stats.symbolizer_error = st.sym->error();
+    st.stats.experiment_period_ns = st.experiment_ns;
   }
   if (!start_sampling(options.period)) return false;
   detail::set_end_experiment_hook(end_experiment_hook);

@@ -87,6 +87,8 @@ std::mutex g_mu;                    // registry, timers, draining
 std::vector<Ring*>* g_rings = nullptr;  // guarded by g_mu; leaked (threads may outlive statics)
 uint64_t g_registered = 0;          // guarded by g_mu
 uint64_t g_exited = 0;              // guarded by g_mu
+uint64_t g_registered_perf = 0;     // guarded by g_mu: registered with a perf event
+uint64_t g_registered_posix = 0;    // guarded by g_mu: registered with a POSIX CPU-clock timer
 uint64_t g_retired_samples = 0;     // guarded by g_mu: samples of freed rings
 uint64_t g_retired_dropped = 0;     // guarded by g_mu
 bool g_handler_installed = false;   // guarded by g_mu
@@ -427,6 +429,8 @@ void register_sampled_thread() noexcept {
     }
     rings().push_back(r);
     ++g_registered;
+    g_registered_perf += r->perf_fd >= 0 ? 1 : 0;
+    g_registered_posix += r->has_posix ? 1 : 0;
     t_exit.registered = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     t_ring = r;
@@ -503,6 +507,8 @@ SamplerStats sampler_stats() {
     st.threads_registered = g_registered;
     st.threads_exited = g_exited;
     st.precise = g_precise.load(std::memory_order_relaxed);
+    st.threads_perf_event = g_registered_perf;
+    st.threads_cpu_timer = g_registered_posix;
     st.armed_period_ns = g_armed_ns.load(std::memory_order_relaxed);
     uint64_t by_source[3] = {g_retired_by_source[0], g_retired_by_source[1], g_retired_by_source[2]};
     if (g_rings != nullptr) {
@@ -510,11 +516,7 @@ SamplerStats sampler_stats() {
         st.samples += written(*r);
         st.dropped += r->dropped.load(std::memory_order_relaxed);
         for (int k = 0; k < 3; ++k) by_source[k] += r->by_source[k].load(std::memory_order_relaxed);
-        if (!r->exited && r->has_timer) {
-          live.insert(r->tid);
-          st.threads_perf_event += r->perf_fd >= 0 ? 1 : 0;
-          st.threads_cpu_timer += r->has_posix ? 1 : 0;
-        }
+        if (!r->exited && r->has_timer) live.insert(r->tid);
       }
     }
     st.samples_cpu_timer = by_source[0];

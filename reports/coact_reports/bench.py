@@ -270,14 +270,18 @@ def timers(argv):
 
 
 def sampling(argv):
-    """The sampler's cost: the archiver's times per trial on three sides
-    (TRIALS_ROWS: {"side": "plain"|"sweep0"|"sampling", "trial": t, "wall_s": w,
-    "last_pass_s": l, "cpu_s": c} per run; sides rotate within a trial) and
-    coact-sample-cost's JSON line (COST_JSON). Prints two objects: the
-    archiver (medians; the medians of the per-trial ratios sampling/sweep0,
-    sampling/plain and sweep0/plain as overheads in %, on the last pass when
-    the rows have it, under "wall" on whole runs and under "cpu" on the
-    process's CPU time) and the per-sample cost."""
+    """The sampler's cost: the archiver's times per trial on three sides,
+    five when the rows have the two without a sweep (TRIALS_ROWS: {"side":
+    "plain"|"sweep0"|"sampling"|"profile_only"|"sampling_no_sweep", "trial": t,
+    "wall_s": w, "last_pass_s": l, "cpu_s": c} per run; sides rotate within a
+    trial) and coact-sample-cost's JSON line (COST_JSON). Prints two objects:
+    the archiver (medians; the medians of the per-trial ratios sampling/sweep0,
+    sampling/plain and sweep0/plain as overheads in %, and with the sides
+    without a sweep sampling_no_sweep/plain (sampling's overhead with no
+    sweep: no experiment, so the POSIX CPU-clock timer throughout),
+    sampling_no_sweep/profile_only (the sampling alone) and profile_only/plain;
+    on the last pass when the rows have it, under "wall" on whole runs and
+    under "cpu" on the process's CPU time) and the per-sample cost."""
     if len(argv) != 3:
         sys.exit("bench sampling: usage: sampling PARAMS_JSON TRIALS_ROWS COST_JSON")
     params = json.loads(argv[0])
@@ -287,6 +291,8 @@ def sampling(argv):
             if line.strip():
                 rows.append(json.loads(line))
     sides = ("plain", "sweep0", "sampling")
+    if any(r["side"] in ("profile_only", "sampling_no_sweep") for r in rows):
+        sides += ("profile_only", "sampling_no_sweep")
 
     def per_side(key):
         by = {}
@@ -302,9 +308,14 @@ def sampling(argv):
         def overhead(cand, base):
             pairs = [by[cand][t] / by[base][t] for t in by[cand] if t in by[base] and by[base][t] > 0]
             return (statistics.median(pairs) - 1) * 100 if pairs else None
-        return {"sampling_over_sweep0_pct": overhead("sampling", "sweep0"),
-                "sampling_over_plain_pct": overhead("sampling", "plain"),
-                "sweep0_over_plain_pct": overhead("sweep0", "plain")}
+        out = {"sampling_over_sweep0_pct": overhead("sampling", "sweep0"),
+               "sampling_over_plain_pct": overhead("sampling", "plain"),
+               "sweep0_over_plain_pct": overhead("sweep0", "plain")}
+        if "sampling_no_sweep" in sides:
+            out.update({"sampling_no_sweep_over_plain_pct": overhead("sampling_no_sweep", "plain"),
+                        "sampling_no_sweep_over_profile_only_pct": overhead("sampling_no_sweep", "profile_only"),
+                        "profile_only_over_plain_pct": overhead("profile_only", "plain")})
+        return out
 
     wall = per_side("wall_s")
     cpu = per_side("cpu_s") if any("cpu_s" in r for r in rows) else None
@@ -318,8 +329,13 @@ def sampling(argv):
            "cpu": ({"median_cpu_s": {s: statistics.median(cpu[s].values()) for s in sides}, **overheads(cpu)}
                    if cpu is not None else None),
            "trials": {s: [main_by[s][t] for t in sorted(main_by[s])] for s in sides},
-           "sides": {"plain": "no profiler", "sweep0": "COACT_CAUSAL=1, fixed speedup 0 (no delay injected)",
-                     "sampling": "sweep0 + COACT_CAUSAL_SAMPLING=1 (1 ms CPU period)"},
+           "sides": {s: d for s, d in {
+               "plain": "no profiler", "sweep0": "COACT_CAUSAL=1, fixed speedup 0 (no delay injected)",
+               "sampling": "sweep0 + COACT_CAUSAL_SAMPLING=1 (1 ms CPU period; the perf event at 125 us during "
+                           "experiments on lines)",
+               "profile_only": "COACT_CAUSAL=1 COACT_CAUSAL_PROFILE_ONLY=1 (no experiment: regions' counters only)",
+               "sampling_no_sweep": "profile_only + COACT_CAUSAL_SAMPLING=1 (1 ms CPU period, POSIX CPU-clock "
+                                    "timer)"}.items() if s in sides},
            "order": "sides rotate within each trial; overheads are medians of per-trial ratios"}
     print(json.dumps(out, separators=(",", ":")), flush=True)
     with open(argv[2]) as f:

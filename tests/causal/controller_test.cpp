@@ -195,6 +195,37 @@ TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][co
   CHECK(typo.find("did you mean COACT_CAUSAL_EXPERIMENT_MS?") != std::string::npos);
   CHECK(ca::default_json_output("profile.coz") == "profile.jsonl");
   CHECK(ca::default_json_output("run.txt") == "run.txt.jsonl");
+  // The line-experiment period: 0 or 10..1000000 us.
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US=5"})
+            .find("COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US='5'") != std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US=2000000"})
+            .find("COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US") != std::string::npos);
+  // A profile-only run has no experiments to fix or count.
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_PROFILE_ONLY=1", "COACT_CAUSAL_FIXED_SPEEDUP=0"})
+            .find("COACT_CAUSAL_FIXED_SPEEDUP is set") != std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_PROFILE_ONLY=1", "COACT_CAUSAL_EXPERIMENTS=3"})
+            .find("COACT_CAUSAL_PROFILE_ONLY='1'") != std::string::npos);
+}
+
+TEST_CASE("options_from_env: the line-experiment period and profile-only keys", "[causal][controller]") {
+  const auto d = ca::options_from_env(envp({"COACT_CAUSAL=1"}).data());
+  REQUIRE(d);
+  CHECK(d->line_experiment_period == 0us);  // the default: sample period / 8
+  CHECK_FALSE(d->profile_only);
+  const auto o = ca::options_from_env(
+      envp({"COACT_CAUSAL=1", "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US=300", "COACT_CAUSAL_PROFILE_ONLY=1"}).data());
+  REQUIRE(o);
+  CHECK(o->line_experiment_period == 300us);
+  CHECK(o->profile_only);
+  std::vector<std::string> kv;
+  for (const auto& [k, v] : ca::to_env(*o)) kv.push_back(k + "=" + v);
+  const auto back = ca::options_from_env(envp(kv).data());
+  REQUIRE(back);
+  CHECK(back->line_experiment_period == 300us);
+  CHECK(back->profile_only);
+  const auto j = json::parse(ca::options_json(*o));
+  CHECK(j["line_experiment_period_us"] == 300);
+  CHECK(j["profile_only"] == true);
 }
 
 TEST_CASE("controller: fixed region and speedup record experiments with s·Δ delay", "[causal][controller]") {

@@ -84,6 +84,20 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertAlmostEqual(archiver["sampling_over_plain_pct"], 10.0)
             self.assertAlmostEqual(archiver["cpu"]["sampling_over_sweep0_pct"], 2.0)
             self.assertEqual(sample["figures"]["drain_ns"], 40000.0)
+            self.assertNotIn("sampling_no_sweep_over_plain_pct", archiver)
+            # With the two sides without a sweep: sampling's overhead with no sweep.
+            walls.update({"profile_only": [1.0, 2.1, 1.0], "sampling_no_sweep": [1.01, 2.1, 1.03]})
+            rows = self.write_rows(d, "rows5", [{"side": s, "trial": t + 1, "wall_s": w + 1, "last_pass_s": w,
+                                                 "cpu_s": 2 * w} for s, ws in walls.items() for t, w in enumerate(ws)])
+            p = bench("sampling", '{"passes":3}', rows, cost)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            archiver = json.loads(p.stdout.splitlines()[0])
+            # per-trial sampling_no_sweep/plain: 1.01, 1.05, 1.03 -> 1.03; over profile_only: 1.01, 1.0, 1.03 -> 1.01
+            self.assertAlmostEqual(archiver["sampling_no_sweep_over_plain_pct"], 3.0)
+            self.assertAlmostEqual(archiver["sampling_no_sweep_over_profile_only_pct"], 1.0)
+            self.assertAlmostEqual(archiver["profile_only_over_plain_pct"], 0.0)
+            self.assertAlmostEqual(archiver["cpu"]["sampling_no_sweep_over_plain_pct"], 3.0)
+            self.assertEqual(archiver["median_last_pass_s"]["sampling_no_sweep"], 1.03)
             rows = self.write_rows(d, "rows2", [{"side": "plain", "trial": 1, "wall_s": 1.0}])
             p = bench("sampling", "{}", rows, cost)
             self.assertNotEqual(p.returncode, 0)

@@ -158,6 +158,63 @@ class CoactProfileRun(unittest.TestCase):
         self.assertTrue(running)
         self.assertNotEqual(rc, 0)
 
+    # ---- sampling knobs and --profile-only --------------------------------------------
+
+    def records(self, name):
+        with open(self.path(name)) as f:
+            return [json.loads(line) for line in f if line.strip().startswith("{")]
+
+    def test_line_experiment_period_reaches_the_line_sampler(self):
+        r = run(["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--duration-s", "1", "--sampling",
+                 "--line-experiment-period-us", "300", "--", SERVER, "--progress", "--seconds", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        recs = self.records("p.jsonl")
+        startup = next(x for x in recs if x["type"] == "startup")
+        self.assertEqual(startup["options"]["line_experiment_period_us"], 300)
+        sampler = next(x for x in recs if x["type"] == "sampler")
+        # What the drainer and the begin-experiment hook use, not just what was parsed.
+        self.assertEqual(sampler["experiment_period_ns"], 300000)
+        self.assertEqual(sampler["samples"], sampler["samples_cpu_timer"] + sampler["samples_perf_event"])
+
+    def test_line_experiment_period_bad_values_are_one_line_and_exit_2(self):
+        marker = self.path("started")
+        for bad in ("5", "abc", "-1", "1000001", "1e3", ""):
+            r = run(["run", "--sampling", "--line-experiment-period-us", bad, "--", "/bin/sh", "-c",
+                     f"touch {marker}"])
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, (bad, r.stderr))
+            self.assertIn("--line-experiment-period-us", r.stderr)
+            self.assertFalse(os.path.exists(marker), bad)
+
+    def test_profile_only_records_where_the_time_goes_without_experiments(self):
+        r = run(["run", "-o", self.path("p.coz"), "--profile-only", "--sampling", "--", SERVER, "--progress",
+                 "--seconds", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("profile only (no experiments)", r.stderr)
+        self.assertIn("Worker::on(", r.stderr)
+        recs = self.records("p.jsonl")
+        types = [x["type"] for x in recs]
+        self.assertNotIn("experiment", types)
+        self.assertNotIn("error", types)
+        self.assertEqual(types[-1], "summary")
+        self.assertTrue(next(x for x in recs if x["type"] == "startup")["options"]["profile_only"])
+        profile = next(x for x in recs if x["type"] == "profile")
+        handlers = [x for x in profile["regions"] if x["kind"] == "handler"]
+        self.assertTrue(handlers, profile)
+        self.assertTrue(all(x["visits"] > 0 for x in profile["regions"]))
+        times = [x["time_ns"] for x in profile["regions"]]
+        self.assertEqual(times, sorted(times, reverse=True))
+        sampler = next(x for x in recs if x["type"] == "sampler")
+        self.assertGreater(sampler["samples"], 0)
+        self.assertEqual(sampler["samples_perf_event"], 0)  # no line experiment: the POSIX timer only
+        with open(self.path("p.coz")) as f:
+            coz = f.read()
+        self.assertIn("samples\tlocation=", coz)
+        self.assertNotIn("experiment\t", coz)
+        # It excludes what only experiments use.
+        r = run(["run", "--profile-only", "--fixed-speedup", "0", "--", "true"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+
     # ---- --trace and --trace-window -----------------------------------------------
 
     def test_trace_window_records_only_mails_inside_it(self):

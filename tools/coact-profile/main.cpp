@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
                       "Count completions of handler regions whose name contains NAME as a progress point (repeatable)");
   run_cmd->add_option("--region-filter", o.region_filter,
                       "Select only regions whose name contains SUBSTRING (repeatable; default: all)");
-  run_cmd->add_option("--fixed-region", o.fixed_region, "Always select this region (exact name or unique substring)");
+  auto* fr = run_cmd->add_option("--fixed-region", o.fixed_region, "Always select this region (exact name or unique substring)");
   auto* fs = run_cmd->add_option("--fixed-speedup", fixed_speedup, "Always use this speedup, percent")
                  ->check(CLI::Range(0u, 100u));
   run_cmd->add_option("--experiment-ms", experiment_ms, "Initial experiment window, ms")
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{0}, uint64_t{600'000}));
   auto* dur = run_cmd->add_option("--duration-s", duration_s, "Stop starting experiments after this long, s");
-  run_cmd->add_option("--experiments", o.max_experiments, "Stop after this many experiments")->excludes(dur);
+  auto* ex = run_cmd->add_option("--experiments", o.max_experiments, "Stop after this many experiments")->excludes(dur);
   run_cmd->add_option("--min-delta", o.min_delta, "Target visits per progress point per experiment")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}));
@@ -173,6 +173,15 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--sample-period-us", sample_period_us, "CPU time between samples, us (with --sampling)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000}));
+  std::string line_experiment_period_us;
+  run_cmd->add_option("--line-experiment-period-us", line_experiment_period_us,
+                      "CPU time between samples while an experiment selects a line, us (with --sampling; the "
+                      "perf event's period there; default 0: --sample-period-us / 8)");
+  auto* po = run_cmd->add_flag("--profile-only", o.profile_only,
+                               "Run no experiment: record where the time goes (regions' visits and time; with "
+                               "--sampling, the sampled lines), as the 'profile' JSON record and profile.coz's "
+                               "samples records");
+  po->excludes(fs)->excludes(fr)->excludes(ex);
   run_cmd->add_option("--source-scope", o.source_scope,
                       "Source files whose lines can be regions: Coz patterns, '%' = any characters, on full paths "
                       "(repeatable; default: the program's own sources)");
@@ -294,6 +303,20 @@ int main(int argc, char** argv) {
   o.time_weighted = region_weight == "time";
   o.experiment = std::chrono::milliseconds(experiment_ms);
   o.sample_period = std::chrono::microseconds(sample_period_us);
+  if (run_cmd->count("--line-experiment-period-us") > 0) {
+    const std::string& t = line_experiment_period_us;
+    uint64_t us = 0;
+    const bool digits = !t.empty() && t.size() <= 7 && t.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) us = std::stoull(t);
+    if (!digits || (us != 0 && us < 10) || us > 1'000'000) {
+      std::fprintf(stderr,
+                   "coact-profile run: --line-experiment-period-us '%s': expected 0 (--sample-period-us / 8) or an "
+                   "integer in 10..1000000 (microseconds of CPU time)\n",
+                   t.c_str());
+      return 2;
+    }
+    o.line_experiment_period = std::chrono::microseconds(us);
+  }
   o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
   o.cooldown = std::chrono::milliseconds(cooldown_ms);
   o.duration = std::chrono::seconds(duration_s);

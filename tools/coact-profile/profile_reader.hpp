@@ -28,6 +28,7 @@ struct Records {
   std::vector<nlohmann::json> errors;
   std::vector<nlohmann::json> warnings;
   std::optional<nlohmann::json> summary;
+  std::optional<nlohmann::json> profile;  // the "profile" record (profile-only runs)
 };
 
 // Incremental reader: each poll() consumes the whole lines appended since the

@@ -35,6 +35,8 @@
 //         (the profile is kept and can be plotted);
 //       else: how long the sweep ran, the experiments per region, and the
 //         command that plots the profile: exit 0.
+//     With --profile-only (no experiments): the heaviest regions of the
+//     "profile" record; exit 1 only if the run failed or wrote no such record.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -168,6 +170,23 @@ std::string per_region_text(const Records& r) {
   std::string s;
   for (const auto& [name, n] : v) s += fmt::format("\n    {:5}  {}", n, name);
   return s;
+}
+
+// --profile-only: the heaviest regions of the "profile" record (at most 12).
+void print_profile(const nlohmann::json& p, const std::string& files) {
+  const auto& regions = p.value("regions", nlohmann::json::array());
+  std::string text;
+  size_t shown = 0;
+  for (const auto& r : regions) {
+    if (shown++ == 12) break;
+    text += fmt::format("\n  {:>10.1f} ms  {:>9} {}  {} ({})", r.value("time_ns", 0.0) / 1e6, r.value("visits", uint64_t{0}),
+                        r.value("kind", std::string()) == "line" ? "periods" : "visits ", r.value("name", std::string()),
+                        r.value("kind", std::string()));
+  }
+  std::fprintf(stderr, "coact-profile: profile only (no experiments) of %.1f s, %zu region(s), kept in %s%s%s\n",
+               p.value("runtime_ns", 0.0) / 1e9, regions.size(), files.c_str(),
+               regions.empty() ? "" : "; heaviest (handlers and scopes: exclusive time; lines: sampled CPU time):",
+               text.c_str());
 }
 
 }  // namespace
@@ -336,6 +355,15 @@ int run(RunArgs& a) {
   }
   show_new_notes(r);
   if (!r.errors.empty() && rc == 0) rc = 1;
+  if (o.profile_only) {
+    if (rc == 0 && !r.profile) {
+      std::fprintf(stderr, "coact-profile: no profile record was written (the program ended without stopping the "
+                           "profiler?)\n");
+      rc = 1;
+    }
+    if (r.profile) print_profile(*r.profile, files);
+    return rc;
+  }
   if (r.experiments == 0 && r.errors.empty() && rc == 0) {
     std::fprintf(stderr, "coact-profile: no experiment was recorded\n");
     rc = 1;

@@ -83,6 +83,16 @@ struct Options {
   bool sampling = false;
   /// COACT_CAUSAL_SAMPLE_PERIOD_US: CPU time between samples (Coz: 1000). 10..1'000'000.
   std::chrono::microseconds sample_period{1000};
+  /// COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US: CPU time between samples while an
+  /// experiment selects a line region (LineSamplingOptions::experiment_period);
+  /// 0 (default): sample_period / 8. 0 or 10..1'000'000.
+  std::chrono::microseconds line_experiment_period{0};
+  /// COACT_CAUSAL_PROFILE_ONLY: run no experiment, only record the profile of
+  /// where the time goes (controller.cpp step 11: the "profile" record;
+  /// profile.coz's samples records), with sampled lines when `sampling` is
+  /// on: sampling's cost without a sweep's. Excludes fixed_region,
+  /// fixed_speedup_pct and max_experiments.
+  bool profile_only = false;
   /// COACT_CAUSAL_SOURCE_SCOPE (comma-separated Coz patterns, '%' = any
   /// characters, matched against full source paths): which lines can be
   /// regions; empty (default): the program's own sources (symbolizer.hpp).

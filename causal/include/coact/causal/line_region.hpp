@@ -90,6 +90,7 @@ struct LineSamplingStats {
   uint64_t delayed = 0;        ///< Samples of a selected line that injected delay.
   uint64_t delay_cycles = 0;   ///< Delay they injected (cycles).
   size_t line_regions = 0;     ///< Line regions registered (overall and qualified).
+  uint64_t experiment_period_ns = 0;  ///< The period in use while an experiment selects a line (0 before start).
   std::string symbolizer_error;  ///< Why no line could be named ("" if fine).
 };
 

@@ -35,8 +35,14 @@
 //   {"type":"sampler","period_ns":..,"samples":..,"periods":..,"attributed":..,
 //    "dropped":..,"delayed":..,"line_regions":..,"threads_sampled":..,
 //    "threads_exited":..,"unsampled_threads":[{"tid":..,"name":..}],
-//    "symbolizer_error":..}               (controller, sampling sweeps only:
-//                                           threads never registered are listed)
+//    "symbolizer_error":..,"experiment_period_ns":..,"samples_cpu_timer":..,
+//    "samples_perf_event":..,"threads_perf_event":..}
+//                                          (controller, sampling sweeps only:
+//                                           threads never registered are listed;
+//                                           samples by source: sampler.hpp)
+//   {"type":"profile","runtime_ns":..,"regions":[{"name":..,"kind":..,
+//    "visits":..,"time_ns":..},..]}     (controller, profile-only runs: every
+//                                           region that ran, heaviest first)
 // Sampled-line regions (line_region.hpp) are written like any region: their
 // selected-samples / samples count= are CPU-time sample periods.
 // "progress" holds throughput counts and latency objects together, the form

@@ -118,8 +118,8 @@ struct SamplerStats {
   uint64_t samples_cpu_timer = 0;   ///< Of `samples`: signalled by the POSIX CPU-clock timer.
   uint64_t samples_perf_event = 0;  ///< Of `samples`: signalled by the perf event.
   uint64_t samples_other = 0;       ///< Of `samples`: raised otherwise (raise(), kill()).
-  uint64_t threads_perf_event = 0;  ///< Live registered threads that have a perf event.
-  uint64_t threads_cpu_timer = 0;   ///< Live registered threads that have a POSIX CPU-clock timer.
+  uint64_t threads_perf_event = 0;  ///< Threads ever registered with a perf event (0: the precise mode falls back to the POSIX timer).
+  uint64_t threads_cpu_timer = 0;   ///< Threads ever registered with a POSIX CPU-clock timer.
   uint64_t dropped = 0;             ///< Lost to full rings.
   uint64_t threads_registered = 0;  ///< Ever registered.
   uint64_t threads_live = 0;        ///< Registered and not exited.
