@@ -19,15 +19,21 @@
 //    same walks by libdwfl's unwinder, which must give the same frames for
 //    every sample (same_frames; exit 1 otherwise).
 // 3. live (--live-rounds R, 0 = skip): the whole cost of timer-driven
-//    samples on the sampled thread, kernel included (the perf event's
-//    hrtimer, signal delivery and return, the handler, cache misses of the
-//    ring slot): R rounds of a fixed work loop (a pass over a 1 MiB buffer),
-//    alternately with sampling at --live-period-us and without, on this
+//    samples on the sampled thread, kernel included (the timer, signal
+//    delivery and return, the handler, cache misses of the ring slot): R
+//    rounds of a fixed work loop (a pass over a 1 MiB buffer), in groups of
+//    three in rotating order: without sampling, with the base mode (the
+//    POSIX CPU-clock timer, as outside line experiments) and with the
+//    precise mode (the perf event, as during them: its hrtimer), both at
+//    --live-period-us, on this
 //    thread's CPU clock (CLOCK_THREAD_CPUTIME_ID: other load on the machine
 //    does not count, its cache interference does). live_overhead_pct: the
-//    median over round pairs of (on - off) / off; live_per_sample_ns: the
-//    median difference divided by the samples of the "on" round. The drainer
-//    is not included (rings are emptied between rounds, untimed).
+//    median over groups of (base - off) / off; live_per_sample_ns: the
+//    median difference divided by the samples of the base round;
+//    live_precise_*: the same for the precise mode (live_precise_perf_share:
+//    the share of its samples the perf event took; 0 where perf events are
+//    not allowed). The drainer is not included (rings are emptied between
+//    rounds, untimed).
 // Prints one JSON line: {"samples":N,"depth":D,"raise_empty_ns":..,
 // "raise_sample_ns":..,"handler_ns":..,"drain_ns":..,"frames_mean":..,
 // "drain_full_ns":..,"frames_full_mean":..,"attributed":..,
@@ -132,8 +138,8 @@ int main(int argc, char** argv) {
   app.add_option("--drain", drain, "Drain the samples up to the first frame in scope, walking every frame, or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"both", "scope", "full"}));
-  int live_rounds = 40;
-  app.add_option("--live-rounds", live_rounds, "Rounds of the live measurement (half with sampling; 0: skip)")
+  int live_rounds = 42;
+  app.add_option("--live-rounds", live_rounds, "Rounds of the live measurement (a third without sampling, a third in each mode; 0: skip)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   int live_period_us = 1000;
@@ -192,35 +198,49 @@ int main(int argc, char** argv) {
   for (const auto* l : any.lines) attributed += l != nullptr ? 1 : 0;
   const bool same = drain != "both" || scope.lines == full.lines;
   if (!same) std::fprintf(stderr, "coact-sample-cost: the two drains attributed some sample to different lines\n");
-  // 3. Live: timer-driven samples on this thread, rounds with and without.
-  std::vector<double> live_pct, live_per;
-  double live_samples = 0;
+  // 3. Live: timer-driven samples on this thread, rounds with and without;
+  // `precise`: the perf event (the precise mode, as during a line
+  // experiment) instead of the POSIX CPU-clock timer (the base mode).
+  std::vector<double> live_pct, live_per, precise_pct, precise_per;
+  double live_samples = 0, precise_samples = 0;
+  uint64_t precise_perf = 0, precise_all = 0;  // samples the perf event took in the precise rounds
   if (live_rounds > 0) {
     std::vector<uint64_t> buf(size_t{1} << 17, 1);  // 1 MiB
     const auto discard = [](const coact::causal::RawSample&) {};
     uint64_t sink = work_round(buf, 8);  // warm
-    std::vector<double> samples_on;
-    for (int r = 0; r + 1 < live_rounds; r += 2) {
-      double cpu[2]{};
-      uint64_t taken = 0;
-      for (int k = 0; k < 2; ++k) {
-        const bool on = ((r / 2) + k) % 2 == 0;  // alternate which side goes first
+    std::vector<double> samples_on, samples_precise;
+    // Rounds of three (off, base, precise), the order rotating.
+    for (int r = 0; r + 2 < live_rounds; r += 3) {
+      double cpu[3]{};
+      uint64_t taken[3]{};
+      for (int k = 0; k < 3; ++k) {
+        const int side = ((r / 3) + k) % 3;  // 0: off, 1: base (POSIX timer), 2: precise (perf event)
         coact::causal::drain_samples(discard);
-        if (on) (void)coact::causal::start_sampling(std::chrono::microseconds(live_period_us));
+        const auto st0 = coact::causal::sampler_stats();
+        if (side != 0) (void)coact::causal::start_sampling(std::chrono::microseconds(live_period_us));
+        if (side == 2) (void)coact::causal::detail::set_armed_period(std::chrono::microseconds(live_period_us));
         const double c0 = thread_cpu_ns();
         sink += work_round(buf, 400);
         const double c1 = thread_cpu_ns();
-        if (on) {
+        if (side != 0) {
           coact::causal::stop_sampling();
-          taken = coact::causal::drain_samples(discard);
+          taken[side] = coact::causal::drain_samples(discard);
         }
-        cpu[on ? 1 : 0] = c1 - c0;
+        if (side == 2) {
+          precise_perf += coact::causal::sampler_stats().samples_perf_event - st0.samples_perf_event;
+          precise_all += taken[side];
+        }
+        cpu[side] = c1 - c0;
       }
       live_pct.push_back(100.0 * (cpu[1] - cpu[0]) / cpu[0]);
-      if (taken > 0) live_per.push_back((cpu[1] - cpu[0]) / static_cast<double>(taken));
-      samples_on.push_back(static_cast<double>(taken));
+      if (taken[1] > 0) live_per.push_back((cpu[1] - cpu[0]) / static_cast<double>(taken[1]));
+      samples_on.push_back(static_cast<double>(taken[1]));
+      precise_pct.push_back(100.0 * (cpu[2] - cpu[0]) / cpu[0]);
+      if (taken[2] > 0) precise_per.push_back((cpu[2] - cpu[0]) / static_cast<double>(taken[2]));
+      samples_precise.push_back(static_cast<double>(taken[2]));
     }
     live_samples = median(samples_on);
+    precise_samples = median(samples_precise);
     if (sink == 42) std::fprintf(stderr, " ");
   }
   const double per = raws.empty() ? 0.0 : 1.0 / static_cast<double>(raws.size());
@@ -228,9 +248,12 @@ int main(int argc, char** argv) {
       "{\"samples\":%zu,\"depth\":%d,\"raise_empty_ns\":%.1f,\"raise_sample_ns\":%.1f,\"handler_ns\":%.1f,"
       "\"drain_ns\":%.1f,\"frames_mean\":%.2f,\"drain_full_ns\":%.1f,\"frames_full_mean\":%.2f,\"attributed\":%zu,"
       "\"same_lines\":%s,\"symbolizer_error\":\"%s\",\"live_overhead_pct\":%.2f,\"live_per_sample_ns\":%.1f,"
-      "\"live_samples_per_round\":%.0f,\"drain_dwfl_ns\":%.1f,\"drain_full_dwfl_ns\":%.1f,\"same_frames\":%s}\n",
+      "\"live_samples_per_round\":%.0f,\"drain_dwfl_ns\":%.1f,\"drain_full_dwfl_ns\":%.1f,\"same_frames\":%s,"
+      "\"live_precise_overhead_pct\":%.2f,\"live_precise_per_sample_ns\":%.1f,\"live_precise_samples_per_round\":%.0f,"
+      "\"live_precise_perf_share\":%.3f}\n",
       raws.size(), depth, empty_ns, sample_ns, sample_ns - empty_ns, scope.ns, static_cast<double>(scope.frames) * per,
       full.ns, static_cast<double>(full.frames) * per, attributed, same ? "true" : "false", sym.error().c_str(), median(live_pct), median(live_per), live_samples,
-      ref_scope.ns, ref_full.ns, same_frames ? "true" : "false");
+      ref_scope.ns, ref_full.ns, same_frames ? "true" : "false", median(precise_pct), median(precise_per),
+      precise_samples, precise_all > 0 ? static_cast<double>(precise_perf) / static_cast<double>(precise_all) : 0.0);
   return raws.size() == static_cast<size_t>(n) && same && same_frames ? 0 : 1;
 }
