@@ -1,5 +1,6 @@
 // Fairness levers: an endless ping-pong pair (a self-sustaining relay that
-// keeps its worker's own deque at 0->1->0) must not starve mail posted from
+// keeps its worker's own deque at 0->1->0, or its hand-off slot, which
+// counts as the deque's top, with peer steal off) must not starve mail posted from
 // outside the pool (the injector) nor mail to a third actor that the pair
 // itself wakes. CAF 0.17 fails the first: work created by actors waking each
 // other keeps jumping the queue. The outside-mail bound is counted in

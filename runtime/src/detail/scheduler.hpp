@@ -3,7 +3,8 @@
 // optional peer steal and SpinPark; the registry; the dispatch loop.
 //
 // Worker loop, numbered as scheduler.cpp implements it:
-//   1. acquire: own deque (LIFO; every local_chain_backstop-th consecutive own
+//   1. acquire: own deque (LIFO; its top may be the hand-off slot,
+//      Worker::next; every local_chain_backstop-th consecutive own
 //      pop probes the injector first), then the injector (chain rule: if more
 //      remains and a sibling is parked, wake one), then peer steal (if
 //      enabled), then SpinPark (spin an adaptive window of at most
