@@ -21,14 +21,17 @@
 //     enter (handlers never nest on a worker).
 //  3b. Fast frames (handler_fast_path.hpp): a handler run whose region is
 //     not live, begun on a thread whose stack is empty, is kept off the
-//     stack: t_fast.open names its cache entry (an untimed run), or is
-//     g_fast_sampled (a sampled run; entry, start and weight in
-//     ThreadRegions). Its live slot is opened and closed exactly as
+//     stack: its live slot's state is the frame (the gate, t_fast.gate, is
+//     the slot while the stack is empty): region|kUntimed for an untimed
+//     run, region|kUntimed|kHeld for a sampled one (entry, start and weight
+//     in ThreadRegions, sampled_open). The slot is opened and closed as
 //     open_segment / close_segment do for a non-live segment, so payers,
-//     begin_experiment and end_experiment cannot tell the difference, and
-//     the straddling argument at LiveSlot holds unchanged. Its exit closes
-//     it without the stack only if the region is not live and the slot
-//     still holds region|kUntimed; else (and whenever any other general-
+//     begin_experiment and end_experiment cannot tell the difference
+//     (they read kHeld as kUntimed), and the straddling argument at
+//     LiveSlot holds unchanged. Its exit closes it without the stack only
+//     if the region is not live and the slot still holds region|kUntimed
+//     exactly (no payer, no end_experiment, no stack frame: unfast marks
+//     the slot kHeld); else (and whenever any other general-
 //     path function runs: a scope inside the handler, a timer stamp, an
 //     enter after a skipped exit) unfast first turns it into frames[0]
 //     (untimed, or timed from its start with its weight), the general
@@ -86,7 +89,10 @@
 //  then kept the fast enter's cache entry across the handler call for the
 //  exit (hooks.hpp on_handler_exit's token: no sweep-flag load, no key
 //  compare there): +63 -> +56 / +62 -> +56 with the keep-local valve
-//  pinned, COACT_LOCAL_TIME_BUDGET_US=0.)
+//  pinned, COACT_LOCAL_TIME_BUDGET_US=0. The slot state word as the fast
+//  frame itself (no `open` pointer stored, compared and cleared; the exit
+//  reads the slot through its cache entry, no thread-local access): +52 /
+//  +53, 429 / 481 and 456 / 508 per message.)
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
@@ -248,7 +254,8 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 //   owner, open live (the selected region, s > 0):
 //                 from = now, published = 0 (relaxed); state = region (release).
 //   owner, open otherwise: state = region|kUntimed (release): one store, no
-//                 TSC read. If an experiment selects the region while the
+//                 TSC read (with kHeld unless it is a fast untimed frame's:
+//                 handler_fast_path.hpp; payers ignore kHeld). If an experiment selects the region while the
 //                 segment runs, the segment began before that experiment, so
 //                 its unpublished part starts at the experiment's start:
 //                 payers and the owner read an untimed slot's `from` as 0,
@@ -287,7 +294,13 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 // on the fast path, and it owes nothing.
 constexpr uint32_t kBusy = 0x80000000u;
 constexpr uint32_t kUntimed = detail::kSlotUntimed;  // handler_fast_path.hpp opens slots with it too
-static_assert(kMaxRegions < kUntimed, "region ids must not reach the slot flags");
+// Set with kUntimed on every untimed segment but a fast untimed frame's (a
+// stack frame's, a sampled fast frame's): the fast exit closes only a slot
+// holding region|kUntimed exactly. Payers read region|kUntimed|kHeld as
+// region|kUntimed.
+constexpr uint32_t kHeld = detail::kSlotHeld;
+constexpr uint32_t kSlotFlags = kBusy | kUntimed | kHeld;
+static_assert(kMaxRegions <= kHeld, "region ids must not reach the slot flags");
 struct alignas(64) LiveSlot {
   std::atomic<uint32_t> state{kNoRegion};
   std::atomic<uint64_t> from{0};       // the open segment's unpublished part starts here (TSC)
@@ -373,11 +386,7 @@ constexpr uint64_t kExactCycles = 8192;
 using detail::FastEntry;
 using detail::FastThread;
 using detail::t_fast;
-using detail::g_fast_blocked;
-// The value of t_fast.open while a sampled fast frame is open (its entry,
-// start and weight are in ThreadRegions); like g_fast_blocked, never a cache
-// entry, so handler_fast_path.hpp's fast_exit refuses it.
-constinit FastEntry g_fast_sampled{&g_fast_sampled, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
+using detail::g_gate_closed;
 // The completion "point" of cache entries whose region is kNoRegion.
 constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 
@@ -385,13 +394,15 @@ constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 struct ThreadCounters;
 
 struct ThreadRegions {
-  uint32_t depth;       // frames on the stack (an open fast frame is not among them: t_fast.open)
+  uint32_t depth;       // frames on the stack (an open fast frame is not among them: its slot state)
   uint32_t slot_plus1;  // 0: no live slot taken yet; kNoSlot: none was free; else slot index + 1
   LiveSlot* slot;             // &g_slots[slot_plus1 - 1] once taken
   ThreadCounters* counters;   // this thread's counter block once allocated
   uint32_t rng;               // sampling stride jitter (xorshift32)
-  // The sampled fast frame (t_fast.open == &g_fast_sampled): its cache
-  // entry, the TSC at its enter and the runs it stands for.
+  // The sampled fast frame (open while sampled_open; its slot holds
+  // region|kUntimed|kHeld): its cache entry, the TSC at its enter and the
+  // runs it stands for.
+  bool sampled_open;
   FastEntry* sample_entry;
   uint64_t sample_start;
   uint32_t sample_weight;
@@ -406,7 +417,6 @@ LiveSlot* take_live_slot(ThreadRegions& t) noexcept {
     if (i < kMaxLiveSlots) {
       t.slot_plus1 = i + 1;
       t.slot = &g_slots[i];
-      t_fast.slot_state = &t.slot->state;
     } else {
       g_slots_used.fetch_sub(1, std::memory_order_relaxed);
       t.slot_plus1 = kNoSlot;
@@ -431,7 +441,7 @@ void open_segment(ThreadRegions& t, uint32_t region, uint64_t sel, uint64_t& now
     s->published.store(0, std::memory_order_relaxed);
     s->state.store(region, std::memory_order_release);
   } else {
-    s->state.store(region | kUntimed, std::memory_order_release);
+    s->state.store(region | kUntimed | kHeld, std::memory_order_release);  // a stack frame's: not the fast exit's
   }
 }
 
@@ -574,40 +584,67 @@ std::pair<uint64_t, uint64_t> region_total(const Region& reg) noexcept {
   return {v, cy};
 }
 
-// ---- the fast path's gate (handler_fast_path.hpp, "`open` protocol") ---------
+// ---- the fast path's gate (handler_fast_path.hpp, "The gate") -------------------
 
-// Turns an open fast frame into an ordinary stack frame (untimed, alone on
-// the stack: the fast enter requires an empty stack) and closes the gate.
-// Every general-path function that reads or changes the stack calls it
-// first. The slot needs nothing: the fast enter opened it exactly as
-// open_segment opens a non-live segment.
-inline void unfast(ThreadRegions& t) noexcept {
-  FastEntry* e = t_fast.open;
-  if (e == nullptr || e == &g_fast_blocked) return;
-  if (e == &g_fast_sampled) {
-    const FastEntry& c = *t.sample_entry;
-    t.frames[0] = Frame{c.region, t.sample_weight, t.sample_start, 0, c.type, c.kind, true, true};
-  } else {
-    t.frames[0] = Frame{e->region, 0, 0, 0, e->type, e->kind, true, false};
-  }
-  t.depth = 1;
-  t_fast.open = &g_fast_blocked;  // after the frame: the signal handler reads `open` first
+// The region of the open fast frame (untimed or sampled), else kNoRegion:
+// the gate is open and the slot holds a segment. Async-signal-safe (reads
+// the thread's own state).
+inline uint32_t fast_frame_region() noexcept {
+  const std::atomic<uint32_t>* g = t_fast.gate;
+  if (g == &g_gate_closed) return kNoRegion;
+  return g->load(std::memory_order_relaxed) & ~kSlotFlags;
 }
 
-// The cache entry of the open fast frame (untimed or sampled), else null.
-// Async-signal-safe (reads the thread's own state).
-inline const FastEntry* fast_frame_entry(const ThreadRegions& t) noexcept {
-  const FastEntry* e = t_fast.open;
-  if (e == &g_fast_sampled) return t.sample_entry;
-  return e == &g_fast_blocked ? nullptr : e;
+// Turns an open fast frame into an ordinary stack frame (untimed, alone on
+// the stack: the fast enter requires an empty stack), marks its slot held
+// (so that a fast exit with the frame's token leaves it to the general
+// path) and closes the gate. Every general-path function that reads or
+// changes the stack calls it first. The slot needs nothing else: the fast
+// enter opened it as open_segment opens a non-live segment, and payers read
+// region|kUntimed|kHeld as region|kUntimed.
+void unfast(ThreadRegions& t) noexcept {
+  std::atomic<uint32_t>* const g = t_fast.gate;
+  if (g == &g_gate_closed) return;
+  const uint32_t region = g->load(std::memory_order_acquire) & ~kSlotFlags;
+  if (region != kNoRegion) {
+    if (t.sampled_open) {
+      const FastEntry& c = *t.sample_entry;
+      t.frames[0] = Frame{c.region, t.sample_weight, t.sample_start, 0, c.type, c.kind, true, true};
+    } else {
+      // The entry holding the region (one at most: a region has one key,
+      // and a key one cache slot).
+      const FastEntry* e = nullptr;
+      for (const FastEntry& c : t_fast.cache) {
+        if (c.completion != nullptr && c.region == region) e = &c;
+      }
+      t.frames[0] = Frame{region, 0, 0, 0, e != nullptr ? e->type : nullptr, e != nullptr ? e->kind : 0, true, false};
+      // Held: only a slot state of exactly region|kUntimed is the fast
+      // exit's. A payer may hold the slot busy meanwhile (then it leaves a
+      // timed state, or gives back the untimed one: mark that).
+      uint32_t st = g->load(std::memory_order_acquire);
+      while ((st & kBusy) != 0 || st == (region | kUntimed)) {
+        if ((st & kBusy) != 0) {
+          cpu_relax();
+          st = g->load(std::memory_order_acquire);
+        } else if (g->compare_exchange_weak(st, region | kUntimed | kHeld, std::memory_order_acq_rel,
+                                            std::memory_order_acquire)) {
+          break;
+        }
+      }
+    }
+    t.depth = 1;
+  }
+  t.sampled_open = false;
+  t_fast.gate = &g_gate_closed;  // after the frame: the signal handler reads the gate first
 }
 
 // Opens the gate again if the stack is empty and the slot and counter block
-// are taken; else keeps the fast path off. Every general-path function that
-// called unfast calls it last.
+// are taken (the slot is then closed: its last segment was closed); else
+// keeps the fast path off. Every general-path function that called unfast
+// calls it last.
 inline void settle_gate(const ThreadRegions& t) noexcept {
-  const bool ok = t.depth == 0 && t_fast.slot_state != nullptr && t.counters != nullptr;
-  t_fast.open = ok ? nullptr : &g_fast_blocked;
+  const bool ok = t.depth == 0 && t.slot != nullptr && t.counters != nullptr;
+  t_fast.gate = ok ? &t.slot->state : &g_gate_closed;
 }
 
 }  // namespace
@@ -786,7 +823,7 @@ uint64_t materialize_live() noexcept {
   for (uint32_t i = 0; i < n; ++i) {
     LiveSlot& s = g_slots[i];
     uint32_t st = s.state.load(std::memory_order_relaxed);
-    if (i + 1 == own || (st & ~kUntimed) != region) continue;  // (a busy slot has kBusy: skipped)
+    if (i + 1 == own || (st & ~(kUntimed | kHeld)) != region) continue;  // (a busy slot has kBusy: skipped)
     if (!s.state.compare_exchange_strong(st, region | kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
       continue;  // the owner closed or moved on: it adds that part itself
     }
@@ -905,14 +942,15 @@ namespace {
 void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   FastThread& f = t_fast;
   FastEntry& c = f.cache[detail::fast_cache_slot(actor_type, kind)];
-  if (f.open == nullptr && c.countdown == 0 && c.visits != nullptr && c.type == actor_type && c.kind == kind &&
+  if (f.gate->load(std::memory_order_relaxed) == 0 && c.countdown == 0 && c.visits != nullptr &&
+      c.type == actor_type && c.kind == kind &&
       detail::g_live_slot_word.load(std::memory_order_acquire) != c.slot_word) {
     ThreadRegions& t = t_regions;
     t.sample_entry = &c;
     t.sample_weight = uint32_t{c.stride} + 1;
-    f.slot_state->store(c.slot_word, std::memory_order_release);  // as open_segment, not live
+    t.sampled_open = true;
     t.sample_start = calibrate::now_cycles();
-    f.open = &g_fast_sampled;
+    f.gate->store(c.slot_word | kHeld, std::memory_order_release);  // as open_segment, not live
     return;
   }
   enter_handler_general(actor_type, kind);
@@ -923,15 +961,15 @@ void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
 // account for a lone untimed-slot frame, with one TSC read.
 void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   FastThread& f = t_fast;
-  if (f.open == &g_fast_sampled) {
-    ThreadRegions& t = t_regions;
+  ThreadRegions& t = t_regions;
+  if (t.sampled_open) {  // then the gate is open (unfast clears sampled_open)
     FastEntry& c = *t.sample_entry;
     if (c.type == actor_type && c.kind == kind &&
         detail::g_live_slot_word.load(std::memory_order_acquire) != c.slot_word &&
-        f.slot_state->load(std::memory_order_acquire) == c.slot_word) {
+        f.gate->load(std::memory_order_acquire) == (c.slot_word | kHeld)) {
       const uint64_t acc = calibrate::now_cycles() - t.sample_start;
-      f.slot_state->store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
-      f.open = nullptr;  // the gate was open at the enter: stack empty, slot and counters taken
+      t.sampled_open = false;
+      f.gate->store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
       bump(*c.visits, 1);
       bump(t.counters->cycles[c.region], acc * t.sample_weight);
       if (ProgressPoint* p = c.completion->load(std::memory_order_acquire)) p->visit();
@@ -970,7 +1008,8 @@ void enter_handler_general(const void* actor_type, uint32_t kind) noexcept {
     const uint32_t id = r != nullptr ? region : kNoRegion;
     ThreadCounters* counters = id != kNoRegion ? counters_of(t) : nullptr;
     c = FastEntry{actor_type, kind, id | kUntimed, 0, 0, id, r != nullptr ? &r->completion : &g_no_completion,
-                  counters != nullptr ? &counters->visits[id] : nullptr, {}};
+                  counters != nullptr ? &counters->visits[id] : nullptr,
+                  counters != nullptr ? &t.slot->state : nullptr, {}};
   }
   // Sampling (see kSampleStrideMin): a live region is timed exactly and
   // leaves the countdown alone; a countdown of 0 makes this run the sample,
@@ -1029,13 +1068,12 @@ void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_ha
 
 uint32_t region_depth() noexcept {
   const ThreadRegions& t = t_regions;
-  return t.depth + (fast_frame_entry(t) != nullptr ? 1 : 0);
+  return t.depth + (fast_frame_region() != kNoRegion ? 1 : 0);
 }
 
 FastFrame fast_frame() noexcept {
-  const FastEntry* e = t_fast.open;
-  if (e == &g_fast_sampled) return FastFrame::sampled;
-  return e == nullptr || e == &g_fast_blocked ? FastFrame::none : FastFrame::untimed;
+  if (fast_frame_region() == kNoRegion) return FastFrame::none;
+  return t_regions.sampled_open ? FastFrame::sampled : FastFrame::untimed;
 }
 
 void sample_next_handler_run(const void* actor_type, uint32_t kind) noexcept {
@@ -1049,8 +1087,9 @@ void reset_regions_in_forked_child() noexcept {
   detail::g_live_slot_word.store(0, std::memory_order_relaxed);
   ThreadRegions& t = t_regions;
   t.depth = 0;
-  settle_gate(t);
+  t.sampled_open = false;
   if (t.slot != nullptr) t.slot->state.store(kNoRegion, std::memory_order_relaxed);
+  settle_gate(t);
 }
 
 void settle_running_segment() noexcept {
@@ -1086,7 +1125,7 @@ uint32_t sampled_region() noexcept {
   // An open fast frame first: unfast writes the stack frame before it
   // closes the gate, so a signal between the two sees the same region.
   const ThreadRegions& t = t_regions;
-  if (const FastEntry* e = fast_frame_entry(t)) return e->region;
+  if (const uint32_t r = fast_frame_region(); r != kNoRegion) return r;
   const uint32_t depth = std::min(t.depth, kMaxRegionDepth);
   for (uint32_t i = depth; i-- > 0;) {
     if (t.frames[i].handler) return t.frames[i].region;

@@ -33,6 +33,7 @@ struct Straddler {};
 struct Starter {};
 struct Short {};
 struct Paused {};
+struct Tokened {};
 }  // namespace cheap_sweep_test
 
 namespace {
@@ -236,4 +237,62 @@ TEST_CASE("cheap sweep: a sampled run paused by a scope counts only its own time
   }
   CHECK(next == FastFrame::untimed);
   CHECK(ca::region_stats(id).visits - h0.visits == runs + 1);
+}
+
+TEST_CASE("cheap sweep: a fast run that a scope made a stack frame is closed by the general exit, token or not",
+          "[causal][region]") {
+  // The fast exit closes a slot only while it holds exactly the fast run's
+  // untimed word; a scope inside the run (or a stale pop) turns the fast
+  // frame into a stack frame and marks the slot held (region.cpp unfast).
+  // Without that mark, after a stale pop the token's fast exit would close
+  // the slot and leave the frame on the stack (depth 1 after the exit, the
+  // gate closed for the next run).
+  (void)cal::tsc_hz();
+  SweepOn on;
+  const void* type = &typeid(cheap_sweep_test::Tokened);
+  const uint32_t kind = 4246;
+  const uint32_t id = ca::handler_region(type, kind);
+  // Enters a run that takes the fast untimed path (a sampled run, or one
+  // after a run that a sanitizer made long, is exited and retried).
+  auto enter_untimed = [&] {
+    for (int i = 0; i < 200; ++i) {
+      void* token = ca::on_handler_enter(type, kind);
+      if (ca::detail::fast_frame() == FastFrame::untimed) return token;
+      ca::on_handler_exit(token, type, kind);
+    }
+    return static_cast<void*>(nullptr);
+  };
+  const uint32_t scope = ca::scope_region("cheap-sweep-test/tokened");
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool with_token = variant % 2 == 0;
+    const bool stale_pop = variant >= 2;
+    void* token = enter_untimed();
+    REQUIRE(token != nullptr);
+    const auto h0 = ca::region_stats(id);
+    if (stale_pop) {
+      // A pop of a frame that is not there (region.hpp pop_region: nothing
+      // happens) still makes the fast frame a stack frame, and re-opens no
+      // segment: only unfast's mark keeps the fast exit off the slot.
+      ca::detail::pop_region(scope, 3);
+      CHECK(ca::detail::fast_frame() == FastFrame::none);
+    } else {
+      COACT_SCOPE("cheap-sweep-test/tokened");
+      CHECK(ca::detail::region_depth() == 2u);
+      CHECK(ca::detail::fast_frame() == FastFrame::none);
+    }
+    CHECK(ca::detail::region_depth() == 1u);
+    if (with_token) {
+      ca::on_handler_exit(token, type, kind);
+    } else {
+      ca::on_handler_exit(type, kind);
+    }
+    CHECK(ca::detail::region_depth() == 0u);
+    CHECK(ca::region_stats(id).visits - h0.visits == 1u);
+    // The gate is open again: a later run takes the fast path.
+    token = enter_untimed();
+    CHECK(token != nullptr);
+    ca::on_handler_exit(token, type, kind);
+    CHECK(ca::detail::region_depth() == 0u);
+    CHECK(ca::detail::fast_frame() == FastFrame::none);
+  }
 }

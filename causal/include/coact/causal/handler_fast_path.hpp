@@ -6,9 +6,10 @@
 // Provides (namespace detail; a program never calls these):
 //   * FastEntry: one entry of the calling thread's handler-region cache,
 //     keyed by (actor type, message kind): the region id, the sampling
-//     countdown and the region's completion point;
-//   * FastThread t_fast: that cache, the thread's live-slot state word and
-//     visit counters (region.cpp), and `open`, the fast frame's entry;
+//     countdown, the region's completion point, and the thread's visit
+//     counter and live-slot state word;
+//   * FastThread t_fast: that cache and `gate`, the thread's slot state word
+//     while the fast path may run, else g_gate_closed;
 //   * g_live_slot_word: the live slot state of the region that is live now
 //     (selected with speedup s > 0; region | kSlotUntimed), else 0 — a mirror
 //     of region.cpp's selection word, so that the fast path tests liveness
@@ -18,42 +19,51 @@
 //     needs the general path (region.cpp enter_handler_slow /
 //     exit_handler_slow). fast_enter returns the entry it opened, which the
 //     runtime keeps across the handler call (hooks.hpp on_handler_exit's
-//     token), so the exit needs no cache look-up and no key compare;
+//     token), so the exit needs no cache look-up, no key compare and no
+//     thread-local access;
 //   * g_fast_general: the token of an enter that took the general path
-//     (never a value of `open`, so fast_exit_entry refuses it).
+//     (fast_exit_entry refuses it).
 //
 // What a fast run does (why each step is needed; the slot protocol and the
 // straddling argument are at LiveSlot in causal/src/region.cpp):
-//   enter: the cache entry of (type, kind) holds a nonzero countdown (so the
+//   enter: the gate's word is 0 (the gate is open and no segment is open);
+//     the cache entry of (type, kind) holds a nonzero countdown (so the
 //     entry is valid, its region known, and this run is not sampled); the
 //     region is not live; then one release store opens the thread's live
 //     slot untimed (state = region | kSlotUntimed: a payer or an experiment
 //     that selects the region while this run goes on finds it there and
-//     counts it from the experiment's start), and `open` records the entry.
-//     No TSC read, no region-stack frame.
-//   exit: `open` is this (type, kind)'s entry, the region is still not live
-//     and the slot still holds exactly region | kSlotUntimed (no payer
-//     published for the run, no end_experiment timed it): then nothing was
-//     owed for the run, one store closes the slot, one counter counts the
-//     visit, and the region's completion point (if any) gets its visit.
-//     Any other case (a payer touched the slot, the region became live while
-//     the run went on) takes the general path, which adds the run's delay
-//     from the experiment's start and credits what payers published.
+//     counts it from the experiment's start). That state word is also the
+//     fast frame itself: no TSC read, no region-stack frame, no other store.
+//   exit: the region is still not live and the slot still holds exactly
+//     region | kSlotUntimed (no payer published for the run, no
+//     end_experiment timed it, no general-path function made it a stack
+//     frame): then nothing was owed for the run, one store closes the slot,
+//     one counter counts the visit, and the region's completion point (if
+//     any) gets its visit. Any other case (a payer touched the slot, the
+//     region became live while the run went on, a scope ran inside it) takes
+//     the general path, which adds the run's delay from the experiment's
+//     start and credits what payers published.
 //
-// `open` protocol (the gate that keeps the fast path off the region stack):
-//   nullptr       no frame on the thread's region stack, slot and counters
-//                 taken: the next handler enter may take the fast path;
-//   &entry        a fast frame is open (its region stack is still empty);
-//   blocked       anything else (frames on the stack, a sampled or live run,
-//                 no slot or counter block): fast_enter and fast_exit refuse.
+// The gate (what keeps the fast path off the region stack): t_fast.gate is
+//   &own slot state  the region stack is empty and the slot and counter
+//                    block are taken: the slot's state says what is open —
+//                    0 nothing (the next handler enter may take the fast
+//                    path); region | kSlotUntimed (or what a payer made of
+//                    it) a fast untimed frame; region | kSlotUntimed |
+//                    kSlotHeld a sampled fast frame (region.cpp ThreadRegions
+//                    sampled_open);
+//   &g_gate_closed   anything else (frames on the stack, no slot or counter
+//                    block): fast_enter refuses.
 // Every general-path entry point in region.cpp first turns an open fast frame
-// into an ordinary stack frame (region.cpp unfast) and finally sets `open`
-// back from the stack (settle_gate); the sampler's signal handler reads
-// `open` before the stack (region.cpp sampled_region).
+// into an ordinary stack frame (region.cpp unfast: the slot is marked held,
+// the gate closed) and finally opens the gate again from the stack
+// (settle_gate); the sampler's signal handler reads the gate and the slot
+// before the stack (region.cpp sampled_region).
 //
 // Threads: t_fast is touched only by its own thread (and read by that
-// thread's signal handler). g_live_slot_word is written by begin_experiment /
-// end_experiment (release) and read by every fast enter and exit (acquire).
+// thread's signal handler); a slot's state word also by payers (region.cpp).
+// g_live_slot_word is written by begin_experiment / end_experiment (release)
+// and read by every fast enter and exit (acquire).
 // A stale read is the same race as a stale read of the selection word (a
 // run that begins or ends within nanoseconds of an experiment's edge counts
 // as inside or outside it); it never loses a run that straddles the edge
@@ -73,16 +83,21 @@ namespace detail {
 /// A live slot's state flag: the open segment was opened without a TSC read
 /// (its region was not live). region.cpp LiveSlot.
 inline constexpr uint32_t kSlotUntimed = 0x40000000u;
+/// A live slot's state flag: the open untimed segment is not a fast untimed
+/// frame's (it is a region-stack frame's, or a sampled fast frame's), so the
+/// fast exit, which closes only a slot holding exactly region | kSlotUntimed,
+/// leaves it to the general path. Payers treat it as kSlotUntimed.
+inline constexpr uint32_t kSlotHeld = 0x20000000u;
 /// Entries of the per-thread handler-region cache (a power of two).
 inline constexpr uint32_t kFastCacheSlots = 64;
 
-/// One cache entry. Written only by its thread: the keys, region and
+/// One cache entry. Written only by its thread: the keys, region, slot and
 /// completion by region.cpp's general path when it (re)fills the entry; the
 /// countdown by both paths.
 struct FastEntry {
   const void* type;    ///< actor type (key); with `kind`, valid iff `completion` is set
   uint32_t kind;       ///< message kind (key)
-  uint32_t slot_word;  ///< region | kSlotUntimed: the live slot state of an untimed run
+  uint32_t slot_word;  ///< region | kSlotUntimed: the live slot state of a fast untimed run
   uint16_t countdown;  ///< untimed runs left before the next sampled one; 0: the next run takes the general path
   uint16_t stride;     ///< the countdown's value when it was set (region.cpp: the sample's weight)
   uint32_t region;     ///< the handler region (kNoRegion if the table was full)
@@ -92,26 +107,31 @@ struct FastEntry {
   /// This thread's visit counter of the region (its counter block, region.cpp
   /// ThreadCounters); null while the thread has none (then `countdown` stays 0).
   uint64_t* visits;
-  uint64_t pad[3];     ///< 64 bytes: an entry's address is the slot index shifted
+  /// This thread's live slot's state word (set with `visits`): the fast exit
+  /// reads it here, with no thread-local access.
+  std::atomic<uint32_t>* slot;
+  uint64_t pad[2];     ///< 64 bytes: an entry's address is the slot index shifted
 };
 static_assert(sizeof(FastEntry) == 64, "cache entries are indexed by shifting");
 
 /// The calling thread's fast-path state; see the file comment.
 struct FastThread {
-  FastEntry cache[kFastCacheSlots];    ///< first: an entry's address is the thread's base plus its offset
-  FastEntry* open;                     ///< see "`open` protocol"
-  std::atomic<uint32_t>* slot_state;   ///< the thread's live slot's state word, once taken
+  FastEntry cache[kFastCacheSlots];  ///< first: an entry's address is the thread's base plus its offset
+  std::atomic<uint32_t>* gate;       ///< see "The gate"
 };
 
-/// The value of `open` while the fast path is refused; never a cache entry.
-inline constinit FastEntry g_fast_blocked{&g_fast_blocked, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
+/// The gate's value while the fast path is refused: a state word that is
+/// never 0 (so fast_enter refuses) and never a fast untimed run's.
+inline constinit std::atomic<uint32_t> g_gate_closed{kSlotHeld};
 /// The token hooks.hpp on_handler_enter returns after a general-path enter:
-/// never a cache entry and never stored in `open`.
-inline constinit FastEntry g_fast_general{&g_fast_general, 0, 0, 0, 0, 0, nullptr, nullptr, {}};
+/// never a cache entry; its slot word matches no slot state, so
+/// fast_exit_entry refuses it.
+inline constinit FastEntry g_fast_general{nullptr, 0, 0xFFFFFFFFu, 0, 0, 0, nullptr, nullptr, &g_gate_closed, {}};
 /// The calling thread's state. constinit: no TLS guard on access. A new
-/// thread starts blocked: its first run takes the general path, which takes
-/// the slot and counter block and opens the gate (region.cpp settle_gate).
-inline constinit thread_local FastThread t_fast{{}, &g_fast_blocked, nullptr};
+/// thread starts with the gate closed: its first run takes the general path,
+/// which takes the slot and counter block and opens the gate (region.cpp
+/// settle_gate).
+inline constinit thread_local FastThread t_fast{{}, &g_gate_closed};
 /// The live region's slot state (region | kSlotUntimed; the region selected
 /// with s > 0), or 0. See the file comment.
 inline constinit std::atomic<uint32_t> g_live_slot_word{0};
@@ -134,34 +154,36 @@ void visit_completion(ProgressPoint* p) noexcept;
 /// on_handler_exit), or null: nothing was done, take the general path.
 inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   FastThread& t = t_fast;
-  if (t.open != nullptr) return nullptr;
+  std::atomic<uint32_t>* const slot = t.gate;
+  // 0 only while the gate is open and no segment is open on the slot (the
+  // owner closed it last; payers never change a closed slot).
+  if (slot->load(std::memory_order_relaxed) != 0) return nullptr;
   FastEntry& e = t.cache[fast_cache_slot(type, kind)];
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
-  // and whose `visits` is set (region.cpp sets it only then).
+  // and whose `visits` and `slot` are set (region.cpp sets it only then).
   if (e.countdown == 0 || e.type != type || e.kind != kind) return nullptr;
   if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return nullptr;
   --e.countdown;
-  t.slot_state->store(e.slot_word, std::memory_order_release);
-  t.open = &e;
+  slot->store(e.slot_word, std::memory_order_release);
   return &e;
 }
 
 /// The fast handler exit of the fast frame that fast_enter opened on entry
-/// `e` (file comment). `open` still being `e` is the whole identity test:
-/// every general-path function unfasts first (then `open` is blocked, or
-/// null once the stack is empty again), and only the general enter refills
-/// an entry, so an entry cannot change its keys while it is the open frame.
+/// `e` (file comment). The slot still holding exactly e's slot word is the
+/// whole identity test: only fast_enter stores that word (a stack frame's
+/// or a sampled frame's untimed state carries kSlotHeld, a timed one no
+/// kSlotUntimed), and every general-path function that turns the open fast
+/// frame into a stack frame marks the slot held first (region.cpp unfast).
 /// Calling thread only; false: nothing was done, take the general path.
 inline bool fast_exit_entry(FastEntry* e) noexcept {
-  FastThread& t = t_fast;
-  if (t.open != e) return false;
   const uint32_t word = e->slot_word;
+  // The live word before the slot (region.cpp, "Straddlers": an experiment
+  // that ended before this load claimed the slot before it ended).
   if (g_live_slot_word.load(std::memory_order_acquire) == word) return false;
   // acquire: pairs with a payer's release (then the general path reads what it published).
-  std::atomic<uint32_t>& slot = *t.slot_state;
+  std::atomic<uint32_t>& slot = *e->slot;
   if (slot.load(std::memory_order_acquire) != word) return false;
   slot.store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
-  t.open = nullptr;
   std::atomic_ref<uint64_t> v(*e->visits);  // single writer; region_total reads it relaxed
   v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (ProgressPoint* p = e->completion->load(std::memory_order_acquire)) visit_completion(p);
@@ -172,9 +194,10 @@ inline bool fast_exit_entry(FastEntry* e) noexcept {
 /// comment; region.cpp exit_handler): the open fast frame must be
 /// (type, kind)'s. Calling thread only; false: nothing was done.
 inline bool fast_exit(const void* type, uint32_t kind) noexcept {
-  FastEntry* e = t_fast.open;  // g_fast_blocked and region.cpp's g_fast_sampled never match real keys
-  if (e == nullptr || e->type != type || e->kind != kind) return false;
-  return fast_exit_entry(e);
+  FastThread& t = t_fast;
+  FastEntry& e = t.cache[fast_cache_slot(type, kind)];
+  if (e.completion == nullptr || e.type != type || e.kind != kind || e.slot != t.gate) return false;
+  return fast_exit_entry(&e);
 }
 
 }  // namespace detail
