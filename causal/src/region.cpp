@@ -91,8 +91,8 @@
 //  compare there): +63 -> +56 / +62 -> +56 with the keep-local valve
 //  pinned, COACT_LOCAL_TIME_BUDGET_US=0. The slot state word as the fast
 //  frame itself (no `open` pointer stored, compared and cleared; the exit
-//  reads the slot through its cache entry, no thread-local access): +52 /
-//  +53, 429 / 481 and 456 / 508 per message.)
+//  reads the slot through its cache entry, no thread-local access): +56 ->
+//  +52.5 / +56 -> +52.6, 436 / 488 and 465 / 518 per message.)
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
