@@ -61,9 +61,10 @@ struct Ring {
   uint64_t stack_lo = 0;    // the thread's stack [lo, hi), from pthread_getattr_np
   uint64_t stack_hi = 0;
   timer_t timer{};          // the POSIX CPU-clock timer, when has_posix
-  int perf_fd = -1;         // the task-clock perf event, when it opened
+  int perf_fd = -1;         // guarded by g_mu: the task-clock perf event while it is open (precise mode)
+  bool perf_ok = false;     // guarded by g_mu: a perf event could be opened for the thread at registration
   bool has_posix = false;   // guarded by g_mu
-  bool has_timer = false;   // guarded by g_mu: has_posix || perf_fd >= 0
+  bool has_timer = false;   // guarded by g_mu: has_posix || perf_ok
   bool exited = false;      // guarded by g_mu
   bool armed = false;       // guarded by g_mu: some source armed
   bool posix_armed = false; // guarded by g_mu
@@ -253,19 +254,30 @@ void atfork_child() {
     for (Ring* r : *g_rings) {
       if (r->perf_fd >= 0) (void)::close(r->perf_fd);  // the child's copy; the parent's event stays
       r->perf_fd = -1;
+      r->perf_ok = false;
       r->has_timer = r->has_posix = r->armed = r->posix_armed = r->perf_armed = false;
     }
   }
   g_mu.unlock();
 }
 
-// The perf event at `period_ns` (0: disabled).
+int open_task_clock(int tid) noexcept;
+
+// The perf event at `period_ns`, opened if it is not open; 0: closed. Closed,
+// not just disabled, outside the precise mode: a disabled per-thread event
+// still costs each context switch of its thread ~0.8 us here (an enabled
+// one ~4.7 us: 13.7 / 14.5 / 18.3 us of CPU per 1-us sleep without, with a
+// disabled, with an enabled task-clock event). A signal it queued before it
+// was closed is still delivered, weighed by perf_ns.
 bool arm_perf(Ring& r, uint64_t period_ns) noexcept {
   if (period_ns == 0) {
-    if (r.perf_armed && ::ioctl(r.perf_fd, PERF_EVENT_IOC_DISABLE, 0) != 0) return false;
+    if (r.perf_fd >= 0) (void)::close(r.perf_fd);
+    r.perf_fd = -1;
     r.perf_armed = false;
     return true;
   }
+  if (r.perf_fd < 0) r.perf_fd = open_task_clock(r.tid);
+  if (r.perf_fd < 0) return false;
   uint64_t p = period_ns;
   r.perf_ns.store(period_ns, std::memory_order_relaxed);
   if (::ioctl(r.perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0 || ::ioctl(r.perf_fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
@@ -296,20 +308,23 @@ bool arm_posix(Ring& r, uint64_t period_ns) noexcept {
 // not used is disarmed first (no sample is taken twice).
 bool arm(Ring& r) noexcept {
   const uint64_t ns = g_active.load(std::memory_order_relaxed) ? g_armed_ns.load(std::memory_order_relaxed) : 0;
-  const bool perf = r.perf_fd >= 0 && (g_precise.load(std::memory_order_relaxed) || !r.has_posix);
+  const bool perf = r.perf_ok && ns != 0 && (g_precise.load(std::memory_order_relaxed) || !r.has_posix);
   bool ok = true;
   if (perf) {
     if (r.has_posix) ok = arm_posix(r, 0);
-    ok = arm_perf(r, ns) && ok;
+    if (!arm_perf(r, ns)) {  // could not (re)open it now (fd limit): the POSIX timer at this period instead
+      (void)arm_perf(r, 0);
+      ok = r.has_posix && arm_posix(r, ns);
+    }
   } else {
-    if (r.perf_fd >= 0) ok = arm_perf(r, 0);
+    ok = arm_perf(r, 0);
     if (r.has_posix) ok = arm_posix(r, ns) && ok;
   }
   r.armed = r.posix_armed || r.perf_armed;
   return ok;
 }
 
-// The calling thread's precise CPU-time sampler, a perf event (Coz's choice):
+// Thread `tid`'s precise CPU-time sampler, a perf event (Coz's choice):
 // the software task clock, which counts the thread's CPU time and overflows
 // from an hrtimer, so a sample comes every period of CPU time. The POSIX
 // CPU-clock timer (the base mode's source) is checked only at the scheduler
@@ -318,7 +333,7 @@ bool arm(Ring& r) noexcept {
 // a short branch's slack; hence the perf event during line experiments.
 // But its hrtimer costs ~24 us per expiry and ~4.5 us per context switch of
 // the thread while enabled (README: "What a sample costs"), so it is
-// enabled only then. Created disabled; SIGPROF to thread `tid` at each
+// open only then. Created disabled; SIGPROF to thread `tid` at each
 // overflow (O_ASYNC, F_SETSIG, F_SETOWN_EX). -1 if perf events are not
 // allowed (e.g. perf_event_paranoid 3, a seccomp filter): the POSIX timer
 // then serves both modes.
@@ -332,7 +347,9 @@ int open_task_clock(int tid) noexcept {
   pe.exclude_kernel = 1;  // what perf_event_paranoid 2 allows; time in the kernel is not the program's lines
   pe.exclude_hv = 1;
   pe.wakeup_events = 1;
-  const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &pe, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  // pid = tid: a thread of this process, opened from any of its threads
+  // (the controller's, at an experiment's start).
+  const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &pe, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) return -1;
   f_owner_ex owner{F_OWNER_TID, tid};
   if (::fcntl(fd, F_SETFL, O_ASYNC) != 0 || ::fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
@@ -415,21 +432,24 @@ void register_sampled_thread() noexcept {
     // Both sources where allowed: the POSIX timer outside line experiments,
     // the perf event during them (set_armed_period).
     if (!g_forked_child.load(std::memory_order_relaxed)) {
-      r->perf_fd = open_task_clock(r->tid);
+      // Probed here (opened and closed): arm() opens it for the precise mode.
+      const int fd = open_task_clock(r->tid);
+      r->perf_ok = fd >= 0;
+      if (fd >= 0) (void)::close(fd);
       sigevent sev{};
       sev.sigev_notify = SIGEV_THREAD_ID;
       sev.sigev_signo = SIGPROF;
       sev._sigev_un._tid = r->tid;  // sigev_notify_thread_id (glibc names it only with _GNU_SOURCE in C)
       r->has_posix = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &r->timer) == 0;
     }
-    r->has_timer = r->has_posix || r->perf_fd >= 0;
+    r->has_timer = r->has_posix || r->perf_ok;
     if (!r->has_timer) {  // listed as unsampled by stats()
       delete r;
       return;
     }
     rings().push_back(r);
     ++g_registered;
-    g_registered_perf += r->perf_fd >= 0 ? 1 : 0;
+    g_registered_perf += r->perf_ok ? 1 : 0;
     g_registered_posix += r->has_posix ? 1 : 0;
     t_exit.registered = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -449,6 +469,7 @@ void unregister_sampled_thread() noexcept {
   if (r->perf_fd >= 0) (void)::close(r->perf_fd);
   if (r->has_posix) (void)timer_delete(r->timer);
   r->perf_fd = -1;
+  r->perf_ok = false;
   r->has_timer = r->has_posix = r->armed = r->posix_armed = r->perf_armed = false;
   r->exited = true;
   ++g_exited;

@@ -1,6 +1,7 @@
 // Sampler and symbolizer: samples land where the CPU time goes, the signal
 // handler never allocates or takes a lock, and exiting threads, threads
 // created before sampling and fork() children are tracked or listed.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <pthread.h>
@@ -350,6 +351,20 @@ struct PhaseSamples {
   uint64_t wrong_period = 0;  // samples whose period is not their source's
   double total_ms() const { return ms[0] + ms[1] + ms[2]; }
 };
+// Open perf-event file descriptors of this process.
+int open_perf_events() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (const dirent* e = readdir(d)) {
+      char link[128] = {};
+      const std::string path = std::string("/proc/self/fd/") + e->d_name;
+      if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::string(link) == "anon_inode:[perf_event]") ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
 PhaseSamples phase_samples(int tid, uint64_t timer_ns, uint64_t perf_ns) {
   PhaseSamples p;
   for (const auto& s : drain_all()) {
@@ -400,17 +415,26 @@ TEST_CASE("sampler: the POSIX timer samples in the base mode, the perf event in 
   while (tid.load() == 0) std::this_thread::sleep_for(1ms);
   const auto st0 = cc::sampler_stats();
   (void)drain_all();
+  // No perf event is open outside the precise mode (a disabled one still
+  // costs each context switch of its thread).
+  CHECK(open_perf_events() == 0);
   run_phase(1);  // base mode
   const PhaseSamples base = phase_samples(tid, 1'000'000, 125'000);
   REQUIRE(cc::detail::set_armed_period(125us));
   const auto st_precise = cc::sampler_stats();
   CHECK(st_precise.precise);
   CHECK(st_precise.armed_period_ns == 125'000);
-  run_phase(2);  // precise mode
   const bool perf = st_precise.threads_perf_event > 0;
+  if (perf) {
+    CHECK(open_perf_events() >= 1);  // this test's thread's (and any other registered thread's)
+  } else {
+    CHECK(open_perf_events() == 0);
+  }
+  run_phase(2);  // precise mode
   const PhaseSamples precise = phase_samples(tid, perf ? 1'000'000 : 125'000, 125'000);
   REQUIRE(cc::detail::set_armed_period(0us));
   CHECK_FALSE(cc::sampler_stats().precise);
+  CHECK(open_perf_events() == 0);
   run_phase(3);  // base mode again
   const PhaseSamples back = phase_samples(tid, 1'000'000, 125'000);
   t.join();
