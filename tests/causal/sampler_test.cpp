@@ -228,6 +228,10 @@ TEST_CASE("sampler: unwinding by cached CFI rules gives libdwfl's frames, sample
   int tid = 0;
   {
     SamplingSession session(1ms);
+    // The precise mode (the perf event where allowed): a sample per ms of
+    // CPU, ~200, as many walks to compare as before the POSIX timer (~50 at
+    // the 4-ms tick) became the base mode's source.
+    (void)coact::causal::detail::set_armed_period(1ms);
     std::thread t([&] {
       coact::causal::register_sampled_thread();
       tid = static_cast<int>(gettid());
