@@ -74,7 +74,7 @@ uint64_t process(State& st, const RawSample& raw) {
   // No line table (a build without -g: stats.symbolizer_error says so): no
   // sample can be attributed, so none is unwound (that was every frame of
   // every sample, ~87,000 instructions each, for nothing).
-  if (st.sym->rows() == 0) return 0;
+  if (!st.sym->has_lines()) return 0;
   const Sample s = st.sym->unwind(raw, /*to_first_in_scope=*/true);  // attribute() needs no frame beyond it
   const SourceLine* line = st.sym->attribute(s);
   if (line == nullptr) return 0;

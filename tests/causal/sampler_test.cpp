@@ -138,7 +138,7 @@ TEST_CASE("sampler: samples of a busy registered thread land on its loop, symbol
   }
   coact::causal::Symbolizer sym;
   INFO("symbolizer: " << sym.error());
-  REQUIRE(sym.rows() > 0);
+  REQUIRE(sym.has_lines());
   std::vector<coact::causal::Sample> mine;
   size_t deep = 0;
   uint64_t periods = 0;
@@ -182,7 +182,65 @@ TEST_CASE("sampler: samples of a busy registered thread land on its loop, symbol
   CHECK(body->in_scope);
   CHECK(body->name.find("sampler_test.cpp:") != std::string::npos);
   CHECK_FALSE(sym.ranges_of(*body).empty());
-  CHECK_FALSE(sym.scope_ranges().empty());
+  // A sample interrupted on the loop body: its PC is in scope (where unwind() stops).
+  size_t on_body = 0;
+  for (const auto& s : mine) {
+    if (sym.line_of(s.pc[0], false) != body) continue;
+    ++on_body;
+    CHECK(sym.in_scope_at(s.pc[0], false));
+  }
+  CHECK(on_body > 0);
+}
+
+TEST_CASE("symbolizer: line tables read per compilation unit on first use name every address as reading all of them",
+          "[sampler]") {
+  coact::causal::Symbolizer lazy;
+  INFO("symbolizer: " << lazy.error());
+  REQUIRE(lazy.has_lines());
+  REQUIRE(lazy.units() > 2);
+  CHECK(lazy.loaded_units() == 0);  // construction reads headers only
+  CHECK(lazy.rows() == 0);
+  const auto here = reinterpret_cast<uint64_t>(&busy_loop);
+  const coact::causal::SourceLine* loop = lazy.line_of(here + 16, false);
+  REQUIRE(loop != nullptr);
+  CHECK(lazy.loaded_units() == 1);  // this file's CU only
+  CHECK(loop->in_scope);
+  CHECK(loop->name.rfind("sampler_test.cpp:", 0) == 0);  // the short name: this file's path was in a header's file table
+  coact::causal::Symbolizer eager;
+  eager.load_all();
+  CHECK(eager.loaded_units() == eager.units());
+  // Every 7th address over 4 MiB around this file's code (several CUs, and
+  // addresses outside any): the same line, name, scope and function.
+  size_t named = 0, in_scope = 0, short_names = 0, mismatches = 0;
+  for (uint64_t pc = here > (2u << 20) ? here - (2u << 20) : 0; pc < here + (2u << 20); pc += 7) {
+    for (const bool ret : {false, true}) {
+      const coact::causal::SourceLine* a = lazy.line_of(pc, ret);
+      const coact::causal::SourceLine* b = eager.line_of(pc, ret);
+      if ((a == nullptr) != (b == nullptr) ||
+          (a != nullptr && (a->file != b->file || a->line != b->line || a->name != b->name ||
+                            a->in_scope != b->in_scope || a->function != b->function))) {
+        ++mismatches;
+        continue;
+      }
+      if (a == nullptr) continue;
+      ++named;
+      if (a->in_scope) {
+        ++in_scope;
+        // An in-scope file is named by a path suffix, found among the
+        // headers' file tables (a path missing there would be shown whole).
+        short_names += a->name != a->file + ":" + std::to_string(a->line) ? 1 : 0;
+      }
+      CHECK(lazy.in_scope_at(pc, ret) == a->in_scope);
+    }
+  }
+  INFO("named " << named << ", in scope " << in_scope << ", short names " << short_names << ", CUs read lazily "
+                << lazy.loaded_units() << " of " << lazy.units());
+  CHECK(mismatches == 0);
+  CHECK(named > 10000);
+  CHECK(in_scope > 1000);
+  CHECK(short_names == in_scope);
+  CHECK(lazy.loaded_units() > 1);
+  CHECK(lazy.ranges_of(*loop) == eager.ranges_of(*eager.line_of(here + 16, false)));
 }
 
 // Not built under TSan: there the samples land in TSan's runtime (the
@@ -241,7 +299,7 @@ TEST_CASE("sampler: unwinding by cached CFI rules gives libdwfl's frames, sample
     samples = drain_all();
   }
   coact::causal::Symbolizer sym;
-  REQUIRE(sym.rows() > 0);
+  REQUIRE(sym.has_lines());
   size_t mine = 0, deep = 0, attributed = 0;
   for (const auto& raw : samples) {
     if (raw.tid != tid) continue;

@@ -1,9 +1,14 @@
 // coact/causal/symbolizer.hpp: program counters to source lines, outside the
 // signal handler (sampled-line regions; docs/DESIGN.md "Region").
 //
-// What: the main executable's DWARF line table (elfutils libdw/libdwfl,
-// every compilation unit) is read once into one address-sorted table; a PC
-// maps to its row (file, line) by binary search, and to its function by the
+// What: the main executable's DWARF line table (elfutils libdw/libdwfl) is
+// read per compilation unit on first use: construction reads each CU's
+// address ranges and the file table of its line program's header (display
+// names need every in-scope file), not the rows; the first PC looked up in a
+// CU reads that CU's rows into an address-sorted table (a profile without a
+// line experiment touches a few of the program's CUs; reading all of them at
+// start-up cost the example archiver ~0.057 s of CPU). A PC maps to its row
+// (file, line) by binary search, and to its function by the
 // ELF symbol table (its function symbols sorted by address once, at the first
 // new line; dwfl_module_addrname, which scans the whole table per call, only
 // for addresses no sized symbol covers; demangled). Results are cached per
@@ -24,8 +29,9 @@
 // --call-graph dwarf`.
 //
 // Threads: a Symbolizer is used by one thread at a time (the drainer).
-// Blocking: the constructor reads debug information (milliseconds to a
-// second for large programs). Errors: construction never throws for missing
+// Blocking: the constructor reads CU headers (~1 ms for the archiver's 27
+// CUs); a lookup in a CU not yet read reads its rows (milliseconds for a
+// large CU), ranges_of reads every CU (tens of milliseconds to a second). Errors: construction never throws for missing
 // debug information — the table is then empty and every lookup says "not in
 // scope"; error() tells why.
 #pragma once
@@ -81,7 +87,7 @@ class Symbolizer {
   /// addresses found by libdwfl's CFI unwinder (.eh_frame / .debug_frame)
   /// over the sample's registers and stack copy (memory outside the copy
   /// reads as unavailable, which ends the walk). At most kSampleFrames.
-  /// `to_first_in_scope`: stop at the first frame in scope (scope_ranges()),
+  /// `to_first_in_scope`: stop at the first frame in scope (in_scope_at()),
   /// the one attribute() returns, so attribute() gives the same line as
   /// after a full walk; a sample whose PC is in scope is not unwound at all.
   /// Each frame's unwinding rule (CFA = rsp or rbp + offset, return
@@ -101,14 +107,21 @@ class Symbolizer {
   const SourceLine* attribute(const Sample& s);
 
   /// Address ranges (sorted, merged) whose rows are `line` (same file and
-  /// number). Empty if unknown.
-  std::vector<AddressRange> ranges_of(const SourceLine& line) const;
+  /// number). Empty if unknown. Reads every CU's rows (load_all).
+  std::vector<AddressRange> ranges_of(const SourceLine& line);
 
-  /// All addresses whose lines are in scope (sorted, merged).
-  const std::vector<AddressRange>& scope_ranges() const noexcept { return scope_ranges_; }
+  /// True if the line of `pc` (as line_of) is in scope.
+  bool in_scope_at(uint64_t pc, bool return_address);
 
-  /// Rows in the line table (0 if no debug information was found).
+  /// True if the main executable has a line table (else error() says why).
+  bool has_lines() const noexcept;
+  /// Rows read so far (CUs are read on first use).
   size_t rows() const noexcept;
+  /// Compilation units with a line program, and how many were read so far.
+  size_t units() const noexcept;
+  size_t loaded_units() const noexcept;
+  /// Reads every CU's rows now (ranges_of does; tests compare with it).
+  void load_all();
   /// Why the table is empty ("" if it is not).
   const std::string& error() const noexcept { return error_; }
 
@@ -117,7 +130,6 @@ class Symbolizer {
  private:
   std::unique_ptr<Impl> impl_;
   SourceScope scope_;
-  std::vector<AddressRange> scope_ranges_;
   std::string error_;
   std::unordered_map<uint64_t, const SourceLine*> cache_;  // key: pc, or pc|1<<63 for return addresses
   bool cached_rules_ = true;
