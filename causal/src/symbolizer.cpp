@@ -170,10 +170,28 @@ bool read_form(Reader& r, uint64_t form, size_t offset_size, const DebugSections
 // libdw's dwarf_linesrc), then with the CU's compilation directory if still
 // relative, lexically normalised.
 std::string file_path(const char* dir, const char* name, const char* comp_dir) {
-  std::filesystem::path p = name != nullptr ? std::filesystem::path(name) : std::filesystem::path("?");
-  if (name != nullptr && p.is_relative() && dir != nullptr) p = std::filesystem::path(dir) / p;
-  if (name != nullptr && p.is_relative() && comp_dir != nullptr) p = std::filesystem::path(comp_dir) / p;
-  return p.lexically_normal().string();
+  if (name == nullptr) return "?";
+  if (*name == '\0') {  // (no producer writes one) as the path operations would
+    std::filesystem::path q = dir != nullptr ? std::filesystem::path(dir) : std::filesystem::path();
+    if (q.is_relative() && comp_dir != nullptr) q = std::filesystem::path(comp_dir) / q;
+    return q.lexically_normal().string();
+  }
+  // Joined as strings, lexically normalised only where a "." or ".."
+  // component or an empty one ("//", a trailing '/') is in the path: the
+  // filesystem::path operations were three quarters of reading every
+  // header's file table (33 of 45 M instructions for the archiver).
+  std::string p = name;
+  if (p.front() != '/' && dir != nullptr && *dir != '\0') p = std::string(dir) + "/" + p;
+  if (p.front() != '/' && comp_dir != nullptr && *comp_dir != '\0') p = std::string(comp_dir) + "/" + p;
+  bool clean = p.back() != '/';
+  for (size_t i = 0; clean && i < p.size(); ++i) {
+    if (p[i] != '/' && i != 0) continue;
+    const size_t start = p[i] == '/' ? i + 1 : i;  // a component starts here
+    const size_t end = std::min(p.find('/', start), p.size());
+    const std::string_view c(p.data() + start, end - start);
+    clean = !(c.empty() && end < p.size()) && c != "." && c != "..";
+  }
+  return clean ? p : std::filesystem::path(p).lexically_normal().string();
 }
 
 // Appends the paths of the file table of the line program at `off` (the
