@@ -198,12 +198,14 @@ TEST_CASE("symbolizer: line tables read per compilation unit on first use name e
   INFO("symbolizer: " << lazy.error());
   REQUIRE(lazy.has_lines());
   REQUIRE(lazy.units() > 2);
-  CHECK(lazy.loaded_units() == 0);  // construction reads headers only
-  CHECK(lazy.rows() == 0);
+  // Construction reads headers, not rows, except for a CU without address
+  // ranges (none here in the -Werror build; one under TSan).
+  const size_t at_start = lazy.loaded_units();
+  CHECK(at_start <= 1);
   const auto here = reinterpret_cast<uint64_t>(&busy_loop);
   const coact::causal::SourceLine* loop = lazy.line_of(here + 16, false);
   REQUIRE(loop != nullptr);
-  CHECK(lazy.loaded_units() == 1);  // this file's CU only
+  CHECK(lazy.loaded_units() == at_start + 1);  // this file's CU only
   CHECK(loop->in_scope);
   CHECK(loop->name.rfind("sampler_test.cpp:", 0) == 0);  // the short name: this file's path was in a header's file table
   coact::causal::Symbolizer eager;

@@ -21,11 +21,12 @@ TEST_CASE("symbolizer: a DWARF 4 unit's lines are named by its header's file tab
   coact::causal::Symbolizer lazy;
   INFO("symbolizer: " << lazy.error());
   REQUIRE(lazy.has_lines());
-  CHECK(lazy.loaded_units() == 0);
+  const size_t at_start = lazy.loaded_units();  // a CU without address ranges is read at once (one under TSan)
+  CHECK(at_start <= 1);
   const auto pc = reinterpret_cast<uint64_t>(&dwarf4_work) + 8;
   const coact::causal::SourceLine* l = lazy.line_of(pc, false);
   REQUIRE(l != nullptr);
-  CHECK(lazy.loaded_units() == 1);
+  CHECK(lazy.loaded_units() == at_start + 1);  // this file's CU only
   CHECK(l->in_scope);
   CHECK(l->file.ends_with("tests/causal/symbolizer_dwarf4_test.cpp"));
   // The short name: this file's path was found in the DWARF 4 header (a
