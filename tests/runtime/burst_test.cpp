@@ -312,6 +312,61 @@ TEST_CASE("burst: a handler's first send direct, its later sends batched: per-re
   }
 }
 
+namespace {
+// Even rounds: Go to itself first (straight into its own inbox: the first
+// send, no live burst yet), then three mails to the sink (buffered: one
+// group, published by the flush, its drainer queued). Odd rounds: one mail
+// to the sink as the invocation's first send. At 1 worker the odd round runs
+// in the same drain as the even one (its Go is already in the inbox), before
+// the drainer: the producer's burst is live and its group to the sink open,
+// so the single send must queue behind that group (flush: push onto the
+// open group), not go straight into the sink's inbox (the one-mail fast
+// path, Scheduler::post_burst / post, is only for a producer without a live
+// burst). Taking the direct path here delivers n + 3 before n .. n + 2.
+struct OpenGroupRacer : coact::Actor<OpenGroupRacer> {
+  uint32_t id;
+  coact::ActorRef<MonoSink> sink;
+  uint64_t n = 0;
+  OpenGroupRacer(uint32_t i, coact::ActorRef<MonoSink> s) : id(i), sink(s) {}
+  void on(const Go& g) {
+    if (g.rounds % 2 == 0) {
+      self().send(Go{g.rounds - 1});
+      for (int k = 0; k < 3; ++k) sink.send(Seq{id, n++});
+    } else {
+      sink.send(Seq{id, n++});
+      if (g.rounds > 1) self().send(Go{g.rounds - 1});
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("burst: a one-mail send never overtakes the producer's open group to the same recipient", "[stress]") {
+  for (uint32_t workers : {1u, 2u, 4u, 8u}) {
+    coact::test::Watchdog wd(120, "burst open-group FIFO");
+    coact::SchedulerTuning t = coact::test::tuning_for(workers);
+    t.burst = true;
+    const uint32_t producers = 3, rounds = 2000;  // even: every producer ends on an odd round
+    const uint64_t want = uint64_t(producers) * (rounds / 2) * 4;
+    std::atomic<uint64_t> errors{0}, received{0};
+    std::atomic<int> inside{0};
+    coact::RuntimeStats stats;
+    {
+      coact::Runtime rt(t);
+      auto sink = rt.spawn<MonoSink>(producers, &inside, &errors, &received);
+      std::vector<coact::ActorRef<OpenGroupRacer>> ps;
+      for (uint32_t p = 0; p < producers; ++p) ps.push_back(rt.spawn<OpenGroupRacer>(p, sink));
+      for (auto& p : ps) p.send(Go{rounds});
+      while (received.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // nothing beyond `want` arrives
+      stats = rt.stats();
+    }
+    INFO("workers " << workers);
+    CHECK(errors.load() == 0);
+    CHECK(received.load() == want);
+    CHECK(stats.bursts > 0);  // groups were published (later mail mostly joins the open group)
+  }
+}
+
 TEST_CASE("burst: a tiny ring takes the heap fallback and stays correct; a ring of 0 never uses the ring") {
   for (uint32_t ring : {0u, 256u, 65536u}) {
     coact::test::Watchdog wd(60, "burst ring sizes");

@@ -22,12 +22,27 @@
 //      New recipients beyond the array's capacity, and a one-mail flush to a
 //      recipient without an open group, are deposited directly (inbox push +
 //      wake in one exchange), which is exactly the pre-burst path; no open
-//      group, so no FIFO is at stake. Untraced and outside a causal sweep,
+//      group, so no FIFO is at stake; a deposit that takes the recipient's
+//      run-token schedules it as a direct send does (the hand-off slot when
+//      nothing else is local). Untraced and outside a causal sweep,
 //      a handler's first send does not even wait for the flush when its
-//      producer has no live burst (Scheduler::post, kInHandlerSent): it is
-//      pushed at once, as with burst off (a reply or a chain hop is a burst
-//      of one mail: nothing to batch); its later sends are buffered and
-//      batched here, and land behind it.
+//      producer has no live burst (Scheduler::post_burst, inline in
+//      post_on, the burst-on twin of burst off's post_direct; the state
+//      kInHandlerSent): it is pushed at once, as with burst off (a reply or
+//      a chain hop is a burst of one mail: nothing to batch), and a flush
+//      of that one direct send is burst off's (dispatch's inline case: the
+//      hand-off slot, Worker::next); its later sends are buffered and
+//      batched here, and land behind it. Why "no live burst" and not "no
+//      open group to this recipient": a live burst's groups are closed by
+//      their claimers on other workers at any time, and only retirement
+//      (Lifecycle::retired, an acquire) tells the producer, with one load,
+//      that every group it published has delivered; a per-recipient test
+//      would be an index lookup plus the group's lock per send. The one
+//      case it costs (a send while the producer's last burst still drains)
+//      is taken by the flush above: onto the open group, or, when the group
+//      closed, the direct path. Test: burst_test "a one-mail send never
+//      overtakes the producer's open group" (direct while a group is open
+//      delivers n + 3 before n .. n + 2).
 //   4. Keep warm, and recruit when it pays. A flush that published groups
 //      pushes one drainer (a reference to the burst) on the producing
 //      worker's own deque: a chain or a cheap fan-out stays on one warm

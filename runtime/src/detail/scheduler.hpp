@@ -215,6 +215,13 @@ class Scheduler {
   [[gnu::always_inline]] inline bool post_direct(Worker* w, ActorCell* target, Envelope* e);
   /// post() with direct sends on (burst off, untraced): post_direct inline.
   [[gnu::noinline]] void post_off(ActorCell* target, Envelope* e);
+  /// post()'s burst-on common cases, inline in post_on: a handler's first
+  /// send straight into the inbox when the producer has no live burst (the
+  /// same conditions and push as post's), a later send of the invocation
+  /// buffered; false, having done nothing, when post() must decide.
+  [[gnu::always_inline]] inline bool post_burst(Worker* w, ActorCell* target, Envelope* e);
+  /// post() with burst on (untraced): post_burst inline.
+  [[gnu::noinline]] void post_on(ActorCell* target, Envelope* e);
   /// Whether a handler's sends may go direct with burst off (post()).
   bool direct_sends() const noexcept { return direct_sends_; }
   void deposit(ActorCell* target, Envelope* e, Worker* w);
