@@ -118,6 +118,17 @@ TEST_CASE("recruit_k: the makespan closed form and its gates") {
   CHECK(recruit_k(64000, 60000, 64, 8, 5000) == 1);    // one fat group: nobody helps
   CHECK(recruit_k(30000, 10000, 64, 8, 5000) == 3);
   CHECK(recruit_k(64000, 0, 64, 8, 5000) == 1);
+  // The gain must pay for the wake: (K-1)/K of the work against wake_ns
+  // (no move cost here).
+  CHECK(recruit_k(12000, 1000, 4, 2, 5000, 0) == 2);  // 1/2 * 12000 > 5000
+  CHECK(recruit_k(9000, 1000, 4, 2, 5000, 0) == 1);   // 1/2 * 9000 < 5000, though 9000 > 5000
+  // ... and for the moves: a wide burst of cheap groups (fan-out width 512,
+  // 0 us handlers: 511 groups of 37 ns, figures logged by the scheduler here)
+  // stays local, the same with 20 us handlers is shared.
+  CHECK(recruit_k(18907, 37, 511, 2, 4596) == 1);
+  CHECK(recruit_k(18907, 37, 511, 2, 4596, 0) == 2);
+  CHECK(recruit_k(10281831, 20121, 511, 2, 4596) == 2);
+  CHECK(recruit_k(160000, 20000, 8, 2, 4596) == 2);  // width 8, 20 us
 }
 
 namespace {

@@ -362,6 +362,12 @@ class Scheduler {
   /// The valve and sticky-max check for a deque of n > 1 jobs: spill, notify.
   void schedule_backlog(Worker& w, int64_t n);
   void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
+  /// drain_cell's budget end: whether no job waits for worker w (its hand-
+  /// off slot and own deque empty, the injector empty) and no shutdown is
+  /// under way. Owner thread.
+  bool nothing_waits(Worker& w) const noexcept {
+    return w.next == nullptr && w.own.size() == 0 && injector_.empty() && !stopping_.load(std::memory_order_relaxed);
+  }
   void publish_job(Job j);
   void finalize_stop(Worker* w, ActorCell* c);
   /// Whether every actor spawned has stopped (reads every worker's counters).
