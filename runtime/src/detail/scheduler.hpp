@@ -105,7 +105,7 @@ class OutboundList {
   Entry* begin() noexcept { return data_.get(); }
   Entry* end() noexcept { return data_.get() + size_; }
   void clear() noexcept { size_ = 0; }
-  void emplace_back(ActorCell* t, Envelope* e) {
+  [[gnu::always_inline]] void emplace_back(ActorCell* t, Envelope* e) {
     if (size_ == cap_) [[unlikely]] {
       append_grown(t, e);  // a tail call: nothing of this frame is live after it
       return;
@@ -342,7 +342,7 @@ class Scheduler {
   /// slot when that is the same as a push (peer steal off, slot and deque
   /// empty: a push would make a deque of one job, no backlog, nothing to
   /// notify), else a push.
-  void schedule_hop(Worker& w, ActorCell* c) {
+  [[gnu::always_inline]] void schedule_hop(Worker& w, ActorCell* c) {
     if (!tuning_.peer_steal && w.next == nullptr && w.own.size() == 0) [[likely]] {
       w.next = job_of(c);
       return;

@@ -87,7 +87,7 @@ class WorkDeque {
   }
 
   /// Approximate length (exact for the owner when no stealer races).
-  int64_t size() const {
+  [[gnu::always_inline]] int64_t size() const {
     int64_t b = bottom_.load(sync::memory_order_relaxed);
     int64_t t = top_.load(sync::memory_order_relaxed);
     return b > t ? b - t : 0;
@@ -146,7 +146,7 @@ class DequeOwner {
   T pop() { return d_->pop(); }
   /// WorkDeque::pop_unshared: only while no stealer exists (peer steal off).
   T pop_unshared() { return d_->pop_unshared(); }
-  int64_t size() const { return d_->size(); }
+  [[gnu::always_inline]] int64_t size() const { return d_->size(); }
   /// The owner taking its own oldest element (to spill a backlog to the injector).
   T take_oldest() { return d_->steal(); }
   /// WorkDeque::take_oldest_unshared: only while no stealer exists.
@@ -162,7 +162,7 @@ class DequeStealer {
  public:
   explicit DequeStealer(WorkDeque<T>* d) : d_(d) {}
   T steal() const { return d_->steal(); }
-  int64_t size() const { return d_->size(); }
+  [[gnu::always_inline]] int64_t size() const { return d_->size(); }
 
  private:
   WorkDeque<T>* d_;
