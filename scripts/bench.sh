@@ -621,7 +621,7 @@ run_sampling_group() {
       t1=$(date +%s%N)
       ((rc == 0)) || die 1 "sampling/archiver: $side trial $t/$TRIALS failed (exit $rc): $(tail -n 3 "$tmp/summary")"
       # The summary's "time  N passes, T s (L s last pass), R MB/s": the last pass is the steady state
-      # (the first pays the start-up: with sampling, reading the program's line table).
+      # (the first pays the start-up: with sampling, the symbolizer reading the line tables it needs).
       last=$(sed -n 's/^ *time .*(\([0-9.]*\) s last pass).*/\1/p' "$tmp/summary")
       [[ -n $last ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no 'time' line in the archiver's summary"
       cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' "$tmp/cpu" | tail -n 1)

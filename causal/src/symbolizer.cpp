@@ -355,6 +355,7 @@ struct Symbolizer::Impl {
   std::vector<CuRange> cu_ranges;  // sorted by lo
   size_t loaded_rows = 0;
   bool all_loaded = false;
+  std::unordered_map<std::string, std::vector<uint32_t>> cus_of_file;  // in-scope file -> CUs whose header lists it
   std::vector<std::string> files;
   std::vector<bool> file_in_scope;
   std::unordered_map<std::string, uint32_t> file_ids;
@@ -707,23 +708,29 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     m.load_all();
     header_paths = m.files;
   }
+  // A CU none of whose files is in scope (coact's runtime, a library's
+  // code) has no in-scope row: in_scope_at answers for it without reading
+  // its rows. An in-scope file's rows lie in the CUs whose tables list it
+  // (ranges_of reads only those).
+  {
+    std::unordered_map<std::string_view, bool> path_in_scope;
+    for (const auto& path : header_paths) path_in_scope.try_emplace(path, false);
+    for (auto& [path, in] : path_in_scope) in = scope_.contains(path);
+    for (uint32_t id = 0; id < m.cus.size(); ++id) {
+      Impl::Cu& c = m.cus[id];
+      c.may_be_in_scope = !headers_ok;
+      for (size_t i = c.paths_begin; i < c.paths_end && headers_ok; ++i) {
+        if (!path_in_scope[header_paths[i]]) continue;
+        c.may_be_in_scope = true;
+        auto& listed = m.cus_of_file[header_paths[i]];
+        if (listed.empty() || listed.back() != id) listed.push_back(id);
+      }
+    }
+  }
   // Display names: the shortest path suffix (whole components) that no
   // other in-scope file shares, so "zstd_wrap.cpp" unless two files have that
   // name; independent of where the sources and build trees live. The files:
   // every in-scope file of every CU's file table.
-  // A CU none of whose files is in scope (coact's runtime, a library's
-  // code) has no in-scope row: in_scope_at answers for it without reading
-  // its rows.
-  std::unordered_map<std::string_view, bool> path_in_scope;
-  for (const auto& path : header_paths) path_in_scope.try_emplace(path, false);
-  for (auto& [path, in] : path_in_scope) in = scope_.contains(path);
-  for (auto& c : m.cus) {
-    c.may_be_in_scope = !headers_ok;
-    for (size_t i = c.paths_begin; i < c.paths_end && !c.may_be_in_scope && headers_ok; ++i) {
-      c.may_be_in_scope = path_in_scope[header_paths[i]];
-    }
-  }
-  path_in_scope.clear();
   std::sort(header_paths.begin(), header_paths.end());
   header_paths.erase(std::unique(header_paths.begin(), header_paths.end()), header_paths.end());
   std::vector<std::string> in_scope;
@@ -910,7 +917,13 @@ const SourceLine* Symbolizer::attribute(const Sample& s) {
 
 std::vector<AddressRange> Symbolizer::ranges_of(const SourceLine& line) {
   Impl& m = *impl_;
-  m.load_all();  // a line's code can lie in any CU (inlined from a header)
+  // A line's code can lie in any CU whose file table lists its file (inlined
+  // from a header); a file not known from the headers: every CU.
+  if (const auto listed = m.cus_of_file.find(line.file); listed != m.cus_of_file.end()) {
+    for (const uint32_t id : listed->second) m.load(id);
+  } else {
+    m.load_all();
+  }
   const auto file = m.file_ids.find(line.file);
   if (file == m.file_ids.end()) return {};
   std::vector<AddressRange> found;

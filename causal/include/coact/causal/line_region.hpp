@@ -58,8 +58,9 @@
 //
 // Threads: start / stop / drain_line_samples / stats from any thread; one
 // internal mutex serialises draining (the drainer thread and the
-// end-experiment hook). Blocking: start reads the executable's debug
-// information (milliseconds to a second); stop joins the drainer.
+// end-experiment hook). Blocking: start reads the executable's compilation
+// unit headers (milliseconds; a unit's line rows are read by the drainer when
+// a sample first lands in it); stop joins the drainer.
 #pragma once
 #include <chrono>
 #include <cstdint>
