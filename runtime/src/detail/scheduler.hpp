@@ -15,7 +15,10 @@
 //      the handler's outbound mail (the one flush point), then honour stop().
 //   4. budget hit (batch_max_mails, or batch_max_us read every
 //      clock_check_stride-th dispatch): re-publish to the injector (still
-//      Held), so two busy actors share a worker fairly.
+//      Held), so two busy actors share a worker fairly; when nothing waits
+//      for this worker (hand-off slot, own deque and injector empty, no
+//      shutdown: nothing_waits) a new batch starts instead (scheduler.cpp
+//      drain_cell: a publish would only wake a sibling for this actor).
 //   5. drained to the canonical empty state: try_release (one CAS); a push
 //      since the last pop fails it, and the worker drains on.
 // Scheduling a woken actor from a worker keeps it local (own deque) unless the
