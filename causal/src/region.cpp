@@ -10,19 +10,21 @@
 //     dropped as stale) nothing happens. Otherwise frames above it (leaked by a
 //     missing exit) are dropped unaccounted, the frame adds its last segment,
 //     the frame below starts a new segment now, and the frame is accounted:
-//     visits += 1, cycles += exclusive time, its completion point (if any)
-//     gets a visit. Virtual speedup is applied per running segment (steps
+//     visits += 1, cycles += exclusive time (a handler-completion point
+//     reads those visits: set_completion_handlers). Virtual speedup is applied per running segment (steps
 //     4-6 below), not here: over a frame's life G grows by s·(its exclusive
 //     time since the current experiment began), part of it while it runs.
 //  3. Handler frames: the runtime's enter/exit hooks are gated by
 //     g_sweep_active, so a sweep can start or stop between a handler's enter
 //     and its exit. An exit without a frame is ignored; a handler frame left
-//     on the stack by a skipped exit is dropped at the thread's next handler
-//     enter (handlers never nest on a worker).
+//     on the stack by a skipped exit is dropped at the thread's next general
+//     handler enter (handlers never nest on a worker; a fast frame left open
+//     is overwritten by a fast enter: handler_fast_path.hpp, "The gate").
 //  3b. Fast frames (handler_fast_path.hpp): a handler run whose region is
 //     not live, begun on a thread whose stack is empty, is kept off the
 //     stack: its live slot's state is the frame (the gate, t_fast.gate, is
-//     the slot while the stack is empty): region|kUntimed for an untimed
+//     the thread's cache while the stack is empty and no sampled frame is
+//     open; the fast enter does not read the slot): region|kUntimed for an untimed
 //     run, region|kUntimed|kHeld for a sampled one (entry, start and weight
 //     in ThreadRegions, sampled_open). The slot is opened and closed as
 //     open_segment / close_segment do for a non-live segment, so payers,
@@ -32,8 +34,8 @@
 //     if the region is not live and the slot still holds region|kUntimed
 //     exactly (no payer, no end_experiment, no stack frame: unfast marks
 //     the slot kHeld); else (and whenever any other general-
-//     path function runs: a scope inside the handler, a timer stamp, an
-//     enter after a skipped exit) unfast first turns it into frames[0]
+//     path function runs: a scope inside the handler, a timer stamp, a
+//     general enter after a skipped exit) unfast first turns it into frames[0]
 //     (untimed, or timed from its start with its weight), the general
 //     protocol runs on that ordinary frame, and settle_gate reopens the
 //     fast path once the stack is empty again.
@@ -92,7 +94,11 @@
 //  pinned, COACT_LOCAL_TIME_BUDGET_US=0. The slot state word as the fast
 //  frame itself (no `open` pointer stored, compared and cleared; the exit
 //  reads the slot through its cache entry, no thread-local access): +56 ->
-//  +52.5 / +56 -> +52.6, 436 / 488 and 465 / 518 per message.)
+//  +52.5 / +56 -> +52.6, 436 / 488 and 465 / 518 per message. The gate as
+//  the thread's cache (the enter reads no slot state: handler_fast_path.hpp,
+//  "The gate") and handler-completion points that read their regions'
+//  visits (no progress-point visit, a call and a locked add, at the exit):
+//  +52.4 -> +41.5 / +52.7 -> +41.6, 333 / 375 and 481 / 522.)
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
@@ -153,9 +159,11 @@ struct Region {
   // region_total (relaxed): counters, nothing is published through them.
   std::atomic<uint64_t> visits{0};
   std::atomic<uint64_t> cycles{0};
-  // Handler-completion point of this region, or null. Written under g_mu by
-  // set_completion_handlers / registration (release); read at every pop
-  // (acquire) so the point's constructor happens-before its first visit.
+  // Handler-completion point of this region, or null. Written under the
+  // registry's mu by set_completion_handlers / registration (release). No
+  // hook reads it (the point counts this region's visits through
+  // Registry::completion_links); its address marks filled cache entries
+  // (FastEntry::completion).
   std::atomic<ProgressPoint*> completion{nullptr};
 };
 
@@ -184,6 +192,19 @@ struct Registry {
   std::unordered_map<std::string, uint32_t> scopes;                  // guarded by mu
   std::unordered_map<std::string, uint32_t> lines;                   // guarded by mu
   std::vector<std::string> completion_filter;                        // guarded by mu
+  // Handler-completion points (set_completion_handlers): a point's visits
+  // are its regions' completed runs since they were attached to it, plus
+  // what earlier attachments counted (`counted`). No hook visits the point:
+  // the region's own visit count is the one exact count of completed runs,
+  // so the fast exit pays nothing for a progress point (it was a call and a
+  // locked add on a shared line per run). Guarded by mu.
+  struct CompletionLink {
+    const ProgressPoint* point;
+    uint32_t region;
+    uint64_t base;  // the region's visits when it was attached
+  };
+  std::vector<CompletionLink> completion_links;                            // guarded by mu
+  std::unordered_map<const ProgressPoint*, uint64_t> completion_counted;  // guarded by mu
   bool warned_full = false;                                          // guarded by mu
 };
 Registry& registry() {
@@ -217,7 +238,9 @@ uint32_t add_region_locked(Registry& r, RegionKind kind, std::string name) {
   }
   auto* reg = new Region{r.next_id, kind, std::move(name)};
   if (kind == RegionKind::handler && matches_any(reg->name, r.completion_filter)) {
-    reg->completion.store(handler_completion_point(reg->name), std::memory_order_release);
+    ProgressPoint* p = handler_completion_point(reg->name);
+    reg->completion.store(p, std::memory_order_release);
+    r.completion_links.push_back({p, r.next_id, 0});  // a new region has no visits yet
   }
   g_table[r.next_id].store(reg, std::memory_order_release);
   return r.next_id++;
@@ -386,7 +409,7 @@ constexpr uint64_t kExactCycles = 8192;
 using detail::FastEntry;
 using detail::FastThread;
 using detail::t_fast;
-using detail::g_gate_closed;
+using detail::g_gate_closed_cache;
 // The completion "point" of cache entries whose region is kNoRegion.
 constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 
@@ -567,7 +590,6 @@ void account(ThreadRegions& t, const Frame& f) noexcept {
     r->visits.fetch_add(1, std::memory_order_relaxed);
     r->cycles.fetch_add(cycles, std::memory_order_relaxed);
   }
-  if (ProgressPoint* p = r->completion.load(std::memory_order_acquire)) p->visit();
 }
 
 // Completed visits and exclusive cycles of `reg` over every thread.
@@ -587,12 +609,13 @@ std::pair<uint64_t, uint64_t> region_total(const Region& reg) noexcept {
 // ---- the fast path's gate (handler_fast_path.hpp, "The gate") -------------------
 
 // The region of the open fast frame (untimed or sampled), else kNoRegion:
-// the gate is open and the slot holds a segment. Async-signal-safe (reads
-// the thread's own state).
+// the stack is empty and the slot holds a segment (with an empty stack every
+// open segment is a fast frame's: the general path closes the slot when it
+// pops the last frame). Async-signal-safe (reads the thread's own state).
 inline uint32_t fast_frame_region() noexcept {
-  const std::atomic<uint32_t>* g = t_fast.gate;
-  if (g == &g_gate_closed) return kNoRegion;
-  return g->load(std::memory_order_relaxed) & ~kSlotFlags;
+  const ThreadRegions& t = t_regions;
+  if (t.depth != 0 || t.slot == nullptr) return kNoRegion;
+  return t.slot->state.load(std::memory_order_relaxed) & ~kSlotFlags;
 }
 
 // Turns an open fast frame into an ordinary stack frame (untimed, alone on
@@ -603,8 +626,9 @@ inline uint32_t fast_frame_region() noexcept {
 // enter opened it as open_segment opens a non-live segment, and payers read
 // region|kUntimed|kHeld as region|kUntimed.
 void unfast(ThreadRegions& t) noexcept {
-  std::atomic<uint32_t>* const g = t_fast.gate;
-  if (g == &g_gate_closed) return;
+  t_fast.gate = g_gate_closed_cache;
+  if (t.depth != 0 || t.slot == nullptr) return;
+  std::atomic<uint32_t>* const g = &t.slot->state;
   const uint32_t region = g->load(std::memory_order_acquire) & ~kSlotFlags;
   if (region != kNoRegion) {
     if (t.sampled_open) {
@@ -632,10 +656,12 @@ void unfast(ThreadRegions& t) noexcept {
         }
       }
     }
+    // The frame before the depth: the signal handler reads the slot while
+    // the depth is 0, the frame after.
+    std::atomic_signal_fence(std::memory_order_release);
     t.depth = 1;
   }
   t.sampled_open = false;
-  t_fast.gate = &g_gate_closed;  // after the frame: the signal handler reads the gate first
 }
 
 // Opens the gate again if the stack is empty and the slot and counter block
@@ -644,14 +670,10 @@ void unfast(ThreadRegions& t) noexcept {
 // calls it last.
 inline void settle_gate(const ThreadRegions& t) noexcept {
   const bool ok = t.depth == 0 && t.slot != nullptr && t.counters != nullptr;
-  t_fast.gate = ok ? &t.slot->state : &g_gate_closed;
+  t_fast.gate = ok ? t_fast.cache : g_gate_closed_cache;
 }
 
 }  // namespace
-
-namespace detail {
-void visit_completion(ProgressPoint* p) noexcept { p->visit(); }
-}  // namespace detail
 
 std::string_view to_string(RegionKind kind) noexcept {
   switch (kind) {
@@ -766,13 +788,39 @@ void set_completion_handlers(std::vector<std::string> substrings) {
   Registry& r = registry();
   std::lock_guard lk(r.mu);
   r.completion_filter = std::move(substrings);
+  // Detach: each point keeps what its regions counted while attached.
+  for (const Registry::CompletionLink& l : r.completion_links) {
+    if (Region* reg = g_table[l.region].load(std::memory_order_acquire)) {
+      r.completion_counted[l.point] += region_total(*reg).first - l.base;
+    }
+  }
+  r.completion_links.clear();
   for (uint32_t id = 1; id < r.next_id; ++id) {
     Region* reg = g_table[id].load(std::memory_order_acquire);
     if (reg == nullptr || reg->kind != RegionKind::handler) continue;
     ProgressPoint* p = matches_any(reg->name, r.completion_filter) ? handler_completion_point(reg->name) : nullptr;
     reg->completion.store(p, std::memory_order_release);
+    if (p != nullptr) r.completion_links.push_back({p, id, region_total(*reg).first});
   }
 }
+
+namespace detail {
+uint64_t handler_completion_visits(const ProgressPoint* p) noexcept {
+  try {
+    Registry& r = registry();
+    std::lock_guard lk(r.mu);
+    uint64_t n = 0;
+    if (auto it = r.completion_counted.find(p); it != r.completion_counted.end()) n = it->second;
+    for (const Registry::CompletionLink& l : r.completion_links) {
+      if (l.point != p) continue;
+      if (Region* reg = g_table[l.region].load(std::memory_order_acquire)) n += region_total(*reg).first - l.base;
+    }
+    return n;
+  } catch (...) {
+    return 0;  // the mutex could not be locked (std::system_error): nothing counted
+  }
+}
+}  // namespace detail
 
 namespace {
 // See detail::set_begin_experiment_hook. Written at sweep set-up, read by begin_experiment.
@@ -942,15 +990,19 @@ namespace {
 void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   FastThread& f = t_fast;
   FastEntry& c = f.cache[detail::fast_cache_slot(actor_type, kind)];
-  if (f.gate->load(std::memory_order_relaxed) == 0 && c.countdown == 0 && c.visits != nullptr &&
-      c.type == actor_type && c.kind == kind &&
+  ThreadRegions& t = t_regions;
+  // The gate open (empty stack, slot and counters taken) and no fast frame open.
+  if (f.gate == f.cache && t.slot->state.load(std::memory_order_relaxed) == 0 && c.countdown == 0 &&
+      c.visits != nullptr && c.type == actor_type && c.kind == kind &&
       detail::g_live_slot_word.load(std::memory_order_acquire) != c.slot_word) {
-    ThreadRegions& t = t_regions;
     t.sample_entry = &c;
     t.sample_weight = uint32_t{c.stride} + 1;
     t.sampled_open = true;
     t.sample_start = calibrate::now_cycles();
-    f.gate->store(c.slot_word | kHeld, std::memory_order_release);  // as open_segment, not live
+    // Closed while the sampled frame is open: no inline fast enter may
+    // overwrite its slot (its exit opens the gate again).
+    f.gate = g_gate_closed_cache;
+    t.slot->state.store(c.slot_word | kHeld, std::memory_order_release);  // as open_segment, not live
     return;
   }
   enter_handler_general(actor_type, kind);
@@ -962,17 +1014,17 @@ void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
 void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   FastThread& f = t_fast;
   ThreadRegions& t = t_regions;
-  if (t.sampled_open) {  // then the gate is open (unfast clears sampled_open)
+  if (t.sampled_open) {  // then the stack is empty (unfast clears sampled_open)
     FastEntry& c = *t.sample_entry;
     if (c.type == actor_type && c.kind == kind &&
         detail::g_live_slot_word.load(std::memory_order_acquire) != c.slot_word &&
-        f.gate->load(std::memory_order_acquire) == (c.slot_word | kHeld)) {
+        t.slot->state.load(std::memory_order_acquire) == (c.slot_word | kHeld)) {
       const uint64_t acc = calibrate::now_cycles() - t.sample_start;
       t.sampled_open = false;
-      f.gate->store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
+      t.slot->state.store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
+      f.gate = f.cache;  // enter_handler_slow found it open
       bump(*c.visits, 1);
       bump(t.counters->cycles[c.region], acc * t.sample_weight);
-      if (ProgressPoint* p = c.completion->load(std::memory_order_acquire)) p->visit();
       // The next sample: after a run of kExactCycles or more the next run
       // (weight 1), else after a jittered stride of untimed runs.
       c.stride = c.countdown = acc >= kExactCycles ? 0 : next_countdown(t);
@@ -1122,8 +1174,9 @@ void set_end_experiment_hook(void (*hook)() noexcept) noexcept {
 }
 
 uint32_t sampled_region() noexcept {
-  // An open fast frame first: unfast writes the stack frame before it
-  // closes the gate, so a signal between the two sees the same region.
+  // An open fast frame first (an empty stack and a segment in the slot):
+  // unfast writes the stack frame before it sets the depth, so a signal
+  // between the two sees the same region.
   const ThreadRegions& t = t_regions;
   if (const uint32_t r = fast_frame_region(); r != kNoRegion) return r;
   const uint32_t depth = std::min(t.depth, kMaxRegionDepth);

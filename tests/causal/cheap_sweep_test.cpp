@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <typeinfo>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
+#include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
 #include <coact/causal/testing.hpp>
 
@@ -34,6 +36,8 @@ struct Starter {};
 struct Short {};
 struct Paused {};
 struct Tokened {};
+struct Completer {};
+struct LateExit {};
 }  // namespace cheap_sweep_test
 
 namespace {
@@ -295,4 +299,116 @@ TEST_CASE("cheap sweep: a fast run that a scope made a stack frame is closed by 
     CHECK(ca::detail::region_depth() == 0u);
     CHECK(ca::detail::fast_frame() == FastFrame::none);
   }
+}
+
+TEST_CASE("cheap sweep: a handler-completion point counts every run once, on every path and across re-attachment",
+          "[causal][region][progress]") {
+  // No hook visits a handler-completion point: it reads its region's visit
+  // counts while attached (region.cpp set_completion_handlers). Runs on the
+  // fast untimed path, the sampled path, the general path (a scope inside
+  // the run), with and without a token, and a run straddling an experiment
+  // start all count once; re-attaching counts nothing twice; detached runs
+  // do not count.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  (void)cal::tsc_hz();
+  SweepOn on;
+  ca::register_thread();
+  const void* type = &typeid(cheap_sweep_test::Completer);
+  const uint32_t kind = 4247;
+  const std::vector<std::string> filter{"cheap_sweep_test::Completer::on("};
+  ca::set_completion_handlers(filter);
+  const uint32_t id = ca::handler_region(type, kind);  // registered after the filter
+  ca::ProgressPoint* p = ca::handler_completion_point(ca::region_name(id));
+  REQUIRE(p->handler_completion());
+  for (int i = 0; i < 3; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+  const uint64_t p0 = p->visits();
+  const uint64_t v0 = ca::region_stats(id).visits;
+  CHECK(p0 == v0);  // attached before the region's first run
+  uint64_t runs = 0;
+  for (int i = 0; i < 40; ++i) {
+    const int path = i % 4;
+    void* token = nullptr;
+    if (path == 2) {
+      token = ca::on_handler_enter(type, kind);
+      COACT_SCOPE("cheap-sweep-test/completer");  // the run becomes a stack frame
+    } else {
+      if (path == 1) ca::detail::sample_next_handler_run(type, kind);
+      token = ca::on_handler_enter(type, kind);
+    }
+    if (path == 3) {
+      ca::on_handler_exit(type, kind);
+    } else {
+      ca::on_handler_exit(token, type, kind);
+    }
+    ++runs;
+    CHECK(ca::detail::region_depth() == 0u);
+  }
+  CHECK(p->visits() - p0 == runs);
+  CHECK(ca::region_stats(id).visits - v0 == runs);
+  // A run straddling an experiment start on its region.
+  ca::credit_resume();
+  enter_run(type, kind, false);
+  ca::begin_experiment(id, 50);
+  ca::on_handler_exit(type, kind);
+  ca::end_experiment();
+  ++runs;
+  CHECK(p->visits() - p0 == runs);
+  // Re-attached: nothing counted twice.
+  ca::set_completion_handlers(filter);
+  CHECK(p->visits() - p0 == runs);
+  for (int i = 0; i < 5; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+  runs += 5;
+  CHECK(p->visits() - p0 == runs);
+  // Detached: the point keeps its count and counts no more.
+  ca::set_completion_handlers({});
+  CHECK(p->visits() - p0 == runs);
+  for (int i = 0; i < 5; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+  CHECK(p->visits() - p0 == runs);
+  CHECK(ca::region_stats(id).visits - v0 == runs + 5);
+  // Attached again: from the region's count now.
+  ca::set_completion_handlers(filter);
+  for (int i = 0; i < 2; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+  runs += 2;
+  CHECK(p->visits() - p0 == runs);
+  ca::set_completion_handlers({});
+  ca::credit_resume();
+}
+
+TEST_CASE("cheap sweep: a fast run a payer timed, exited without a token after the sweep ended, is closed and credited",
+          "[causal][region][ledger]") {
+  // The fast enter does not read the slot (handler_fast_path.hpp, "The
+  // gate"): a fast frame must be closed by its own exit. Without a token,
+  // a refused fast exit after the sweep ended still takes the general exit
+  // while the gate is open, which pops the frame and credits what the
+  // payer published for it.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  (void)cal::tsc_hz();
+  SweepOn on;
+  ca::register_thread();
+  const void* type = &typeid(cheap_sweep_test::LateExit);
+  const uint32_t kind = 4248;
+  const uint32_t id = ca::handler_region(type, kind);
+  for (int i = 0; i < 3; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+  ca::credit_resume();
+  const auto v0 = ca::region_stats(id).visits;
+  const uint64_t g0 = ca::global_delay_cycles();
+  enter_run(type, kind, false);
+  ca::begin_experiment(id, 50);
+  spin_for(std::chrono::milliseconds(1));
+  std::thread([] { (void)ca::detail::materialize_live(); }).join();  // a payer times the slot
+  ca::end_experiment();
+  CHECK(ca::global_delay_cycles() > g0);
+  ca::g_sweep_active.store(false);
+  ca::on_handler_exit(type, kind);
+  CHECK(ca::detail::region_depth() == 0u);
+  CHECK(ca::detail::fast_frame() == FastFrame::none);
+  CHECK(ca::region_stats(id).visits - v0 == 1u);
+  ca::g_sweep_active.store(true);
+  // Credited at the close: the payer's part is the thread's own (the
+  // experiment ended before the exit: no tail).
+  CHECK(ca::debt_cycles() == 0u);
+  ca::credit_resume();
+  // The gate is open and the slot closed: the next run takes the fast path.
+  enter_run(type, kind, false);
+  ca::on_handler_exit(type, kind);
 }

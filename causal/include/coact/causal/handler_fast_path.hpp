@@ -6,10 +6,12 @@
 // Provides (namespace detail; a program never calls these):
 //   * FastEntry: one entry of the calling thread's handler-region cache,
 //     keyed by (actor type, message kind): the region id, the sampling
-//     countdown, the region's completion point, and the thread's visit
+//     countdown, the region's completion point (the entry's validity mark:
+//     a completion point counts its region's visits, region.cpp
+//     set_completion_handlers, so no hook visits it), and the thread's visit
 //     counter and live-slot state word;
-//   * FastThread t_fast: that cache and `gate`, the thread's slot state word
-//     while the fast path may run, else g_gate_closed;
+//   * FastThread t_fast: that cache and `gate`, the cache itself while the
+//     fast path may run, else g_gate_closed_cache (entries all empty);
 //   * g_live_slot_word: the live slot state of the region that is live now
 //     (selected with speedup s > 0; region | kSlotUntimed), else 0 — a mirror
 //     of region.cpp's selection word, so that the fast path tests liveness
@@ -26,9 +28,10 @@
 //
 // What a fast run does (why each step is needed; the slot protocol and the
 // straddling argument are at LiveSlot in causal/src/region.cpp):
-//   enter: the gate's word is 0 (the gate is open and no segment is open);
-//     the cache entry of (type, kind) holds a nonzero countdown (so the
-//     entry is valid, its region known, and this run is not sampled); the
+//   enter: the entry of (type, kind) in the cache the gate points at holds
+//     a nonzero countdown (so the gate is open, the entry is valid, its
+//     region known, and this run is not sampled: the closed gate's entries
+//     are all empty); the
 //     region is not live; then one release store opens the thread's live
 //     slot untimed (state = region | kSlotUntimed: a payer or an experiment
 //     that selects the region while this run goes on finds it there and
@@ -38,27 +41,40 @@
 //     region | kSlotUntimed (no payer published for the run, no
 //     end_experiment timed it, no general-path function made it a stack
 //     frame): then nothing was owed for the run, one store closes the slot,
-//     one counter counts the visit, and the region's completion point (if
-//     any) gets its visit. Any other case (a payer touched the slot, the
+//     one counter counts the visit (a handler-completion point reads the
+//     region's visits: nothing more to do for it; region.cpp
+//     set_completion_handlers). Any other case (a payer touched the slot, the
 //     region became live while the run went on, a scope ran inside it) takes
 //     the general path, which adds the run's delay from the experiment's
 //     start and credits what payers published.
 //
 // The gate (what keeps the fast path off the region stack): t_fast.gate is
-//   &own slot state  the region stack is empty and the slot and counter
-//                    block are taken: the slot's state says what is open —
-//                    0 nothing (the next handler enter may take the fast
-//                    path); region | kSlotUntimed (or what a payer made of
-//                    it) a fast untimed frame; region | kSlotUntimed |
-//                    kSlotHeld a sampled fast frame (region.cpp ThreadRegions
-//                    sampled_open);
-//   &g_gate_closed   anything else (frames on the stack, no slot or counter
-//                    block): fast_enter refuses.
+//   t_fast.cache     the region stack is empty, no sampled fast frame is
+//                    open and the slot and counter block are taken: the
+//                    slot's state says what is open — 0 nothing; region |
+//                    kSlotUntimed (or what a payer made of it) a fast
+//                    untimed frame;
+//   g_gate_closed_cache  anything else (frames on the stack, a sampled fast
+//                    frame, region | kSlotUntimed | kSlotHeld, open: region.cpp
+//                    ThreadRegions sampled_open; no slot or counter block):
+//                    every entry is empty, so fast_enter refuses.
+// The fast enter does not read the slot: with the gate open, the slot holds
+// no segment at a handler enter, because a stack frame's last pop closed it,
+// a sampled frame keeps the gate closed until its exit, and a fast untimed
+// frame is closed by its own exit before the thread's next handler enter —
+// handlers never nest on a worker, the runtime's exit always runs (hooks.hpp
+// on_handler_exit's token) and a refused fast exit takes the general one,
+// which closes the slot. (A caller that skipped an exit and entered again
+// would have its open fast frame overwritten: that run's visit is lost, as a
+// skipped exit's always was, and what payers published for it is not
+// credited, so its thread pays that once more; the store ends the stale
+// segment, so nothing is published for it afterwards. A payer holding the
+// slot busy then loses its closing CAS, as at any close.)
 // Every general-path entry point in region.cpp first turns an open fast frame
-// into an ordinary stack frame (region.cpp unfast: the slot is marked held,
-// the gate closed) and finally opens the gate again from the stack
-// (settle_gate); the sampler's signal handler reads the gate and the slot
-// before the stack (region.cpp sampled_region).
+// into an ordinary stack frame (region.cpp unfast: the gate closed, the slot
+// marked held, the frame written, then the depth set) and finally opens the
+// gate again from the stack (settle_gate); the sampler's signal handler reads
+// the depth, then the slot (region.cpp sampled_region).
 //
 // Threads: t_fast is touched only by its own thread (and read by that
 // thread's signal handler); a slot's state word also by payers (region.cpp).
@@ -117,11 +133,16 @@ static_assert(sizeof(FastEntry) == 64, "cache entries are indexed by shifting");
 /// The calling thread's fast-path state; see the file comment.
 struct FastThread {
   FastEntry cache[kFastCacheSlots];  ///< first: an entry's address is the thread's base plus its offset
-  std::atomic<uint32_t>* gate;       ///< see "The gate"
+  /// See "The gate": `cache` while the fast path may run, else g_gate_closed_cache.
+  FastEntry* gate;
 };
 
-/// The gate's value while the fast path is refused: a state word that is
-/// never 0 (so fast_enter refuses) and never a fast untimed run's.
+/// The gate's value while the fast path is refused: a cache whose entries
+/// are all empty (countdown 0), so fast_enter refuses before it writes
+/// anything. Never written.
+inline constinit FastEntry g_gate_closed_cache[kFastCacheSlots] = {};
+/// A state word that matches no fast run's slot word (the slot of
+/// g_fast_general, below).
 inline constinit std::atomic<uint32_t> g_gate_closed{kSlotHeld};
 /// The token hooks.hpp on_handler_enter returns after a general-path enter:
 /// never a cache entry; its slot word matches no slot state, so
@@ -131,40 +152,43 @@ inline constinit FastEntry g_fast_general{nullptr, 0, 0xFFFFFFFFu, 0, 0, 0, null
 /// thread starts with the gate closed: its first run takes the general path,
 /// which takes the slot and counter block and opens the gate (region.cpp
 /// settle_gate).
-inline constinit thread_local FastThread t_fast{{}, &g_gate_closed};
+inline constinit thread_local FastThread t_fast{{}, g_gate_closed_cache};
 /// The live region's slot state (region | kSlotUntimed; the region selected
 /// with s > 0), or 0. See the file comment.
 inline constinit std::atomic<uint32_t> g_live_slot_word{0};
 
-/// The cache slot of (type, kind). Cheap on purpose (it runs twice per
-/// handler run at most): type_info objects are 16-byte aligned and a few
-/// dozen bytes apart, message kinds are small dense integers; the odd
-/// multiplier keeps (t, k) and (t + 1, k + 1) apart. A collision costs a
-/// refill on the general path, never a wrong region (the entry holds its keys).
-inline uint32_t fast_cache_slot(const void* type, uint32_t kind) noexcept {
-  const auto t = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(type) >> 4);
-  return (t + kind * 0x9E3779B1u) & (kFastCacheSlots - 1);
+/// The byte offset of (type, kind)'s entry in a cache: slot ((type >> 4) +
+/// kind * 0x9E3779B1) mod kFastCacheSlots, times 64, computed as one
+/// multiply, one lea and one mask. Cheap on purpose (it runs once per
+/// handler run): type_info objects are a few dozen bytes apart, message
+/// kinds are small dense integers; the odd multiplier keeps (t, k) and
+/// (t + 16, k + 1) apart. A collision costs a refill on the general path,
+/// never a wrong region (the entry holds its keys).
+inline uint32_t fast_cache_offset(const void* type, uint32_t kind) noexcept {
+  static_assert(kFastCacheSlots == 64, "the offset is slot * 64 within 4096 bytes");
+  // type * 4 carries (type >> 4) into bits 6..11; its bits 2..5 are masked off.
+  const auto t4 = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(type)) * 4u;
+  return (kind * (0x9E3779B1u << 6) + t4) & ((kFastCacheSlots - 1) << 6);
 }
-
-/// Visits a handler-completion point (out of line: progress.hpp includes hooks.hpp).
-void visit_completion(ProgressPoint* p) noexcept;
+/// The cache slot of (type, kind) (fast_cache_offset / 64).
+inline uint32_t fast_cache_slot(const void* type, uint32_t kind) noexcept { return fast_cache_offset(type, kind) >> 6; }
+/// (type, kind)'s entry in the cache at `base`.
+inline FastEntry& fast_cache_entry(FastEntry* base, const void* type, uint32_t kind) noexcept {
+  return *reinterpret_cast<FastEntry*>(reinterpret_cast<char*>(base) + fast_cache_offset(type, kind));
+}
 
 /// The fast handler enter (file comment). Calling thread only. Returns the
 /// opened fast frame's cache entry (the exit's token: hooks.hpp
 /// on_handler_exit), or null: nothing was done, take the general path.
 inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
-  FastThread& t = t_fast;
-  std::atomic<uint32_t>* const slot = t.gate;
-  // 0 only while the gate is open and no segment is open on the slot (the
-  // owner closed it last; payers never change a closed slot).
-  if (slot->load(std::memory_order_relaxed) != 0) return nullptr;
-  FastEntry& e = t.cache[fast_cache_slot(type, kind)];
+  // The gate is the cache itself: closed, every entry is empty.
+  FastEntry& e = fast_cache_entry(t_fast.gate, type, kind);
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
   // and whose `visits` and `slot` are set (region.cpp sets it only then).
   if (e.countdown == 0 || e.type != type || e.kind != kind) return nullptr;
   if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return nullptr;
   --e.countdown;
-  slot->store(e.slot_word, std::memory_order_release);
+  e.slot->store(e.slot_word, std::memory_order_release);
   return &e;
 }
 
@@ -186,7 +210,6 @@ inline bool fast_exit_entry(FastEntry* e) noexcept {
   slot.store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
   std::atomic_ref<uint64_t> v(*e->visits);  // single writer; region_total reads it relaxed
   v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (ProgressPoint* p = e->completion->load(std::memory_order_acquire)) visit_completion(p);
   return true;
 }
 
@@ -194,9 +217,10 @@ inline bool fast_exit_entry(FastEntry* e) noexcept {
 /// comment; region.cpp exit_handler): the open fast frame must be
 /// (type, kind)'s. Calling thread only; false: nothing was done.
 inline bool fast_exit(const void* type, uint32_t kind) noexcept {
-  FastThread& t = t_fast;
-  FastEntry& e = t.cache[fast_cache_slot(type, kind)];
-  if (e.completion == nullptr || e.type != type || e.kind != kind || e.slot != t.gate) return false;
+  FastEntry* const base = t_fast.gate;
+  if (base != t_fast.cache) return false;
+  FastEntry& e = fast_cache_entry(base, type, kind);
+  if (e.completion == nullptr || e.type != type || e.kind != kind) return false;
   return fast_exit_entry(&e);
 }
 

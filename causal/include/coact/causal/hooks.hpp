@@ -8,7 +8,7 @@
 //   on_handler_enter / on_handler_exit: push / pop the handler region
 //     (actor type × message kind) on the worker's region stack (region.hpp):
 //     visit counts, exclusive cycles, virtual speedup of a selected region
-//     (add_delay), handler-completion progress points;
+//     (add_delay); handler-completion progress points read those visits;
 //   on_pay_point: delay_ledger pay_debt();
 //   on_resume: delay_ledger credit_resume();
 //   timer_stamp_cycles: the ledger value a virtual timer armed now on this
@@ -104,14 +104,21 @@ inline void on_handler_exit(void* token, const void* actor_type, uint32_t kind) 
     if (!detail::fast_exit_entry(static_cast<detail::FastEntry*>(token))) detail::hook_handler_exit(actor_type, kind);
   }
 }
-/// The same without a token (tests, programs that did not keep it): the exit
-/// of a run begun while a sweep was active is skipped if the sweep has ended
-/// (the next general-path enter drops its frame), and the fast exit finds
-/// the open frame by its keys.
+/// The same without a token (tests, programs that did not keep it). Enter
+/// and exit must name the same (type, kind), and every enter that opened a
+/// run during a sweep must reach its exit before the thread's next handler
+/// enter (as the runtime's do: handlers never nest on a worker): the inline
+/// fast enter does not look for an open fast frame, so a second enter would
+/// overwrite one (handler_fast_path.hpp, "The gate"). So the fast exit finds
+/// the open fast frame by its keys even after the sweep ended, and while the
+/// gate is open (a fast frame may be open) a refused fast exit takes the
+/// general exit even after the sweep ended; any other frame of a run begun
+/// during a sweep (a stack frame, a sampled fast frame: the gate is closed)
+/// is skipped if the sweep has ended (the next general-path enter drops it).
 inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
-  if (g_sweep_active.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (!detail::fast_exit(actor_type, kind)) detail::hook_handler_exit(actor_type, kind);
-  }
+  if (detail::fast_exit(actor_type, kind)) return;
+  if (g_sweep_active.load(std::memory_order_relaxed) || detail::t_fast.gate == detail::t_fast.cache) [[unlikely]]
+    detail::hook_handler_exit(actor_type, kind);
 }
 /// Before this thread makes another thread or actor runnable, and between dispatches.
 /// While no delay was ever injected (G == 0: no sweep, or a sweep at

@@ -13,11 +13,14 @@
 //   * handler completion: a throughput point named after a handler region that
 //     counts every completed run of that handler, with no code change
 //     (region.hpp, set_completion_handlers; the controller's
-//     Options::progress_handlers).
+//     Options::progress_handlers). No hook visits it: its visits() are the
+//     region's own visit counts while attached (region.cpp), so a handler
+//     run pays nothing for it.
 // A name is one point of one kind: using one name both with COACT_PROGRESS and
 // with COACT_BEGIN/END aborts with a message naming it.
 //
-// Cost (Coz counts always, and so do we): every visit is one relaxed
+// Cost (Coz counts always, and so do we): every visit of a COACT_PROGRESS /
+// COACT_BEGIN / COACT_END point is one relaxed
 // fetch_add on the point's counter, whether or not a sweep runs; the
 // experiment reads deltas. The macro's function-local static adds one
 // guard-byte load (an acquire load: a plain mov on x86-64) after the first
@@ -48,6 +51,15 @@ namespace coact::causal {
 
 enum class ProgressKind : uint8_t { throughput, latency };
 
+class ProgressPoint;
+namespace detail {
+/// The completed runs counted for handler-completion point `p`: the visits
+/// of the handler regions attached to it (region.cpp, set_completion_handlers)
+/// since they were attached. Any thread but a signal handler; takes the
+/// region registry's mutex.
+uint64_t handler_completion_visits(const ProgressPoint* p) noexcept;
+}  // namespace detail
+
 /// "throughput" / "latency".
 std::string_view to_string(ProgressKind kind) noexcept;
 
@@ -70,8 +82,16 @@ class ProgressPoint {
   /// Latency departure (COACT_END). Any thread; one relaxed fetch_add.
   void depart() noexcept { departures_.fetch_add(1, std::memory_order_relaxed); }
 
-  /// Throughput visits, or latency arrivals, since the process started.
-  uint64_t visits() const noexcept { return count_.load(std::memory_order_relaxed); }
+  /// Throughput visits, or latency arrivals, since the process started. A
+  /// handler-completion point is not visited by the handler hooks: its
+  /// visits are its regions' completed runs while attached
+  /// (detail::handler_completion_visits). Any thread; for a
+  /// handler-completion point not a signal handler (it takes the region
+  /// registry's mutex and sums the threads' counter blocks).
+  uint64_t visits() const noexcept {
+    const uint64_t n = count_.load(std::memory_order_relaxed);
+    return handler_completion_ ? n + detail::handler_completion_visits(this) : n;
+  }
   uint64_t arrivals() const noexcept { return count_.load(std::memory_order_relaxed); }
   uint64_t departures() const noexcept { return departures_.load(std::memory_order_relaxed); }
 

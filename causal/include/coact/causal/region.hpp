@@ -128,7 +128,11 @@ bool matches_any(std::string_view name, const std::vector<std::string>& entries)
 /// code change): every handler region — registered now or later — whose name
 /// contains one of `substrings` gets a throughput progress point named after
 /// the region (progress.hpp, handler_completion_point) that counts each
-/// completed run. An empty list detaches all. Any thread; takes the mutex.
+/// completed run: its visits() are the region's visits since it was
+/// attached (plus what earlier attachments counted); a call re-attaches
+/// every matching region from its current count, so a region is counted
+/// once however often it is called. An empty list detaches all (a point
+/// keeps what it counted). Any thread; takes the mutex.
 /// Used by the controller at sweep start and end.
 void set_completion_handlers(std::vector<std::string> substrings);
 
