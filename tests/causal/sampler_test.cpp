@@ -524,14 +524,22 @@ TEST_CASE("sampler: the POSIX timer samples in the base mode, the perf event in 
                       << back.ms[kPerf] << " ms)");
   // The sources: no perf sample in the base mode, none but the perf event's
   // in the precise mode (save one signal of the other source queued before
-  // a switch and delivered after it: seen once in ~10 runs).
+  // a switch and delivered after it: seen once in ~10 runs; ThreadSanitizer
+  // defers a signal into a queue of its own until the thread's next
+  // intercepted call, so there a few can arrive after the switch: 2 seen
+  // once, TSan build at load ~6).
+#if defined(__SANITIZE_THREAD__) || defined(COACT_TSAN)
+  constexpr size_t kLate = 3;
+#else
+  constexpr size_t kLate = 1;
+#endif
   CHECK(base.n[kPerf] == 0);
-  CHECK(back.n[kPerf] <= 1);
+  CHECK(back.n[kPerf] <= kLate);
   CHECK(base.n[kOther] + precise.n[kOther] + back.n[kOther] == 0);
   CHECK(base.n[kTimer] >= 5);
   CHECK(back.n[kTimer] >= 5);
   if (perf) {
-    CHECK(precise.n[kTimer] <= 1);
+    CHECK(precise.n[kTimer] <= kLate);
     CHECK(precise.n[kPerf] >= 100);  // ~400 at 125 us of 50 ms
   } else {
     CHECK(precise.n[kPerf] == 0);
