@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh"]
+SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh"]
 MISTAKES = [
     ("run.sh", ["--duration", "5"], "did you mean --seconds"),
     ("run.sh", ["--out"], "--out needs a value"),
@@ -19,6 +19,10 @@ MISTAKES = [
     ("perf-compare.sh", ["--trails", "5"], "did you mean --trials?"),
     ("perf-compare.sh", ["./prog", "--flag"], "a command goes after `--`"),
     ("test.sh", ["--no-tsna"], "expected --no-tsan or --help"),
+    ("readme-run.sh", ["--base", "HEAD"], "did you mean --base-rev REV?"),
+    ("readme-run.sh", ["--max-load", "low"], "want a number such as 0.3"),
+    ("readme-run.sh", ["--base-rev", "no-such-rev"], "is not a commit of"),
+    ("readme-run.sh", ["--out"], "--out needs a value"),
 ]
 
 
