@@ -524,17 +524,21 @@ TEST_CASE("sampler: the POSIX timer samples in the base mode, the perf event in 
                       << back.ms[kPerf] << " ms)");
   // The sources: no perf sample in the base mode, none but the perf event's
   // in the precise mode (save one signal of the other source queued before
-  // a switch and delivered after it: seen once in ~10 runs; ThreadSanitizer
-  // defers a signal into a queue of its own until the thread's next
-  // intercepted call, so there a few can arrive after the switch: 2 seen
-  // once, TSan build at load ~6).
+  // a switch and delivered after it: seen once in ~10 runs).
+  // ThreadSanitizer runs a signal's handler late (at the thread's next
+  // intercepted call), so there the other source's samples after a switch
+  // come in a bunch: 2 timer samples once, and once 11 perf-event samples in
+  // the back phase (1.4 ms of its 120 ms, CI's TSan pass at load ~2), so
+  // there the bound is on their share of the phase's CPU time: a perf event
+  // still armed through the phase would take ~120 ms.
 #if defined(__SANITIZE_THREAD__) || defined(COACT_TSAN)
   constexpr size_t kLate = 3;
+  CHECK(back.ms[kPerf] <= 0.05 * cpu_ms[2]);
 #else
   constexpr size_t kLate = 1;
+  CHECK(back.n[kPerf] <= kLate);
 #endif
   CHECK(base.n[kPerf] == 0);
-  CHECK(back.n[kPerf] <= kLate);
   CHECK(base.n[kOther] + precise.n[kOther] + back.n[kOther] == 0);
   CHECK(base.n[kTimer] >= 5);
   CHECK(back.n[kTimer] >= 5);
