@@ -523,21 +523,15 @@ TEST_CASE("sampler: the POSIX timer samples in the base mode, the perf event in 
   INFO("back: timer " << back.n[kTimer] << " (" << back.ms[kTimer] << " ms), perf " << back.n[kPerf] << " ("
                       << back.ms[kPerf] << " ms)");
   // The sources: no perf sample in the base mode, none but the perf event's
-  // in the precise mode (save one signal of the other source queued before
-  // a switch and delivered after it: seen once in ~10 runs).
-  // ThreadSanitizer runs a signal's handler late (at the thread's next
-  // intercepted call), so there the other source's samples after a switch
-  // come in a bunch: 2 timer samples once, and once 11 perf-event samples in
-  // the back phase (1.4 ms of its 120 ms, CI's TSan pass at load ~2), so
-  // there the bound is on their share of the phase's CPU time: a perf event
-  // still armed through the phase would take ~120 ms.
-#if defined(__SANITIZE_THREAD__) || defined(COACT_TSAN)
+  // in the precise mode, save a few of the other source's around a switch.
+  // How many is load-dependent: 1 in ~10 runs on a quiet machine; 2 in most
+  // runs at load ~2 (a Release build while a build ran beside it); 11 once
+  // under ThreadSanitizer (which runs a handler late, at the thread's next
+  // intercepted call), 1.4 ms of the back phase's 120. So the bound after
+  // the switch back is on their share of the phase's CPU time: a perf event
+  // still armed through the phase would take all of it (~120 ms).
   constexpr size_t kLate = 3;
   CHECK(back.ms[kPerf] <= 0.05 * cpu_ms[2]);
-#else
-  constexpr size_t kLate = 1;
-  CHECK(back.n[kPerf] <= kLate);
-#endif
   CHECK(base.n[kPerf] == 0);
   CHECK(base.n[kOther] + precise.n[kOther] + back.n[kOther] == 0);
   CHECK(base.n[kTimer] >= 5);
