@@ -278,9 +278,12 @@ TEST_CASE("controller: fixed region and speedup record experiments with s·Δ de
     // region straddling the window's ends (two runs of ~200 µs, longer if
     // preempted: with live accrual a straddler's running segment is charged
     // as it runs, so a preempted one can add to either side; a CI run on a
-    // loaded 2-core box measured 10.03 ms against 0.5 x 19.96 ms).
+    // loaded 2-core box measured 10.03 ms against 0.5 x 19.96 ms; the
+    // upper side, +2 ms, failed 2-3 runs in 30 at load ~2 (a preempted
+    // straddler charged inside the window), so both sides allow 5 ms: a
+    // delay of 0 or of s x twice the region still fails).
     const double region_ns = e["region_ns"].get<double>();
-    CHECK(static_cast<double>(delay) <= 0.5 * region_ns + 2'000'000);
+    CHECK(static_cast<double>(delay) <= 0.5 * region_ns + 5'000'000);
     CHECK(static_cast<double>(delay) >= 0.5 * region_ns - 5'000'000);  // a preempted straddler
     CHECK(delay > 0u);
   }
