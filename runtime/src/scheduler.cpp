@@ -612,7 +612,8 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
 
 // The burst lifecycle step 5: race the cursor, one whole group per claim.
 void Scheduler::run_burst(Worker& w, Burst* b) {
-  while (auto idx = b->life.claim()) {
+  std::optional<uint32_t> idx = b->life.claim();
+  while (idx) {
     Group& g = b->groups()[*idx];
     ActorCell* t = g.target;  // the group's reference keeps t alive through its drain
     const uint64_t bursts_before = w.bursts.load(std::memory_order_relaxed);
@@ -626,7 +627,6 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
       }
     }
     t->release();
-    b->life.complete();
     // Depth first: a recipient run here that published a burst of its own
     // (a spawn tree's node) left that burst's drainer (and its direct
     // first send's recipient) on top of the own deque. Claiming the next
@@ -635,7 +635,16 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
     // 45,905 live small blocks, 18,864 with burst off, and paid for them in
     // glibc malloc/free). So this drainer yields: it goes back under the
     // jobs that run pushed, and the new subtree runs first.
-    if (w.bursts.load(std::memory_order_relaxed) != bursts_before && requeue_under(w, b)) [[unlikely]] return;
+    // (Completing this group and claiming the next is one CAS, except
+    // where the drainer may yield.)
+    if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]] {
+      b->life.complete();
+      if (requeue_under(w, b)) return;
+      idx = b->life.claim();
+      continue;
+    }
+    bool retired = false;
+    idx = b->life.complete_and_claim(retired);
   }
   b->release();  // this drainer's reference
 }

@@ -73,6 +73,63 @@ TEST_CASE("Lifecycle: many threads claiming one published burst partition its gr
   }
 }
 
+TEST_CASE("Lifecycle: complete_and_claim completes and claims in one step; many threads partition exactly",
+          "[stress]") {
+  {
+    Lifecycle lc(2);
+    bool retired = true;
+    CHECK(lc.claim() == 0u);
+    CHECK(lc.complete_and_claim(retired) == 1u);  // 0 done, 1 claimed
+    CHECK_FALSE(retired);
+    auto s = lc.snapshot();
+    CHECK((s.cursor == 2 && s.done == 1 && !s.sealed));
+    CHECK_FALSE(lc.complete_and_claim(retired).has_value());  // 1 done: retired, nothing to claim
+    CHECK(retired);
+    CHECK(lc.retired());
+    CHECK(lc.publish(1) == Lifecycle::Published::retired);
+  }
+  {
+    Lifecycle lc(2);  // two drainers: the first to finish finds nothing left and does not retire
+    bool retired = true;
+    CHECK(lc.claim() == 0u);
+    CHECK(lc.claim() == 1u);
+    CHECK_FALSE(lc.complete_and_claim(retired).has_value());
+    CHECK_FALSE(retired);
+    CHECK(lc.publish(1) == Lifecycle::Published::ok);  // still open: a later group is claimable
+    CHECK(lc.complete_and_claim(retired) == 2u);
+    CHECK_FALSE(retired);
+    CHECK_FALSE(lc.complete_and_claim(retired).has_value());
+    CHECK(retired);
+  }
+  for (uint32_t threads : {1u, 2u, 4u, 8u}) {
+    coact::test::Watchdog wd(60, "lifecycle complete_and_claim partition");
+    constexpr uint32_t kLen = 100000;
+    Lifecycle lc(kLen);
+    std::vector<std::vector<uint32_t>> got(threads);
+    std::atomic<uint32_t> retirers{0};
+    std::vector<std::thread> ts;
+    for (uint32_t t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        std::optional<uint32_t> i = lc.claim();
+        while (i) {
+          got[t].push_back(*i);
+          bool retired = false;
+          i = lc.complete_and_claim(retired);
+          if (retired) retirers.fetch_add(1);
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    std::vector<uint32_t> all;
+    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    std::sort(all.begin(), all.end());
+    REQUIRE(all.size() == kLen);
+    for (uint32_t i = 0; i < kLen; ++i) REQUIRE(all[i] == i);
+    CHECK(retirers.load() == 1);
+    CHECK(lc.retired());
+  }
+}
+
 TEST_CASE("Lifecycle: publishing while claimers run loses and duplicates nothing", "[stress]") {
   for (uint32_t threads : {1u, 2u, 4u, 8u}) {
     coact::test::Watchdog wd(60, "lifecycle publish vs claim");
