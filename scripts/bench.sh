@@ -67,12 +67,13 @@
 #            --quick: 10^3 timers, shorter windows (CI smoke); the numbers then mean little.
 #   burst    burst dispatch on vs off (bench/burst/burst_bench.cpp): fan-out widths 1, 8,
 #            64, 512 with 0 and 20 us handlers, a 64-actor chain (0 / 20 us), and the four
-#            peers workloads (coact-peers with COACT_BURST=on / off). Trials alternate
-#            on, off (COACT_BENCH_TRIALS each, fresh runtime or process per trial);
-#            medians. One object per row:
+#            peers workloads (coact-peers with COACT_BURST=on / off). COACT_BENCH_TRIALS
+#            pairs (on and off, which first alternating in ABBA blocks; fresh runtime
+#            or process per run); medians, ratio = the median of the pairs' on/off.
+#            One object per row:
 #            {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
-#             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":on/off,"syncs_on":S,
-#             "syncs_off":S,"sync_ratio":off/on,"trials":T}
+#             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":R,"ratio_of_medians":R,
+#             "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T}
 #            syncs: scheduling synchronizations (wakes + injector pushes + deque pushes)
 #            of the run; width 0 marks the peers rows. --quick: small sizes.
 #   instructions  load-independent costs per message of coact-peers (the four peers

@@ -103,7 +103,7 @@ if [[ -n $base_bin ]]; then
     --workers 1 --trials 15
 fi
 step timers $nb -- scripts/bench.sh timers
-step burst $nb -- scripts/bench.sh burst
+step burst COACT_BENCH_TRIALS=8 $nb -- scripts/bench.sh burst
 step sampling COACT_BENCH_TRIALS=10 $nb COACT_BENCH_SAMPLING_BUILD_DIR="$ROOT/build/relwithdebinfo" -- scripts/bench.sh sampling
 step sweep-cost PERF_BASE_ENV=COACT_CAUSAL=0 "PERF_CAND_ENV=$sweep_env" -- scripts/perf-compare.sh \
   --cand-bin build/release/bench/peers/coact-peers --base-bin build/release/bench/peers/coact-peers \

@@ -13,10 +13,12 @@
 //   peers    the four workloads of `scripts/bench.sh peers` (ping_pong,
 //            fan_out, thread_ring, skynet), run as the coact-peers program at
 //            --peers PATH with COACT_BURST=on / off in its environment.
-// Each row alternates on, off, on, off, ... (--trials each), a fresh runtime
-// (or process) per trial, and reports medians:
+// Each row runs --trials pairs (on and off, which first alternating in ABBA
+// blocks), a fresh runtime (or process) per run, and reports medians; ratio
+// is the median of the pairs' on/off (the pairs share the machine's drift),
+// ratio_of_medians the medians' quotient:
 //   {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
-//    "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":on/off,
+//    "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":R,"ratio_of_medians":R,
 //    "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T}
 // syncs = scheduling synchronizations of the timed run: wakes of parked
 // workers + injector pushes + own-deque pushes (RuntimeStats::syncs(); for
@@ -227,17 +229,25 @@ template <class F>
 void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, uint32_t trials, F run) {
   std::vector<double> on_r, off_r;
   std::vector<uint64_t> on_s, off_s;
+  std::vector<double> pair_r;  // on / off of each trial's pair
   for (uint32_t i = 0; i < trials; ++i) {
-    if (g_run_on) {
-      const trial a = run(true);
-      on_r.push_back(a.msgs_per_s);
-      on_s.push_back(a.syncs);
+    // Which side runs first alternates (on, off, off, on, on, off, ...: ABBA
+    // blocks, as perf-compare's pairs): a fixed order gave the side that ran
+    // first a consistent ~1-3 % on rows that burst does not change.
+    const bool on_first = (i % 4 == 0 || i % 4 == 3);
+    for (int k = 0; k < 2; ++k) {
+      const bool on = (k == 0) == on_first;
+      if (on && g_run_on) {
+        const trial a = run(true);
+        on_r.push_back(a.msgs_per_s);
+        on_s.push_back(a.syncs);
+      } else if (!on && g_run_off) {
+        const trial b = run(false);
+        off_r.push_back(b.msgs_per_s);
+        off_s.push_back(b.syncs);
+      }
     }
-    if (g_run_off) {
-      const trial b = run(false);
-      off_r.push_back(b.msgs_per_s);
-      off_s.push_back(b.syncs);
-    }
+    if (g_run_on && g_run_off) pair_r.push_back(on_r.back() / off_r.back());
   }
   if (!g_run_on || !g_run_off) {
     const bool on_side = g_run_on;
@@ -262,7 +272,8 @@ void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, ui
                                  {"workers", workers},
                                  {"on_msgs_per_s", coact::bench::rounded(on, 1)},
                                  {"off_msgs_per_s", coact::bench::rounded(off, 1)},
-                                 {"ratio", coact::bench::rounded(on / off, 3)},
+                                 {"ratio", coact::bench::rounded(median(pair_r), 3)},
+                                 {"ratio_of_medians", coact::bench::rounded(on / off, 3)},
                                  {"syncs_on", son},
                                  {"syncs_off", soff},
                                  {"sync_ratio", coact::bench::rounded(double(soff) / double(std::max<uint64_t>(son, 1)), 2)},
@@ -316,8 +327,13 @@ int main(int argc, char** argv) {
   if (want("fan_out")) {
     for (uint32_t us : handler_us) {
       for (uint32_t width : widths) {
-        // About 2*10^5 messages for zero-work rows, ~0.2 s of handler time for 20 us rows.
-        const uint64_t msgs = us == 0 ? 200000 : 10000;
+        // About 2*10^6 messages for zero-work rows (~0.1 s at 2 workers),
+        // 10^5 for 20 us rows (~1 s of handler time; w512: ~97 rounds). Ten
+        // times fewer (until 2026-12-01) made a zero-work run ~10 ms and a
+        // w512 20 us run 9 rounds, and ratios of 0.90-1.03 for rows that
+        // perf-compare finds unchanged: the start-up and the last round's
+        // stragglers were most of a run.
+        const uint64_t msgs = us == 0 ? 2000000 : 100000;
         const uint32_t rounds = std::max<uint32_t>(2, uint32_t(msgs / (2ull * width) / scale));
         row("fan_out", width, us, workers, trials,
             [&](bool on) { return run_fan_out(workers, on, width, us, rounds); });
@@ -326,7 +342,7 @@ int main(int argc, char** argv) {
   }
   if (want("chain")) {
     for (uint32_t us : handler_us) {
-      const uint64_t hops = (us == 0 ? 1000000 : 10000) / scale;
+      const uint64_t hops = (us == 0 ? 3000000 : 20000) / scale;  // ~0.1 s / ~0.4 s
       row("chain", 1, us, workers, trials, [&](bool on) { return run_chain(workers, on, us, hops); });
     }
   }
@@ -339,8 +355,9 @@ int main(int argc, char** argv) {
       const char* name;
       uint64_t n;
     };
-    for (const peer_wl& p : {peer_wl{"ping_pong", 1000000}, peer_wl{"fan_out", 1000000},
-                             peer_wl{"thread_ring", 2000000}, peer_wl{"skynet", 1000000}}) {
+    // Three times scripts/bench.sh peers' n (skynet the same): ~0.1-0.3 s a run.
+    for (const peer_wl& p : {peer_wl{"ping_pong", 3000000}, peer_wl{"fan_out", 3000000},
+                             peer_wl{"thread_ring", 3000000}, peer_wl{"skynet", 1000000}}) {
       const uint64_t n = quick ? (std::string(p.name) == "skynet" ? 1000 : p.n / 100) : p.n;
       row(p.name, 0, 0, workers, trials, [&](bool on) { return run_peer(peers, p.name, n, workers, on); });
     }
