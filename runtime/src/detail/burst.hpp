@@ -399,6 +399,13 @@ struct BurstProducer : SmallAllocated {
   RecipientIndex index;       // of active
   Burst* prev = nullptr;
   RecipientIndex prev_index;  // of prev
+  // The direct hint (Scheduler::direct_hint): this producer's last burst
+  // was narrow (fewer mails than the width gate) and cheap (trusted costs,
+  // no sibling worth recruiting), so its invocations send every mail direct,
+  // as burst off does, except one in 16 (hint_age), which bursts to refresh
+  // the hint and feed the cost cells. Owner: the worker running the producer.
+  bool direct_hint = false;
+  uint8_t hint_age = 0;
 
   ~BurstProducer() {
     if (active) active->release();
