@@ -185,6 +185,29 @@ void Scheduler::discard_burst(Burst* b) {
   if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
 }
 
+// The direct hint (burst on), at an invocation's first send, gone direct:
+// whether the invocation's later sends go direct too (Worker::direct_all),
+// as burst off does, instead of buffering for a burst. Yes when the
+// producer's last burst was narrow and cheap (BurstProducer::direct_hint,
+// set by flush_burst_groups), except one invocation in 16, which bursts to
+// refresh the hint and to feed the cost cells (only claimed mail does). A
+// burst pays per group a claim, two group locks, a seize, and per mail a
+// reference taken and dropped and a ring region, where a direct send pays
+// an inbox push: measured (burst bench, fan-out width 8, 0 us handlers, 16
+// pairs) burst on ran at 0.83 of off with 1 worker and 0.95 with 2
+// (callgrind, 1 worker: 5.7 locked instructions per message on, 4.3 off,
+// with fewer instructions). Inline: out of line, its call in post_on's
+// first-send path cost ping-pong 9 % with burst on. w->current is the
+// running producer: its BurstProducer is this worker's to touch.
+[[gnu::always_inline]] inline void Scheduler::start_direct(Worker* w) noexcept {
+  BurstProducer* const bp = w->current->producer;
+  w->direct_all = false;
+  if (bp != nullptr && bp->direct_hint && (++bp->hint_age & 15u) != 0) {
+    w->direct_all = true;
+    w->direct_sent = 1;
+  }
+}
+
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
   if (w != nullptr && w->in_handler == kInHandler) {
@@ -224,8 +247,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
         // behind this one (a claimed group's mail seizes or deposits behind
         // what the inbox holds).
         w->in_handler = kInHandlerSent;
-        w->direct_all = direct_hint(w->current);
-        w->direct_sent = 1;
+        start_direct(w);
         push_direct(w, target, e);
         return;
       }
@@ -279,8 +301,7 @@ inline bool Scheduler::post_burst(Worker* w, ActorCell* target, Envelope* e) {
     if (w->sched != this || !burst_direct_ || !w->outbound.empty()) return false;
     if (!pay_point_is_noop() || !no_live_burst(w->current) || target->is_dead()) return false;
     w->in_handler = kInHandlerSent;
-    w->direct_all = direct_hint(w->current);
-    w->direct_sent = 1;
+    start_direct(w);
     if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
     return true;
   }
@@ -341,23 +362,6 @@ inline bool Scheduler::no_live_burst(const ActorCell* p) noexcept {
   const BurstProducer* bp = p->producer;
   return bp == nullptr || ((bp->active == nullptr || bp->active->life.retired()) &&
                            (bp->prev == nullptr || bp->prev->life.retired()));
-}
-
-// The direct hint (burst on): whether producer p's invocation, whose first
-// send just went direct, sends its later mail direct too, as burst off
-// does, instead of buffering it for a burst. Yes when p's last burst was
-// narrow and cheap (BurstProducer::direct_hint, set by flush_burst_groups),
-// except one invocation in 16, which bursts to refresh the hint and to feed
-// the cost cells (only claimed mail does). A burst pays per group a claim,
-// two group locks, a seize, and per mail a reference taken and dropped and
-// a ring region, where a direct send pays an inbox push: measured (burst
-// bench, fan-out width 8, 0 us handlers, 16 pairs) burst on ran at 0.83 of
-// off with 1 worker and 0.95 with 2 (callgrind, 1 worker: 5.7 locked
-// instructions per message on, 4.3 off, with fewer instructions). p is the
-// running actor: its BurstProducer is the running worker's to touch.
-bool Scheduler::direct_hint(ActorCell* p) noexcept {
-  BurstProducer* bp = p->producer;
-  return bp != nullptr && bp->direct_hint && (++bp->hint_age & 15u) != 0;
 }
 
 // A later send of an invocation under the direct hint (Worker::direct_all):
@@ -637,7 +641,7 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
   } else if (staged >= tuning_.burst_recruit_min) {
     extra = std::min(staged, worker_count()) - 1;
   }
-  // The direct hint for p's next invocations (direct_hint): this burst was
+  // The direct hint for p's next invocations (start_direct): this burst was
   // narrow and cheap (trusted costs, nobody worth recruiting).
   bp->direct_hint = confident && extra == 0 && staged + directs < tuning_.burst_recruit_min;
   // Judged too cheap to share (trusted costs, K = 1): the keep-local valve

@@ -399,7 +399,7 @@ struct BurstProducer : SmallAllocated {
   RecipientIndex index;       // of active
   Burst* prev = nullptr;
   RecipientIndex prev_index;  // of prev
-  // The direct hint (Scheduler::direct_hint): this producer's last burst
+  // The direct hint (Scheduler::start_direct): this producer's last burst
   // was narrow (fewer mails than the width gate) and cheap (trusted costs,
   // no sibling worth recruiting), so its invocations send every mail direct,
   // as burst off does, except one in 16 (hint_age), which bursts to refresh
