@@ -135,7 +135,9 @@ constexpr std::array kKeys{
     Key{"COACT_BURST_RING_BYTES"sv, "scheduler"sv, "burst_ring_bytes"sv, Type::integer, "bytes"sv, 0,
         1'073'741'824, false, "65536"sv, ""sv, "each worker's outbound MailRing (burst on); 0: heap envelopes only"sv},
     Key{"COACT_BURST_RECRUIT_MIN"sv, "scheduler"sv, "burst_recruit_min"sv, Type::integer, ""sv, 1, 4096, false,
-        "9"sv, ""sv, "width gate: recipient groups a flush needs to recruit while a cost estimate is untrusted"sv},
+        "9"sv, ""sv,
+        "width gate: recipient groups a flush needs to recruit while a cost estimate is untrusted (under 4 "
+        "samples); a narrower, cheap burst lets its producer send direct"sv},
     Key{"COACT_BURST_RECRUIT_MAX"sv, "scheduler"sv, "burst_recruit_max"sv, Type::integer, ""sv, 0, 4096, false,
         "32"sv, ""sv, "siblings recruited per flush at most (0: never recruit)"sv},
     Key{"COACT_TRACE"sv, "scheduler"sv, "trace"sv, Type::text, ""sv, 0, 0, false, "off"sv, ""sv,

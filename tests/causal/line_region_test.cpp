@@ -278,76 +278,106 @@ TEST_CASE("line regions: a selected line's delay follows its CPU time within the
   }
   REQUIRE(line != ca::kNoRegion);
 
-  const uint64_t g0 = ca::global_delay_cycles();
-  ca::begin_experiment(line, 50);
-  CHECK(ca::detail::armed_period_ns() == 125'000);
-  std::atomic<bool> started{false}, stop{false};
-  clockid_t cpu_clock{};
-  int clock_rc = -1;
-  std::thread t([&] {
-    ca::register_thread();
-    ca::register_sampled_thread();
-    clock_rc = pthread_getcpuclockid(pthread_self(), &cpu_clock);
-    started = true;
-    while (!stop.load()) line_test::work(5ms);
-  });
-  while (!started.load()) std::this_thread::sleep_for(100us);
-  REQUIRE(clock_rc == 0);
-  auto cpu_us = [&] {
-    timespec ts{};
-    clock_gettime(cpu_clock, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  // One measurement: an experiment on the line while a thread runs it;
+  // returns the fit's slope and the residuals' median and p90 (us).
+  struct Fit {
+    double slope = 0, median = 0, p90 = 0, max = 0;
+    size_t points = 0;
   };
-  const double hz = static_cast<double>(coact::calibrate::tsc_hz());
-  std::vector<std::pair<double, double>> pts;  // (CPU us on the line, G - G0 us)
-  uint32_t rng = 12345;
-  for (int i = 0; i < 400 && pts.size() < 60; ++i) {
-    rng = rng * 1664525u + 1013904223u;
-    std::this_thread::sleep_for(std::chrono::microseconds(700 + (rng >> 22)));  // 0.7 .. 1.7 ms: no phase lock with 1 ms
-    const double c1 = cpu_us();
-    const double g = static_cast<double>(ca::global_delay_cycles() - g0) / hz * 1e6;
-    const double c2 = cpu_us();
-    if (c2 - c1 > 5) continue;  // the line ran meanwhile (this thread was descheduled): not one instant
-    pts.emplace_back(c1, g);
-  }
-  stop = true;
-  t.join();
-  ca::end_experiment();
-  CHECK(ca::detail::armed_period_ns() == 1'000'000);  // back to the base period
-  ca::stop_line_sampling();
-  ca::g_sweep_active.store(false);
-  REQUIRE(pts.size() >= 30);
-  // Least squares G = a + b x CPU; residuals.
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& [x, y] : pts) {
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
-  }
-  const double n = static_cast<double>(pts.size());
-  const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  const double a = (sy - b * sx) / n;
-  std::vector<double> res;
-  for (const auto& [x, y] : pts) res.push_back(std::abs(y - (a + b * x)));
-  std::sort(res.begin(), res.end());
-  const double median = res[res.size() / 2];
-  const double p90 = res[res.size() * 9 / 10];
-  INFO("G vs CPU on the line: slope " << b << " (s = 0.5); |residual| us: median " << median << " p90 " << p90
-                                      << " max " << res.back() << " (" << pts.size() << " checks)");
-#if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer defers a signal to the thread's next interceptor or
-  // atomic, so samples arrive late and bunched: measured at load ~16, median
-  // 124-185 us, slope 0.42-0.44. The timing is checked in the other builds.
-  WARN("under ThreadSanitizer (signals deferred): slope " << b << ", |residual| median " << median << " p90 " << p90);
-#else
-  CHECK(b == Approx(0.5).margin(0.05));  // the total: s x CPU time (Coz's rule)
+  auto measure = [&]() -> Fit {
+    const uint64_t g0 = ca::global_delay_cycles();
+    ca::begin_experiment(line, 50);
+    CHECK(ca::detail::armed_period_ns() == 125'000);
+    std::atomic<bool> started{false}, stop{false};
+    clockid_t cpu_clock{};
+    int clock_rc = -1;
+    std::thread t([&] {
+      ca::register_thread();
+      ca::register_sampled_thread();
+      clock_rc = pthread_getcpuclockid(pthread_self(), &cpu_clock);
+      started = true;
+      while (!stop.load()) line_test::work(5ms);
+    });
+    while (!started.load()) std::this_thread::sleep_for(100us);
+    REQUIRE(clock_rc == 0);
+    auto cpu_us = [&] {
+      timespec ts{};
+      clock_gettime(cpu_clock, &ts);
+      return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+    };
+    const double hz = static_cast<double>(coact::calibrate::tsc_hz());
+    std::vector<std::pair<double, double>> pts;  // (CPU us on the line, G - G0 us)
+    uint32_t rng = 12345;
+    for (int i = 0; i < 400 && pts.size() < 60; ++i) {
+      rng = rng * 1664525u + 1013904223u;
+      std::this_thread::sleep_for(std::chrono::microseconds(700 + (rng >> 22)));  // 0.7 .. 1.7 ms: no phase lock with 1 ms
+      const double c1 = cpu_us();
+      const double g = static_cast<double>(ca::global_delay_cycles() - g0) / hz * 1e6;
+      const double c2 = cpu_us();
+      if (c2 - c1 > 5) continue;  // the line ran meanwhile (this thread was descheduled): not one instant
+      pts.emplace_back(c1, g);
+    }
+    stop = true;
+    t.join();
+    ca::end_experiment();
+    CHECK(ca::detail::armed_period_ns() == 1'000'000);  // back to the base period
+    REQUIRE(pts.size() >= 30);
+    // Least squares G = a + b x CPU; residuals.
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [x, y] : pts) {
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
+    }
+    const double n = static_cast<double>(pts.size());
+    Fit f;
+    f.slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    const double a = (sy - f.slope * sx) / n;
+    std::vector<double> res;
+    for (const auto& [x, y] : pts) res.push_back(std::abs(y - (a + f.slope * x)));
+    std::sort(res.begin(), res.end());
+    f.median = res[res.size() / 2];
+    f.p90 = res[res.size() * 9 / 10];
+    f.max = res.back();
+    f.points = pts.size();
+    return f;
+  };
   // Ideally |residual| is uniform in [0, s x period / 2]: median ~16 / p90
   // ~28 us at 125 us, ~125 / ~225 at 1 ms. Measured at load ~6 on 2 cores
   // (the slope drifts with the hrtimer's lateness): 125 us: median 31-60,
   // p90 62-132; the experiment period at 1 ms: median 128-235, p90 345-449.
-  CHECK(median < 90);
-  CHECK(p90 < 200);
+  // Noise only adds to the steps, so a measurement under both bounds shows
+  // the finer period, and one over them may be noise: CI's clean clone
+  // measured median 105 / p90 254 once (slope 0.485) on an otherwise idle
+  // machine. So up to three measurements; the first within the bounds
+  // passes (at 1 ms every one would be over: the steps alone put the median
+  // at ~125 and the p90 at ~225).
+  auto good = [](const Fit& f) {
+    return f.slope > 0.45 && f.slope < 0.55 && f.median < 90 && f.p90 < 200;
+  };
+  Fit fit;
+  int attempts = 0;
+  std::string tried;
+  do {
+    fit = measure();
+    ++attempts;
+    tried += " [slope " + std::to_string(fit.slope) + ", median " + std::to_string(fit.median) + ", p90 " +
+             std::to_string(fit.p90) + ", max " + std::to_string(fit.max) + ", " + std::to_string(fit.points) +
+             " checks]";
+  } while (!good(fit) && attempts < 3);
+  ca::stop_line_sampling();
+  ca::g_sweep_active.store(false);
+  INFO("G vs CPU on the line (s = 0.5), |residual| us, " << attempts << " measurement(s):" << tried);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer defers a signal to the thread's next interceptor or
+  // atomic, so samples arrive late and bunched: measured at load ~16, median
+  // 124-185 us, slope 0.42-0.44. The timing is checked in the other builds.
+  WARN("under ThreadSanitizer (signals deferred):" << tried);
+#else
+  CHECK(fit.slope == Approx(0.5).margin(0.05));  // the total: s x CPU time (Coz's rule)
+  CHECK(fit.median < 90);
+  CHECK(fit.p90 < 200);
 #endif
 }
 

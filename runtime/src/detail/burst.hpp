@@ -51,13 +51,18 @@
 //      round(total_work / max_group_work) clamped to [1, min(groups,
 //      workers)], and only if total_work exceeds the wake break-even (the
 //      calibrated hand-off cost); work comes from per-kind execution-cost
-//      EWMAs (CostTable). While a contributing cost cell is untrusted (too
-//      few samples, or a mean absolute deviation as large as the mean), the
+//      EWMAs (CostTable: mean + mean absolute deviation per mail). While a
+//      contributing cost cell is untrusted (fewer than 4 samples), the
 //      width gate decides instead: recruit iff fresh groups >=
 //      COACT_BURST_RECRUIT_MIN, K-1 = min(groups, workers) - 1. Either way
 //      at most COACT_BURST_RECRUIT_MAX siblings. Recruitment pushes K-1
 //      drainers on the injector and wakes K-1 parked workers directly
-//      (SpinPark::wake_workers, bypassing route-to-spinner).
+//      (SpinPark::wake_workers, bypassing route-to-spinner). A burst that
+//      was narrow (fewer mails than the width gate) and cheap (trusted,
+//      K = 1) sets its producer's direct hint: its next invocations send
+//      every mail direct, as burst off does (a burst's per-group claim,
+//      locks and seize cost more than it saves there), except one in 16,
+//      which bursts and judges again (Scheduler::start_direct).
 //   5. The cursor race. Every worker holding a drainer loops
 //      Lifecycle::claim (one CAS on the packed word): each claim hands one
 //      whole recipient group to exactly one worker. The worker drains the
@@ -65,7 +70,9 @@
 //      (under the group's lock): the close is a FIFO barrier, a later
 //      producer push sees `closed` and opens a new group (or deposits),
 //      strictly behind everything dispatched. Then Lifecycle::complete; the
-//      completion that brings done == len seals (retires) the burst.
+//      completion that brings done == len seals (retires) the burst. (A
+//      drainer that claims on completes and claims in one CAS:
+//      Lifecycle::complete_and_claim.)
 //      Depth first: when the group's recipient, run in place (step 6),
 //      published a burst of its own (a spawn tree's node), the drainer stops
 //      claiming and goes back on the own deque under the few jobs that run
