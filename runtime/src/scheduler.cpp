@@ -186,7 +186,7 @@ void Scheduler::discard_burst(Burst* b) {
 }
 
 // The direct hint (burst on), at an invocation's first send, gone direct:
-// whether the invocation's later sends go direct too (Worker::direct_all),
+// whether the invocation's later sends go direct too (Worker::direct_left),
 // as burst off does, instead of buffering for a burst. Yes when the
 // producer's last burst was narrow and cheap (BurstProducer::direct_hint,
 // set by flush_burst_groups), except one invocation in 16, which bursts to
@@ -197,15 +197,14 @@ void Scheduler::discard_burst(Burst* b) {
 // pairs) burst on ran at 0.83 of off with 1 worker and 0.95 with 2
 // (callgrind, 1 worker: 5.7 locked instructions per message on, 4.3 off,
 // with fewer instructions). Inline: out of line, its call in post_on's
-// first-send path cost ping-pong 9 % with burst on. w->current is the
-// running producer: its BurstProducer is this worker's to touch.
-[[gnu::always_inline]] inline void Scheduler::start_direct(Worker* w) noexcept {
-  BurstProducer* const bp = w->current->producer;
-  w->direct_all = false;
-  if (bp != nullptr && bp->direct_hint && (++bp->hint_age & 15u) != 0) {
-    w->direct_all = true;
-    w->direct_sent = 1;
-  }
+// first-send path cost ping-pong 9 % with burst on. bp is the running
+// producer's (w->current->producer, loaded once by the caller: after the
+// in_handler store the compiler must load it again): this worker's to
+// touch. Worker::direct_left = the width gate - 1: the invocation's sends
+// up to the gate's less one go direct, and the one at the gate clears the
+// hint (direct_later).
+[[gnu::always_inline]] inline void Scheduler::start_direct(Worker* w, BurstProducer* bp) noexcept {
+  w->direct_left = bp != nullptr && bp->direct_hint && (++bp->hint_age & 15u) != 0 ? tuning_.burst_recruit_min - 1 : 0;
 }
 
 void Scheduler::post(ActorCell* target, Envelope* e) {
@@ -246,8 +245,8 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
         // buffered (kInHandlerSent) and batched by the flush; they land
         // behind this one (a claimed group's mail seizes or deposits behind
         // what the inbox holds).
+        start_direct(w, w->current->producer);
         w->in_handler = kInHandlerSent;
-        start_direct(w);
         push_direct(w, target, e);
         return;
       }
@@ -256,7 +255,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     return;
   }
   if (w != nullptr && w->in_handler == kInHandlerSent) {  // burst on: a later send of the invocation
-    if (w->direct_all && direct_later(w)) {
+    if (w->direct_left != 0 && direct_later(w)) {
       push_direct(w, target, e);  // (drops mail to a dead recipient)
       return;
     }
@@ -299,14 +298,15 @@ inline bool Scheduler::post_burst(Worker* w, ActorCell* target, Envelope* e) {
   const uint8_t h = w->in_handler;
   if (h == kInHandler) {  // the invocation's first send: direct under post()'s burst_direct_ conditions
     if (w->sched != this || !burst_direct_ || !w->outbound.empty()) return false;
-    if (!pay_point_is_noop() || !no_live_burst(w->current) || target->is_dead()) return false;
+    BurstProducer* const bp = w->current->producer;  // no_live_burst's, loaded once
+    if (!pay_point_is_noop() || (bp != nullptr && !bursts_retired(bp)) || target->is_dead()) return false;
+    start_direct(w, bp);
     w->in_handler = kInHandlerSent;
-    start_direct(w);
     if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
     return true;
   }
   if (h == kInHandlerSent) {  // a later send of the invocation: buffered for the flush, or direct (the hint)
-    if (w->direct_all) [[unlikely]] {
+    if (w->direct_left != 0) [[unlikely]] {
       if (target->is_dead() || !direct_later(w)) return false;  // post() drops it, or buffers
       if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
       return true;
@@ -360,11 +360,14 @@ inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
 // a destructor) runs: every writer of kInHandler sets current first.
 inline bool Scheduler::no_live_burst(const ActorCell* p) noexcept {
   const BurstProducer* bp = p->producer;
-  return bp == nullptr || ((bp->active == nullptr || bp->active->life.retired()) &&
-                           (bp->prev == nullptr || bp->prev->life.retired()));
+  return bp == nullptr || bursts_retired(bp);
+}
+// no_live_burst for a producer that has a BurstProducer.
+inline bool Scheduler::bursts_retired(const BurstProducer* bp) noexcept {
+  return (bp->active == nullptr || bp->active->life.retired()) && (bp->prev == nullptr || bp->prev->life.retired());
 }
 
-// A later send of an invocation under the direct hint (Worker::direct_all):
+// A later send of an invocation under the direct hint (Worker::direct_left):
 // direct iff post()'s direct conditions still hold (this runtime's actor, a
 // pay point would pay nothing) and the invocation stays narrow (fewer sends
 // than the width gate); otherwise this send and every later one of the
@@ -373,10 +376,13 @@ inline bool Scheduler::no_live_burst(const ActorCell* p) noexcept {
 // burst sets it afresh). Per-recipient FIFO: the direct sends precede any
 // buffered one, and a claimed group's mail lands behind the inbox's.
 bool Scheduler::direct_later(Worker* w) noexcept {
-  const bool narrow = ++w->direct_sent < tuning_.burst_recruit_min;
-  if (narrow && w->sched == this && pay_point_is_noop()) return true;
-  if (!narrow) w->current->producer->direct_hint = false;
-  w->direct_all = false;
+  const bool narrow = w->direct_left > 1;
+  if (narrow && w->sched == this && pay_point_is_noop()) {
+    --w->direct_left;
+    return true;
+  }
+  if (!narrow) w->current->producer->direct_hint = false;  // set by a burst of it: not null
+  w->direct_left = 0;
   return false;
 }
 

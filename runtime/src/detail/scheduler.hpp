@@ -159,8 +159,7 @@ struct Worker {
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
   uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
   bool batched = false;          // the running invocation buffered a send (buffer_send); cleared by the flush
-  bool direct_all = false;       // burst on: this invocation's later sends go direct too (Scheduler::start_direct)
-  uint32_t direct_sent = 0;      // under direct_all: the invocation's sends so far (the width gate)
+  uint32_t direct_left = 0;      // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
   // Per-mail trace gate: this worker's ring while recording, else null (see
   // below). Relaxed atomic (a plain load on x86): the trace window's thread
   // opens and closes it (trace/recorder.hpp).
@@ -233,7 +232,8 @@ class Scheduler {
   void buffer_send(Worker* w, ActorCell* target, Envelope* e);
   void push_direct(Worker* w, ActorCell* target, Envelope* e);
   static bool no_live_burst(const ActorCell* p) noexcept;
-  [[gnu::always_inline]] inline void start_direct(Worker* w) noexcept;
+  static bool bursts_retired(const BurstProducer* bp) noexcept;
+  [[gnu::always_inline]] inline void start_direct(Worker* w, BurstProducer* bp) noexcept;
   bool direct_later(Worker* w) noexcept;
 
   // Lifecycle.
