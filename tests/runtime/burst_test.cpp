@@ -507,6 +507,9 @@ TEST_CASE("burst: the direct hint: narrow cheap invocations send direct; FIFO an
     // refreshes (1 in 16 of the hinted) and those before the costs were
     // trusted do: well under half (the costs are timed per worker on
     // claimed mail; a loaded machine delays trust by a few rounds only).
+    // Under ThreadSanitizer at 1 worker a fixed cost-sampling stride of 16
+    // never timed the bounce's kind (8,000 of 8,000 burst): the stride is
+    // drawn per sample now (Scheduler::dispatch_claimed).
     CHECK(stats.bursts > 0);
     CHECK(stats.bursts < uint64_t(producers) * rounds / 2);
   }

@@ -171,6 +171,8 @@ struct Worker {
   uint64_t cascade_start_ns = 0; // when the current local cascade began
   SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
   uint32_t cost_stride = 0;      // claimed-mail dispatches since the last cost sample (burst on)
+  uint32_t cost_next = 16;       // the stride to the next cost sample: 8..23, drawn per sample (dispatch_claimed)
+  uint32_t cost_rng = 0x9E3779B9u;  // xorshift32 state for cost_next
   bool ring_refused = false;     // the ring refused an alloc in this invocation (full)
   int64_t burst_mark = 0;        // own deque length before the last published burst's drainer was pushed
   std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
