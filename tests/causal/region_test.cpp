@@ -213,8 +213,15 @@ TEST_CASE("virtual speedup: a selected region running Δ adds s·Δ to G on its 
   CHECK(delta >= cycles_of(std::chrono::milliseconds(5)));
   CHECK(delta <= outer_cycles);
   CHECK(added == delta * pct / 100);  // exactly s·Δ
-  // And s·Δ against an independent clock (the thread's own timing), within 2 %.
-  CHECK(static_cast<double>(added) == Approx(static_cast<double>(outer_cycles) * pct / 100).epsilon(0.02));
+  // And s·Δ against an independent clock (the thread's own timing), within
+  // 2 % (5 % under ThreadSanitizer, whose instrumented scope enter and exit
+  // sit between the two clocks: CI's TSan pass measured 2.04 % once).
+#if defined(__SANITIZE_THREAD__)
+  constexpr double kClockEps = 0.05;
+#else
+  constexpr double kClockEps = 0.02;
+#endif
+  CHECK(static_cast<double>(added) == Approx(static_cast<double>(outer_cycles) * pct / 100).epsilon(kClockEps));
   CHECK(busy_debt == 0u);                 // the sped-up thread owes nothing for its own region
   CHECK(ca::debt_cycles() == added);      // every other thread owes s·Δ
   ca::credit_resume();
