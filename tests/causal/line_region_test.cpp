@@ -451,8 +451,16 @@ TEST_CASE("line regions: a line qualified by its caller injects only for that ca
   const uint64_t va = ca::region_stats(at_a).visits - va0, vb = ca::region_stats(at_b).visits - vb0;
   INFO("samples A " << va << " B " << vb << "; delay added " << added << " credit A " << credit_a.load() << " B "
                     << credit_b.load() << " B's debt " << debt_b.load());
-  CHECK(va >= 100);  // ~40 ms of CPU at 125 us per sample (fewer if descheduled)
-  CHECK(vb >= 100);  // B's samples were taken on the same line, under B
+  // ~40 ms of CPU at 125 us per sample (fewer if descheduled); under
+  // ThreadSanitizer, which defers a signal to the thread's next intercepted
+  // call and merges those pending, 94 and 99 were seen once (CI's machine).
+#if defined(__SANITIZE_THREAD__)
+  constexpr uint64_t kMinSamples = 50;
+#else
+  constexpr uint64_t kMinSamples = 100;
+#endif
+  CHECK(va >= kMinSamples);
+  CHECK(vb >= kMinSamples);  // B's samples were taken on the same line, under B
   CHECK(added > 0);
   CHECK(credit_b.load() == 0);         // none of B's samples injected
   CHECK(credit_a.load() == added);     // all of it A's own
