@@ -315,6 +315,36 @@ struct MonoSink : coact::Actor<MonoSink> {
   }
 };
 
+// Spawns `sinks` MonoSinks and `producers` producers (make(rt, p, sinks),
+// an ActorRef to an actor taking Go), sends each Go{rounds} and waits until
+// `want` mails arrived (then 5 ms: nothing beyond `want` arrives).
+struct SinkRun {
+  uint64_t errors = 0, received = 0;
+  coact::RuntimeStats stats;
+};
+template <class Make>
+SinkRun run_to_sinks(const coact::SchedulerTuning& t, uint32_t producers, uint32_t sinks, uint32_t rounds,
+                     uint64_t want, Make make) {
+  std::atomic<uint64_t> errors{0}, received{0};
+  std::vector<std::unique_ptr<std::atomic<int>>> inside;
+  SinkRun out;
+  {
+    coact::Runtime rt(t);
+    std::vector<coact::ActorRef<MonoSink>> ss;
+    for (uint32_t i = 0; i < sinks; ++i) {
+      inside.push_back(std::make_unique<std::atomic<int>>(0));
+      ss.push_back(rt.spawn<MonoSink>(producers, inside.back().get(), &errors, &received));
+    }
+    for (uint32_t p = 0; p < producers; ++p) make(rt, p, ss).send(Go{rounds});
+    while (received.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    out.stats = rt.stats();
+  }
+  out.errors = errors.load();
+  out.received = received.load();
+  return out;
+}
+
 // Alternates one-mail invocations (the first send goes straight into the
 // inbox when no burst of this producer is live) with invocations whose first
 // send may go direct and whose later sends, some to the same sink, are
@@ -353,30 +383,16 @@ TEST_CASE("burst: a handler's first send direct, its later sends batched: per-re
     t.burst = true;
     t.burst_recruit_min = 2;  // recruit on most flushes: more claimers racing
     const uint32_t producers = 4, sinks = 16, rounds = 600;
-    std::atomic<uint64_t> errors{0}, received{0};
-    std::vector<std::unique_ptr<std::atomic<int>>> inside;
     uint64_t want = 0;
     for (uint32_t r = rounds; r >= 1; --r) want += r % 3 == 0 ? 1 : r % 3 == 1 ? 1 + 2 * sinks : sinks;
     want *= producers;
-    coact::RuntimeStats stats;
-    {
-      coact::Runtime rt(t);
-      std::vector<coact::ActorRef<MonoSink>> ss;
-      for (uint32_t i = 0; i < sinks; ++i) {
-        inside.push_back(std::make_unique<std::atomic<int>>(0));
-        ss.push_back(rt.spawn<MonoSink>(producers, inside.back().get(), &errors, &received));
-      }
-      std::vector<coact::ActorRef<Mixed>> ps;
-      for (uint32_t p = 0; p < producers; ++p) ps.push_back(rt.spawn<Mixed>(p, ss));
-      for (auto& p : ps) p.send(Go{rounds});
-      while (received.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // nothing beyond `want` arrives
-      stats = rt.stats();
-    }
+    const SinkRun run = run_to_sinks(t, producers, sinks, rounds, want, [](coact::Runtime& rt, uint32_t p, auto& ss) {
+      return rt.spawn<Mixed>(p, ss);
+    });
     INFO("workers " << workers);
-    CHECK(errors.load() == 0);
-    CHECK(received.load() == want);
-    CHECK(stats.bursts > 0);
+    CHECK(run.errors == 0);
+    CHECK(run.received == want);
+    CHECK(run.stats.bursts > 0);
   }
 }
 
@@ -479,29 +495,16 @@ TEST_CASE("burst: the direct hint: narrow cheap invocations send direct; FIFO an
     coact::SchedulerTuning t = coact::test::tuning_for(workers);
     t.burst = true;  // the default width gate (9)
     const uint32_t producers = 4, sinks = 12, rounds = 2000;
-    std::atomic<uint64_t> errors{0}, received{0};
-    std::vector<std::unique_ptr<std::atomic<int>>> inside;
     uint64_t want = 0;
     for (uint32_t r = rounds; r >= 1; --r) want += r % 7 == 0 ? sinks : 4;
     want *= producers;
-    coact::RuntimeStats stats;
-    {
-      coact::Runtime rt(t);
-      std::vector<coact::ActorRef<MonoSink>> ss;
-      for (uint32_t i = 0; i < sinks; ++i) {
-        inside.push_back(std::make_unique<std::atomic<int>>(0));
-        ss.push_back(rt.spawn<MonoSink>(producers, inside.back().get(), &errors, &received));
-      }
-      std::vector<coact::ActorRef<Narrow>> ps;
-      for (uint32_t p = 0; p < producers; ++p) ps.push_back(rt.spawn<Narrow>(p, ss, rt.spawn<Bounce>()));
-      for (auto& p : ps) p.send(Go{rounds});
-      while (received.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // nothing beyond `want` arrives
-      stats = rt.stats();
-    }
+    const SinkRun run = run_to_sinks(t, producers, sinks, rounds, want, [](coact::Runtime& rt, uint32_t p, auto& ss) {
+      return rt.spawn<Narrow>(p, ss, rt.spawn<Bounce>());
+    });
+    const coact::RuntimeStats& stats = run.stats;
     INFO("workers " << workers << ": bursts " << stats.bursts << " of " << producers * rounds << " invocations");
-    CHECK(errors.load() == 0);
-    CHECK(received.load() == want);
+    CHECK(run.errors == 0);
+    CHECK(run.received == want);
     // Every invocation sends 2+ mails (the bounce included), so without
     // the hint each would burst; with it, the wide ones (1 in 7), the
     // refreshes (1 in 16 of the hinted) and those before the costs were
