@@ -40,6 +40,7 @@ struct State {
   std::mutex run_mu;
   std::condition_variable cv;
   bool stopping = false;  // guarded by run_mu
+  bool precise = false;   // guarded by run_mu: an experiment selects a line (drain every drain_interval)
   std::thread drainer;
   bool running = false;   // guarded by run_mu
 };
@@ -114,10 +115,24 @@ void drain_locked(State& st) {
   (void)drain_samples_with_credit([&](const RawSample& raw) { return process(st, raw); });
 }
 
+// Switches the drainer between the two intervals (LineSamplingOptions::
+// drain_interval while an experiment selects a line, base_drain_interval
+// otherwise); entering the precise mode wakes it, so a base-interval wait
+// does not outlast the rings' 64 ms at the experiment period.
+void set_precise_drain(State& st, bool precise) noexcept {
+  {
+    std::lock_guard lk(st.run_mu);
+    if (st.precise == precise) return;
+    st.precise = precise;
+  }
+  if (precise) st.cv.notify_all();
+}
+
 void end_experiment_hook() noexcept {
   drain_line_samples();
   detail::clear_sample_target();
   (void)detail::set_armed_period(std::chrono::nanoseconds(0));  // back to the base period
+  set_precise_drain(state(), false);
 }
 
 // Publishes the selected line's addresses for the signal handler
@@ -131,6 +146,7 @@ void begin_experiment_hook(const Selection& sel) noexcept {
     const auto it = st.targets.find(sel.region);
     const bool line = st.sym && it != st.targets.end();
     (void)detail::set_armed_period(std::chrono::nanoseconds(line ? st.experiment_ns : 0));
+    set_precise_drain(st, line);
     if (!line || sel.speedup_pct == 0) {
       detail::clear_sample_target();
       return;
@@ -170,12 +186,16 @@ bool start_line_sampling(const LineSamplingOptions& options) {
   detail::set_begin_experiment_hook(begin_experiment_hook);
   std::lock_guard lk(st.run_mu);
   st.stopping = false;
+  st.precise = false;
   st.running = true;
-  const auto interval = options.drain_interval;
-  st.drainer = std::thread([&st, interval] {
+  const auto precise = options.drain_interval;
+  const auto base = base_drain_interval(options.period, precise);
+  st.drainer = std::thread([&st, precise, base] {
     std::unique_lock lk(st.run_mu);
     while (!st.stopping) {
-      st.cv.wait_for(lk, interval, [&] { return st.stopping; });
+      // A switch to the precise mode ends a base-interval wait (set_precise_drain).
+      const bool was_precise = st.precise;
+      st.cv.wait_for(lk, was_precise ? precise : base, [&] { return st.stopping || st.precise != was_precise; });
       lk.unlock();
       drain_line_samples();
       lk.lock();

@@ -466,3 +466,14 @@ TEST_CASE("line regions: a line qualified by its caller injects only for that ca
   CHECK(credit_a.load() == added);     // all of it A's own
   CHECK(debt_b.load() >= added);       // B's thread owes A's delay
 }
+
+TEST_CASE("line regions: the drainer wakes less often outside line experiments", "[causal][line]") {
+  // A thread's ring fills in kSampleRing periods: the base interval is an
+  // eighth of that, at least the precise interval and at most 100 ms.
+  CHECK(ca::base_drain_interval(1ms, 10ms) == std::chrono::milliseconds(ca::kSampleRing / 8));
+  CHECK(ca::base_drain_interval(1ms, 10ms) == 64ms);
+  CHECK(ca::base_drain_interval(4ms, 10ms) == 100ms);
+  CHECK(ca::base_drain_interval(10us, 10ms) == 10ms);
+  CHECK(ca::base_drain_interval(125us, 5ms) == 8ms);
+  CHECK(ca::base_drain_interval(1ms, std::chrono::milliseconds(std::chrono::hours(1))) == std::chrono::hours(1));
+}

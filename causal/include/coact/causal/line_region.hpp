@@ -6,7 +6,9 @@
 //
 // What: while line sampling runs (start_line_sampling, called by the
 // controller when Options::sampling is on), a drainer thread wakes every
-// drain interval, takes every thread's raw samples (sampler.hpp), unwinds
+// drain interval (10 ms while an experiment selects a line, else
+// base_drain_interval: 64 ms at a 1 ms period), takes every thread's raw
+// samples (sampler.hpp), unwinds
 // and symbolizes them (symbolizer.hpp) and attributes each to its first
 // in-scope frame's line L. Each sample counts (1 + timer overrun) periods of
 // CPU time for two line regions (region.hpp, RegionKind::line):
@@ -62,6 +64,7 @@
 // unit headers (milliseconds; a unit's line rows are read by the drainer when
 // a sample first lands in it); stop joins the drainer.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -78,11 +81,30 @@ inline constexpr int kExperimentPeriodDivisor = 8;
 struct LineSamplingOptions {
   std::chrono::nanoseconds period{std::chrono::milliseconds(1)};  ///< CPU time per sample (Coz: 1 ms).
   SourceScope scope;                                              ///< Lines that can be regions.
-  std::chrono::milliseconds drain_interval{10};                   ///< Drainer wake-up period.
+  /// Drainer wake-up period while an experiment selects a line region (the
+  /// perf event at `experiment_period` can fill a thread's ring, kSampleRing
+  /// samples, in 64 ms at 125 µs). Outside such experiments the drainer
+  /// wakes every base_drain_interval(period, drain_interval) instead.
+  std::chrono::milliseconds drain_interval{10};
+
   /// CPU time per sample while an experiment selects a line region (header
   /// comment); 0: period / kExperimentPeriodDivisor. At least 10 µs.
   std::chrono::nanoseconds experiment_period{0};
 };
+
+/// The drainer's wake-up period outside line experiments: the time a
+/// thread's ring (kSampleRing samples) takes to fill at the base `period`,
+/// over 8, within [precise, 100 ms] (64 ms at Coz's 1 ms). Only the counts
+/// wait for it (the controller's drawing of lines; an experiment's own
+/// samples are drained by its end), and each wake of the drainer costs a
+/// timed wake and, on a machine whose cores the workers fill, preempts a
+/// worker: draining every 10 ms throughout was ~100 wakes a second for
+/// counts nobody reads before the next experiment.
+inline std::chrono::milliseconds base_drain_interval(std::chrono::nanoseconds period,
+                                                     std::chrono::milliseconds precise) noexcept {
+  const auto fill = std::chrono::duration_cast<std::chrono::milliseconds>(period * kSampleRing / 8);
+  return std::max(precise, std::min(fill, std::chrono::milliseconds(100)));
+}
 
 struct LineSamplingStats {
   uint64_t samples = 0;        ///< Raw samples drained.
