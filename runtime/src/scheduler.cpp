@@ -677,6 +677,17 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
 
 // The burst lifecycle step 5: race the cursor, one whole group per claim.
 void Scheduler::run_burst(Worker& w, Burst* b) {
+  // The claimed mail's region releases are held back and given back
+  // together (mailbox.hpp RegionReleaseBatch): at every return below.
+  RegionReleaseBatch batch;
+  t_region_batch = &batch;
+  struct Uninstall {
+    RegionReleaseBatch& b;
+    ~Uninstall() {
+      b.flush();
+      t_region_batch = nullptr;
+    }
+  } uninstall{batch};
   std::optional<uint32_t> idx = b->life.claim();
   while (idx) {
     Group& g = b->groups()[*idx];

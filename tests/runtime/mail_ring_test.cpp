@@ -19,6 +19,8 @@
 
 using coact::detail::MailRing;
 using coact::detail::release_region;
+using coact::detail::RegionReleaseBatch;
+using coact::detail::t_region_batch;
 using coact::detail::RingRegion;
 
 namespace {
@@ -58,6 +60,45 @@ TEST_CASE("MailRing: appends in place, seals with one count per mail, reclaims r
   release_region(r1);
   CHECK(ring.reclaim() == used);
   CHECK(ring.used() == 0);
+}
+
+TEST_CASE("MailRing: a release batch holds a region's releases until it flushes; the ring's open flushes it") {
+  MailRing ring(4096);
+  RingRegion* r1 = nullptr;
+  RingRegion* r2 = nullptr;
+  REQUIRE(ring.alloc(32, &r1) != nullptr);
+  REQUIRE(ring.alloc(32, &r1) != nullptr);
+  REQUIRE(ring.alloc(32, &r1) != nullptr);
+  ring.seal();
+  REQUIRE(ring.alloc(32, &r2) != nullptr);
+  ring.seal();
+  REQUIRE(r1 != r2);
+  RegionReleaseBatch batch;
+  t_region_batch = &batch;
+  release_region(r1);
+  release_region(r1);
+  CHECK(r1->lock.load() == 3);  // held back
+  CHECK(batch.region == r1);
+  CHECK(batch.n == 2);
+  release_region(r2);  // another region: r1's two go back at once
+  CHECK(r1->lock.load() == 1);
+  CHECK(r2->lock.load() == 1);  // r2's one is held
+  release_region(r1);           // and back to r1: r2's goes back
+  CHECK(r2->lock.load() == 0);
+  CHECK(r1->lock.load() == 1);
+  CHECK(ring.reclaim() == 0);  // r1 (oldest) still counts as live
+  // The producer's next open gives the thread's held releases back first,
+  // so it reclaims both regions and restarts at 0.
+  RingRegion* r3 = nullptr;
+  REQUIRE(ring.alloc(32, &r3) != nullptr);
+  CHECK(batch.n == 0);
+  CHECK(r1 == r3);  // the empty ring restarted at offset 0
+  CHECK(ring.used() == MailRing::kHeader + 32);
+  ring.seal();
+  t_region_batch = nullptr;
+  release_region(r3);  // no batch: at once
+  CHECK(r3->lock.load() == 0);
+  CHECK(ring.reclaim() == MailRing::kHeader + 32);
 }
 
 TEST_CASE("MailRing: an abandoned envelope does not count toward the lock") {

@@ -16,7 +16,9 @@
 //    orders that store before the consumer's release).
 //  - Consumers (any worker, or the thread that drops mail) call
 //    release_region once per mail (RAII: TypedEnvelope::finish destroys the
-//    envelope in place, then releases). They never touch the cursors.
+//    envelope in place, then releases; a burst drainer holds its releases of
+//    one region back and gives them back together, mailbox.hpp
+//    RegionReleaseBatch). They never touch the cursors.
 //  - Reclaim (at the next open) advances `front_` past the oldest regions
 //    whose lock it reads as 0 with acquire, in ring order; it stops at the
 //    first live one. So no byte of a region is rewritten before every reader
@@ -159,6 +161,9 @@ class MailRing {
   // Opens a region for a first mail of n bytes: reclaim, then place header +
   // mail contiguously at write_ or (laying a filler over the tail) at 0.
   bool open(size_t n) noexcept {
+    // Releases this thread holds back (a drainer's batch: mailbox.hpp
+    // RegionReleaseBatch) may be of this ring's regions: give them back first.
+    if (RegionReleaseBatch* b = t_region_batch) b->flush();
     if (used_ != 0) reclaim();
     const size_t need = kHeader + n;
     if (used_ == 0) {  // empty (the common case of a chain): restart at 0, cache-hot
