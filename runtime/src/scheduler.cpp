@@ -688,21 +688,37 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
       t_region_batch = nullptr;
     }
   } uninstall{batch};
-  std::optional<uint32_t> idx = b->life.claim();
-  while (idx) {
-    Group& g = b->groups()[*idx];
-    ActorCell* t = g.target;  // the group's reference keeps t alive through its drain
-    const uint64_t bursts_before = w.bursts.load(std::memory_order_relaxed);
-    // Drain in send order until the group is found empty, which closes it
-    // (the FIFO barrier for the producer's later pushes).
-    while (Envelope* e = g.take_or_close()) {
-      while (e != nullptr) {
-        Envelope* next = e->next.load(std::memory_order_relaxed);
-        deliver_claimed(w, t, e);
-        e = next;
+  // Groups are claimed in runs (Lifecycle::complete_and_claim_n): one CAS
+  // of the word per run instead of one per group. A run starts at one
+  // group and doubles after each run in which no recipient published a
+  // burst of its own, up to kMaxRun, and at most a 2 x workers share of
+  // what is unclaimed (guided self-scheduling: a recruited sibling still
+  // finds groups, and runs shrink to one toward the end). Measured: peers
+  // fan-out and 64-wide zero-work fan-outs, one-mail groups, paid one CAS
+  // per mail for the claim.
+  constexpr uint32_t kMaxRun = 8;
+  const uint32_t share = 2 * worker_count();
+  uint32_t want = 1;
+  bool retired = false;
+  Lifecycle::Claimed run = b->life.complete_and_claim_n(0, want, share, retired);
+  while (run.n != 0) {
+    bool yield = false;
+    for (uint32_t i = 0; i < run.n; ++i) {
+      Group& g = b->groups()[run.first + i];
+      ActorCell* t = g.target;  // the group's reference keeps t alive through its drain
+      const uint64_t bursts_before = w.bursts.load(std::memory_order_relaxed);
+      // Drain in send order until the group is found empty, which closes it
+      // (the FIFO barrier for the producer's later pushes).
+      while (Envelope* e = g.take_or_close()) {
+        while (e != nullptr) {
+          Envelope* next = e->next.load(std::memory_order_relaxed);
+          deliver_claimed(w, t, e);
+          e = next;
+        }
       }
+      t->release();
+      if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]] yield = true;
     }
-    t->release();
     // Depth first: a recipient run here that published a burst of its own
     // (a spawn tree's node) left that burst's drainer (and its direct
     // first send's recipient) on top of the own deque. Claiming the next
@@ -710,17 +726,18 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
     // before any grandchild (breadth first: skynet with burst on peaked at
     // 45,905 live small blocks, 18,864 with burst off, and paid for them in
     // glibc malloc/free). So this drainer yields: it goes back under the
-    // jobs that run pushed, and the new subtree runs first.
-    // (Completing this group and claiming the next is one CAS, except
-    // where the drainer may yield.)
-    if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]] {
-      b->life.complete();
+    // jobs that run pushed, and the new subtree runs first. (Its run was
+    // one group: a publish resets the run length to one.)
+    if (yield) [[unlikely]] {
+      want = 1;
+      (void)b->life.complete_and_claim_n(run.n, 0, share, retired);  // want 0: complete only
       if (requeue_under(w, b)) return;
-      idx = b->life.claim();
+      run = b->life.complete_and_claim_n(0, want, share, retired);
       continue;
     }
-    bool retired = false;
-    idx = b->life.complete_and_claim(retired);
+    const uint32_t done = run.n;
+    want = std::min(want * 2, kMaxRun);
+    run = b->life.complete_and_claim_n(done, want, share, retired);
   }
   b->release();  // this drainer's reference
 }

@@ -130,6 +130,64 @@ TEST_CASE("Lifecycle: complete_and_claim completes and claims in one step; many 
   }
 }
 
+TEST_CASE("Lifecycle: complete_and_claim_n claims runs by guided self-scheduling; many threads partition exactly",
+          "[stress]") {
+  {
+    Lifecycle lc(64);
+    bool retired = true;
+    auto r = lc.complete_and_claim_n(0, 8, 4, retired);  // 64 unclaimed / 4 = 16: the cap 8 holds
+    CHECK((r.first == 0 && r.n == 8));
+    CHECK_FALSE(retired);
+    r = lc.complete_and_claim_n(8, 100, 4, retired);  // 56 / 4 = 14
+    CHECK((r.first == 8 && r.n == 14));
+    auto s = lc.snapshot();
+    CHECK((s.cursor == 22 && s.done == 8));
+    r = lc.complete_and_claim_n(14, 100, 64, retired);  // 42 / 64 = 0: at least one
+    CHECK((r.first == 22 && r.n == 1));
+    r = lc.complete_and_claim_n(0, 0, 4, retired);  // want 0: claims nothing
+    CHECK(r.n == 0);
+    r = lc.complete_and_claim_n(1, 1000, 1, retired);  // everything left
+    CHECK((r.first == 23 && r.n == 41));
+    CHECK_FALSE(retired);
+    CHECK(lc.complete_and_claim_n(40, 8, 1, retired).n == 0);  // one claimed group still open
+    CHECK_FALSE(retired);
+    CHECK_FALSE(lc.retired());
+    CHECK(lc.complete_and_claim_n(1, 8, 1, retired).n == 0);
+    CHECK(retired);
+    CHECK(lc.retired());
+    CHECK(lc.publish(1) == Lifecycle::Published::retired);
+  }
+  for (uint32_t threads : {1u, 2u, 4u, 8u}) {
+    coact::test::Watchdog wd(60, "lifecycle complete_and_claim_n partition");
+    constexpr uint32_t kLen = 100000;
+    Lifecycle lc(kLen);
+    std::vector<std::vector<uint32_t>> got(threads);
+    std::atomic<uint32_t> retirers{0};
+    std::vector<std::thread> ts;
+    for (uint32_t t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        bool retired = false;
+        uint32_t want = 1 + t % 8;
+        auto r = lc.complete_and_claim_n(0, want, 2 * threads, retired);
+        while (r.n != 0) {
+          for (uint32_t i = 0; i < r.n; ++i) got[t].push_back(r.first + i);
+          want = want % 8 + 1;
+          r = lc.complete_and_claim_n(r.n, want, 2 * threads, retired);
+          if (retired) retirers.fetch_add(1);
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    std::vector<uint32_t> all;
+    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    std::sort(all.begin(), all.end());
+    REQUIRE(all.size() == kLen);
+    for (uint32_t i = 0; i < kLen; ++i) REQUIRE(all[i] == i);
+    CHECK(retirers.load() == 1);
+    CHECK(lc.retired());
+  }
+}
+
 TEST_CASE("Lifecycle: publishing while claimers run loses and duplicates nothing", "[stress]") {
   for (uint32_t threads : {1u, 2u, 4u, 8u}) {
     coact::test::Watchdog wd(60, "lifecycle publish vs claim");

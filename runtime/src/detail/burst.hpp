@@ -106,6 +106,7 @@
 // complete / take_or_close on any worker.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -202,6 +203,39 @@ class Lifecycle {
         retired = retire;
         if (take) return uint32_t(c);
         return std::nullopt;
+      }
+    }
+  }
+
+  /// A run of claimed groups: [first, first + n); n == 0: nothing claimed.
+  struct Claimed {
+    uint32_t first, n;
+  };
+
+  /// Worker: completes `completed` claimed groups (0 or more) and claims a
+  /// run of up to `want` consecutive groups (0: complete only), at most
+  /// max(1, unclaimed / `share`), in one CAS: guided self-scheduling
+  /// (Polychronopoulos & Kuck, 1987), so that drainers that arrive later
+  /// still find groups, and runs shrink to 1 toward the end. `retired` is
+  /// true iff the completion retired the burst (then nothing was left to
+  /// claim). The groups of a run are this drainer's alone, as a single
+  /// claim's; the burst retires only when every claimed group completed.
+  /// Why: a drainer of a cheap wide fan-out paid one CAS of the word per
+  /// one-mail group (run_burst).
+  Claimed complete_and_claim_n(uint32_t completed, uint32_t want, uint32_t share, bool& retired) noexcept {
+    uint64_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      const uint64_t c = cursor_of(w), l = len_of(w), d = done_of(w) + completed;
+      const bool retire = completed != 0 && d == l;
+      uint64_t n = 0;
+      if (c < l && want != 0) {
+        const uint64_t fair = std::max<uint64_t>(1, (l - c) / std::max<uint32_t>(share, 1));
+        n = std::min<uint64_t>({uint64_t(want), fair, l - c});
+      }
+      const uint64_t next = pack(c + n, l, d, (w & kSeal) != 0 || retire);
+      if (word_.compare_exchange_weak(w, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        retired = retire;
+        return Claimed{uint32_t(c), uint32_t(n)};
       }
     }
   }
