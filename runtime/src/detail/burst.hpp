@@ -72,7 +72,12 @@
 //      strictly behind everything dispatched. Then Lifecycle::complete; the
 //      completion that brings done == len seals (retires) the burst. (A
 //      drainer that claims on completes and claims in one CAS:
-//      Lifecycle::complete_and_claim.)
+//      Lifecycle::complete_and_claim_n. It claims a run of consecutive
+//      groups per CAS: one at first, doubling up to 8 while no recipient it
+//      ran published a burst, and at most the unclaimed groups / (2 x
+//      workers), so that a recruited sibling still finds groups and runs
+//      shrink to one toward the end (guided self-scheduling). A 64-wide
+//      fan-out of one-mail groups paid a CAS of the word per mail before.)
 //      Depth first: when the group's recipient, run in place (step 6),
 //      published a burst of its own (a spawn tree's node), the drainer stops
 //      claiming and goes back on the own deque under the few jobs that run
@@ -97,6 +102,11 @@
 //   7. Reclamation. Each mail holds one count of its region's lock and drops
 //      it when its envelope is destroyed (handled, or dropped to a dead
 //      actor). The producer reclaims at its next region open, in ring order.
+//      A drainer holds its releases of one region back and drops them with
+//      one fetch_sub (mailbox.hpp RegionReleaseBatch: when a release names
+//      another region, at its own ring's next open, and when its claim loop
+//      ends), so a fan-out's region costs one locked decrement per drainer
+//      instead of one per mail.
 //
 // Lifetime: a Burst is reference counted: the producer's active pointer and
 // every queued drainer hold one; the last release frees it. A group holds a
