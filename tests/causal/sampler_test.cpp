@@ -551,10 +551,22 @@ TEST_CASE("sampler: the POSIX timer samples in the base mode, the perf event in 
   // left out: they stand for the phase before (a CI run at load ~2 drained
   // one POSIX-timer sample weighing 10 ms, overrun 9, in a 50-ms precise
   // phase; its base phase had summed to 117 ms of 120).
+  // Under ThreadSanitizer a handler runs late (at the thread's next
+  // intercepted call), and the perf event's signal is a standard one: those
+  // raised while one is pending merge, and the perf event keeps no overrun
+  // count (the POSIX timer does). Its precise phase then summed to 32.4 and
+  // 33.4 ms of 50 (259 and 267 samples of ~400) in 2 of 6 runs of the
+  // [line], [sampler] and [controller] tests together: the lower bound is
+  // half the phase there.
+#if defined(__SANITIZE_THREAD__)
+  constexpr double kLowShare = 0.5;
+#else
+  constexpr double kLowShare = 0.75;
+#endif
   const int own_precise = perf ? kPerf : kTimer;
   for (const auto& [p, cpu, own] : {std::tuple{&base, cpu_ms[0], kTimer}, std::tuple{&precise, cpu_ms[1], own_precise},
                                     std::tuple{&back, cpu_ms[2], kTimer}}) {
-    CHECK(p->ms[own] >= 0.75 * cpu - 2);
+    CHECK(p->ms[own] >= kLowShare * cpu - 2);
     CHECK(p->ms[own] <= 1.1 * cpu + 1);
   }
   // The counters say the same.
