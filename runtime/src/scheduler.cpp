@@ -726,8 +726,10 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
     // before any grandchild (breadth first: skynet with burst on peaked at
     // 45,905 live small blocks, 18,864 with burst off, and paid for them in
     // glibc malloc/free). So this drainer yields: it goes back under the
-    // jobs that run pushed, and the new subtree runs first. (Its run was
-    // one group: a publish resets the run length to one.)
+    // jobs that run pushed, and the new subtree runs first. (A run longer
+    // than one group finishes its groups first, those siblings breadth
+    // first; the publish resets the run length to one, so a spawn tree's
+    // inner levels, whose every recipient publishes, claim one at a time.)
     if (yield) [[unlikely]] {
       want = 1;
       (void)b->life.complete_and_claim_n(run.n, 0, share, retired);  // want 0: complete only

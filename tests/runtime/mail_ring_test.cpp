@@ -75,6 +75,9 @@ TEST_CASE("MailRing: a release batch holds a region's releases until it flushes;
   REQUIRE(r1 != r2);
   RegionReleaseBatch batch;
   t_region_batch = &batch;
+  struct Uninstall {  // a failed REQUIRE must not leave the thread pointing at this frame
+    ~Uninstall() { t_region_batch = nullptr; }
+  } uninstall;
   release_region(r1);
   release_region(r1);
   CHECK(r1->lock.load() == 3);  // held back
