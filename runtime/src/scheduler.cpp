@@ -704,6 +704,11 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
   while (run.n != 0) {
     bool yield = false;
     for (uint32_t i = 0; i < run.n; ++i) {
+      // The run's later groups wait for this worker: an actor run in place
+      // (deliver_claimed) that reaches its budget is published, not given
+      // another batch here (nothing_waits), so an actor that keeps itself
+      // busy cannot hold them back longer than one budget.
+      w.claimed_left = run.n - i - 1;
       Group& g = b->groups()[run.first + i];
       ActorCell* t = g.target;  // the group's reference keeps t alive through its drain
       const uint64_t bursts_before = w.bursts.load(std::memory_order_relaxed);
@@ -719,6 +724,7 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
       t->release();
       if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]] yield = true;
     }
+    w.claimed_left = 0;
     // Depth first: a recipient run here that published a burst of its own
     // (a spawn tree's node) left that burst's drainer (and its direct
     // first send's recipient) on top of the own deque. Claiming the next
@@ -1184,6 +1190,12 @@ drain:
       over_time = w.clock_ns - batch_start >= batch_max_ns_;
     }
     if (mails >= tuning_.batch_max_mails || over_time) [[unlikely]] {  // 4. (the token stays Held)
+      // A burst drainer's held-back region releases (mailbox.hpp
+      // RegionReleaseBatch) go back at every budget end: an actor run in
+      // place that keeps itself busy would otherwise hold its producer's
+      // region live, and every region behind it in that ring, for as long
+      // as it runs.
+      if (RegionReleaseBatch* rb = t_region_batch) [[unlikely]] rb->flush();
       if (nothing_waits(w)) {
         // The budget is for the others: with nothing on this worker's hand-
         // off slot or deque and nothing in the injector, nobody waits for

@@ -860,3 +860,77 @@ TEST_CASE("burst: spawn trees with drainers yielding depth first: per-recipient 
     }
   }
 }
+
+namespace {
+// An actor that keeps itself busy: Go starts a chain of kBusySteps mails to
+// itself, each handler storing its step number.
+constexpr uint32_t kBusySteps = 20000;
+struct BusyGo {};
+struct BusyStep {
+  uint32_t n;
+};
+struct Busy : coact::Actor<Busy> {
+  std::atomic<uint32_t>* step;
+  explicit Busy(std::atomic<uint32_t>* s) : step(s) {}
+  void on(const BusyGo&) { self().send(BusyStep{1}); }
+  void on(const BusyStep& m) {
+    step->store(m.n, std::memory_order_relaxed);
+    if (m.n < kBusySteps) self().send(BusyStep{m.n + 1});
+  }
+};
+// Records the busy actor's step when its mail arrives.
+struct Witness : coact::Actor<Witness> {
+  std::atomic<uint32_t>* step;
+  std::atomic<uint32_t>* seen;
+  std::atomic<int>* ran;
+  Witness(std::atomic<uint32_t>* s, std::atomic<uint32_t>* v, std::atomic<int>* r) : step(s), seen(v), ran(r) {}
+  void on(const BusyGo&) {
+    seen->store(step->load(std::memory_order_relaxed), std::memory_order_relaxed);
+    ran->fetch_add(1, std::memory_order_release);
+  }
+};
+struct BusyFan : coact::Actor<BusyFan> {
+  std::vector<coact::ActorRef<Witness>> before, after;
+  coact::ActorRef<Busy> busy;
+  BusyFan(std::vector<coact::ActorRef<Witness>> b, coact::ActorRef<Busy> r, std::vector<coact::ActorRef<Witness>> a)
+      : before(std::move(b)), after(std::move(a)), busy(std::move(r)) {}
+  void on(const BusyGo&) {
+    for (auto& w : before) w.send(BusyGo{});  // the first goes direct, the second opens the burst's first group
+    busy.send(BusyGo{});
+    for (auto& w : after) w.send(BusyGo{});
+  }
+};
+}  // namespace
+
+TEST_CASE("burst: a claimed run's later groups do not wait for an actor run in place that keeps itself busy") {
+  // One worker, no valve. The fan's burst: groups w1, busy, w2..w6 (w0 went
+  // direct). The drainer claims w1 alone, then a run of two: busy and w2.
+  // Run in place, busy keeps itself busy (a chain of 20,000 mails to
+  // itself); at its budget end the drainer still holds w2 (Worker::
+  // claimed_left), so busy is published instead of given another batch, and
+  // w2..w6 get their mail while busy is at its first budget, not after its
+  // 20,000 steps.
+  coact::test::Watchdog wd(60, "burst claimed run behind a busy actor");
+  coact::SchedulerTuning t = coact::test::tuning_for(1);
+  t.burst = true;
+  t.local_time_budget_us = 0;
+  std::atomic<uint32_t> step{0};
+  std::atomic<int> ran{0};
+  std::vector<std::atomic<uint32_t>> seen(7);
+  for (auto& s : seen) s.store(UINT32_MAX);
+  {
+    coact::Runtime rt(t);
+    std::vector<coact::ActorRef<Witness>> before, after;
+    for (int i = 0; i < 2; ++i) before.push_back(rt.spawn<Witness>(&step, &seen[i], &ran));
+    for (int i = 2; i < 7; ++i) after.push_back(rt.spawn<Witness>(&step, &seen[i], &ran));
+    auto busy = rt.spawn<Busy>(&step);
+    auto fan = rt.spawn<BusyFan>(before, busy, after);
+    fan.send(BusyGo{});
+    while (ran.load(std::memory_order_acquire) < 7 || step.load(std::memory_order_relaxed) < kBusySteps)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (int i = 0; i < 7; ++i) {
+    INFO("witness " << i << " saw the busy actor at step " << seen[i].load());
+    CHECK(seen[i].load() < kBusySteps);
+  }
+}

@@ -159,6 +159,7 @@ struct Worker {
   ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
   uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
   bool batched = false;          // the running invocation buffered a send (buffer_send); cleared by the flush
+  uint32_t claimed_left = 0;     // burst on: groups of run_burst's claimed run not yet delivered (nothing_waits)
   uint32_t direct_left = 0;      // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
   // Per-mail trace gate: this worker's ring while recording, else null (see
   // below). Relaxed atomic (a plain load on x86): the trace window's thread
@@ -372,10 +373,12 @@ class Scheduler {
   void schedule_backlog(Worker& w, int64_t n);
   void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
   /// drain_cell's budget end: whether no job waits for worker w (its hand-
-  /// off slot and own deque empty, the injector empty) and no shutdown is
-  /// under way. Owner thread.
+  /// off slot and own deque empty, the injector empty, no group of a
+  /// drainer's claimed run left behind the actor it runs in place) and no
+  /// shutdown is under way. Owner thread.
   bool nothing_waits(Worker& w) const noexcept {
-    return w.next == nullptr && w.own.size() == 0 && injector_.empty() && !stopping_.load(std::memory_order_relaxed);
+    return w.next == nullptr && w.own.size() == 0 && w.claimed_left == 0 && injector_.empty() &&
+           !stopping_.load(std::memory_order_relaxed);
   }
   void publish_job(Job j);
   void finalize_stop(Worker* w, ActorCell* c);
