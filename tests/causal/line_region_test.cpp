@@ -453,9 +453,11 @@ TEST_CASE("line regions: a line qualified by its caller injects only for that ca
                     << credit_b.load() << " B's debt " << debt_b.load());
   // ~40 ms of CPU at 125 us per sample (fewer if descheduled); under
   // ThreadSanitizer, which defers a signal to the thread's next intercepted
-  // call and merges those pending, 94 and 99 were seen once (CI's machine).
+  // call and merges those pending, 94 and 99 were seen once and B 44 once
+  // (CI's machine). The bound only has to show that B's samples landed on the
+  // line under B, so that "B injected nothing" below is not vacuous.
 #if defined(__SANITIZE_THREAD__)
-  constexpr uint64_t kMinSamples = 50;
+  constexpr uint64_t kMinSamples = 10;
 #else
   constexpr uint64_t kMinSamples = 100;
 #endif
