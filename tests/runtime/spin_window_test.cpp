@@ -112,13 +112,23 @@ TEST_CASE("wake latency: a spread-out latency buys its tail down to I/64 where t
   CHECK(m5 == 84'000 - 78'125);
   CHECK(lat.expected_spin_ns(m5) <= 2'000);
   // 20 / 100 ms: the tail target (312 µs, 1.6 ms) is met without
-  // spinning: only the free budget I / 5000 (0.02 % of a core) is spent.
+  // spinning: only the free budget min(I / 5000, 2 µs) is spent. Every
+  // wake is at least 2 µs late, so the margin reaches past that floor.
   for (const uint64_t interval : {20'000'000ull, 100'000'000ull}) {
     const uint64_t m = lat.margin_ns(interval, kCeiling);
     CAPTURE(interval, m);
-    CHECK(lat.expected_spin_ns(m) <= interval / 5000);
+    CHECK(lat.expected_spin_ns(m) <= 2'000);
     CHECK(m >= 2'000);  // the free part: every wake is at least 2 µs late
   }
+  // A latency with a 30 µs floor and a spread above it: at 100 ms the free
+  // budget was I / 5000 = 20 µs of spin per wake; capped, the margin stops
+  // near the floor and spins at most 2 µs.
+  WakeLatency spread(1'500);
+  for (int i = 0; i < 1000; ++i) spread.observe(30'000 + uint64_t(i % 50) * 1'000);
+  const uint64_t m100 = spread.margin_ns(100'000'000, kCeiling);
+  CHECK(m100 >= 30'000);                          // the floor costs nothing
+  CHECK(spread.expected_spin_ns(m100) <= 2'000);  // the cap, not I / 5000
+  CHECK(m100 < 50'000);  // ~43 µs; I / 5000 would reach ~74 µs
   // A tail the budget cannot buy: half the wakes 120 µs late at 1 ms. The
   // target margin (122 - 15.6 µs) would spin ~52 µs per wake; the budget
   // stops it at E[spin] = 40 µs (m ~ 82 µs).

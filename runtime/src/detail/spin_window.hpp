@@ -50,10 +50,16 @@
 // and the tail a margin leaves, q99(L) - m. Two parts, the larger wins
 // (I: the parked interval; both m <= min(I / 8, q99(L)): spinning past
 // nearly every wake buys nothing):
-//   free:  the largest m with S(m) <= I / 5000 (0.02 % of a core). Where L
-//          has a floor -- every wake at least 30 µs late, say -- a margin up
-//          to that floor costs nothing, so lateness falls by the free part
-//          of L at no measurable CPU.
+//   free:  the largest m with S(m) <= min(I / 5000, 2 µs) (at most 0.02 %
+//          of a core). Where L has a floor -- every wake at least 30 µs
+//          late, say -- a margin up to that floor costs nothing, so
+//          lateness falls by the free part of L at no measurable CPU. The
+//          2 µs cap: past it the free part only buys lateness a long period
+//          does not need (its tail target I / 64 is 312 µs at 20 ms, the
+//          bare wake meets it) at a price the idle budget does notice: at
+//          100 ms, I / 5000 let the margin spin 13.8 µs per park, a quarter
+//          of the whole idle tick (0.057 % of a core against a bare timed
+//          wait's 0.043 %; quiet run of 2026-12-01).
 //   tail:  m = q99(L) - I / 64, cut to the largest m with S(m) <= I / 25
 //          (4 % of a core). The lateness target is relative to the
 //          interval, as the kernel's own select/poll slack is (0.1 % of the
@@ -77,8 +83,8 @@
 //   I = 1 ms:   tail part up to S = 40 µs (+4 % of a core; a 1 kHz timer is
 //               not idle); with the VM's 1 ms L about 20-27 µs (+2-2.7 %)
 //   I = 5 ms:   free part only: S <= 1 µs  (+0.02 %)
-//   I = 20 ms:  S <= 4 µs  (+0.02 %)
-//   I = 100 ms: S <= 20 µs (+0.02 %)
+//   I = 20 ms:  S <= 2 µs  (+0.01 %)
+//   I = 100 ms: S <= 2 µs  (+0.002 %)
 // Where the tail and the budget conflict (q99(L) - I / 64 costs more than
 // I / 25), the budget wins and the timer stays late by the rest.
 // An interval no longer than q05(L) is spun whole (m = I): a park would be
@@ -141,7 +147,8 @@ class WakeLatency {
   static constexpr uint64_t kBucketNs = 2'000;      // histogram resolution
   static constexpr uint32_t kBuckets = 64;           // 0 .. 128 µs, then overflow
   static constexpr uint32_t kDecayAt = 512;          // halve all counts at this total
-  static constexpr uint64_t kFreeDivisor = 5000;     // free spin: E[spin] <= I / 5000 (0.02 %)
+  static constexpr uint64_t kFreeDivisor = 5000;     // free spin: E[spin] <= I / 5000 (0.02 %) ...
+  static constexpr uint64_t kFreeCapNs = 2'000;      // ... and <= 2 µs (see the file comment)
   static constexpr uint64_t kTailDivisor = 64;       // tail target: q99(L) - m <= I / 64
   static constexpr uint64_t kTailBudgetDivisor = 25; // tail spin: E[spin] <= I / 25 (4 %)
   static constexpr uint64_t kIntervalDivisor = 8;    // margin <= I / 8
@@ -227,7 +234,7 @@ class WakeLatency {
 
   /// How early to wake before a deadline `interval_ns` (I) away (see the
   /// file comment): m = max(m_free, m_tail), where m_free is the largest
-  /// margin with E[(m - L)+] <= I / 5000 and m_tail = q99(L) - I / 64 (0 if
+  /// margin with E[(m - L)+] <= min(I / 5000, 2 µs) and m_tail = q99(L) - I / 64 (0 if
   /// negative), cut to the largest margin with E[(m - L)+] <= I / 25; both
   /// at most min(I / 8, q99(L)). `ceiling_ns` 0 (COACT_SPIN_WINDOW_US=0)
   /// turns the early wake off. Timekeeper thread. O(kBuckets).
@@ -242,7 +249,7 @@ class WakeLatency {
     if (interval_ns <= quantile_of(snap, total, 0.05)) return interval_ns;
     const uint64_t q99 = quantile_of(snap, total, 0.99);
     const uint64_t limit = std::min(interval_ns / kIntervalDivisor, q99);
-    const uint64_t free_m = largest_within(snap, total, limit, interval_ns / kFreeDivisor);
+    const uint64_t free_m = largest_within(snap, total, limit, std::min(interval_ns / kFreeDivisor, kFreeCapNs));
     const uint64_t target = interval_ns / kTailDivisor;
     if (q99 <= target) return free_m;
     const uint64_t tail_m = std::min(q99 - target, largest_within(snap, total, limit, interval_ns / kTailBudgetDivisor));
