@@ -98,7 +98,7 @@
 #            because callgrind serializes threads: an idle sibling's spinning would
 #            be counted as work. --quick: small n.
 #   sampling the sampled-line profiler's cost: the archiver (examples/dedup,
-#            `coact-dedup archive /usr/share/doc --passes 3`, archive in /dev/shm)
+#            `coact-dedup archive /usr/share/doc --passes 6`, archive in /dev/shm)
 #            on three sides per trial, rotating: plain (no profiler), sweep0
 #            (COACT_CAUSAL=1, fixed speedup 0: the sweep injects no delay) and
 #            sampling (sweep0 + COACT_CAUSAL_SAMPLING=1), profile_only
@@ -106,18 +106,20 @@
 #            regions' counters only) and sampling_no_sweep (profile_only +
 #            COACT_CAUSAL_SAMPLING=1: sampling with no sweep, so no line
 #            experiment and the POSIX CPU-clock timer throughout): wall time of the run,
-#            time of its last pass (the steady state; the first pays the start-up)
+#            the mean time of its passes after the first (the steady state; the
+#            first pays the start-up; five 0.3 s passes instead of the one last
+#            pass of a 3-pass run, whose trials spread +-5 %), the last pass,
 #            and the process's CPU time (user + sys, /usr/bin/time: less sensitive
 #            to other processes than wall time, start-up included);
 #            COACT_BENCH_TRIALS trials. Then coact-sample-cost --samples 2000
 #            (wall-clock cost of one sample: handler and drain; and the live cost of
 #            timer-driven samples on the sampled thread, kernel included). Two objects:
 #            {"group":"sampling","workload":"archiver","median_wall_s":{...},
-#             "median_last_pass_s":{...},"sampling_over_sweep0_pct":P,
+#             "median_later_pass_s":{...},"median_last_pass_s":{...},"sampling_over_sweep0_pct":P,
 #             "sampling_over_plain_pct":P,"sweep0_over_plain_pct":P,
 #             "sampling_no_sweep_over_plain_pct":P (sampling's overhead with no sweep),
 #             "sampling_no_sweep_over_profile_only_pct":P,"profile_only_over_plain_pct":P
-#             (last pass),
+#             (passes after the first),
 #             "wall":{the same three for whole runs},"cpu":{the same for CPU time},
 #             "trials":{...},...}
 #            (overheads: medians of the per-trial ratios) and
@@ -593,7 +595,7 @@ run_sampling_group() {
   dedup=$(find_binary coact-dedup examples/dedup/coact-dedup)
   cost=$(find_binary coact-sample-cost bench/causal/coact-sample-cost)
   [[ -n $dedup && -n $cost ]] || die 1 "group sampling: coact-dedup or coact-sample-cost not found in $BUILD_DIR"
-  local passes=3 samples=2000 dir=/usr/share/doc
+  local passes=6 samples=2000 dir=/usr/share/doc
   ((quick)) && passes=1 samples=200
   local shm=/dev/shm
   [[ -w $shm ]] || shm=$tmp
@@ -621,14 +623,16 @@ run_sampling_group() {
         "$dir" --passes "$passes" -o "$archive" >"$tmp/summary" 2>&1 || rc=$?
       t1=$(date +%s%N)
       ((rc == 0)) || die 1 "sampling/archiver: $side trial $t/$TRIALS failed (exit $rc): $(tail -n 3 "$tmp/summary")"
-      # The summary's "time  N passes, T s (L s last pass), R MB/s": the last pass is the steady state
-      # (the first pays the start-up: with sampling, the symbolizer reading the line tables it needs).
-      last=$(sed -n 's/^ *time .*(\([0-9.]*\) s last pass).*/\1/p' "$tmp/summary")
+      # The summary's "time  N passes, T s (L s last pass; M s per pass after the first), R MB/s":
+      # the passes after the first are the steady state (the first pays the start-up: with
+      # sampling, the symbolizer reading the line tables it needs). --quick's one pass has no M.
+      last=$(sed -n 's/^ *time .*(\([0-9.]*\) s last pass.*/\1/p' "$tmp/summary")
+      later=$(sed -n 's/^ *time .*; \([0-9.]*\) s per pass after the first).*/\1/p' "$tmp/summary")
       [[ -n $last ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no 'time' line in the archiver's summary"
       cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' "$tmp/cpu" | tail -n 1)
       [[ -n $cpu ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no CPU time from /usr/bin/time"
-      echo "{\"side\":\"$side\",\"trial\":$t,\"wall_s\":$(((t1 - t0) / 1000000)).0e-3,\"last_pass_s\":$last,\"cpu_s\":$cpu}" >>"$rows"
-      log "sampling/archiver: $side trial $t/$TRIALS: $(((t1 - t0) / 1000000)) ms, last pass $last s, CPU $cpu s"
+      echo "{\"side\":\"$side\",\"trial\":$t,\"wall_s\":$(((t1 - t0) / 1000000)).0e-3,\"last_pass_s\":$last,${later:+\"later_pass_s\":$later,}\"cpu_s\":$cpu}" >>"$rows"
+      log "sampling/archiver: $side trial $t/$TRIALS: $(((t1 - t0) / 1000000)) ms, later passes ${later:-none} s, last pass $last s, CPU $cpu s"
     done
   done
   rm -f "$archive"

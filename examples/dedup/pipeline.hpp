@@ -128,7 +128,11 @@ struct ArchiveStats {
   PassStats last;            ///< the final completed pass
   uint32_t passes = 0;       ///< completed passes
   double total_seconds = 0;  ///< wall time of all completed passes
+  double later_seconds = 0;  ///< wall time of the completed passes after the first
   uint64_t total_bytes_in = 0;
+  /// Seconds per pass after the first (the steady state: the first pays the
+  /// start-up, e.g. a profiler's symbolizer); the one pass's time if only one ran.
+  double later_pass_seconds() const { return passes > 1 ? later_seconds / double(passes - 1) : total_seconds; }
   double mb_per_s() const { return total_seconds > 0 ? double(total_bytes_in) / 1e6 / total_seconds : 0; }
 };
 

@@ -273,14 +273,16 @@ def sampling(argv):
     """The sampler's cost: the archiver's times per trial on three sides,
     five when the rows have the two without a sweep (TRIALS_ROWS: {"side":
     "plain"|"sweep0"|"sampling"|"profile_only"|"sampling_no_sweep", "trial": t,
-    "wall_s": w, "last_pass_s": l, "cpu_s": c} per run; sides rotate within a
+    "wall_s": w, "last_pass_s": l, "later_pass_s": m, "cpu_s": c} per run, m
+    the mean of the passes after the first, absent for a 1-pass run; sides rotate within a
     trial) and coact-sample-cost's JSON line (COST_JSON). Prints two objects:
     the archiver (medians; the medians of the per-trial ratios sampling/sweep0,
     sampling/plain and sweep0/plain as overheads in %, and with the sides
     without a sweep sampling_no_sweep/plain (sampling's overhead with no
     sweep: no experiment, so the POSIX CPU-clock timer throughout),
     sampling_no_sweep/profile_only (the sampling alone) and profile_only/plain;
-    on the last pass when the rows have it, under "wall" on whole runs and
+    on the passes after the first when the rows have them (else the last pass),
+    under "last_pass" on the last pass, under "wall" on whole runs and
     under "cpu" on the process's CPU time) and the per-sample cost."""
     if len(argv) != 3:
         sys.exit("bench sampling: usage: sampling PARAMS_JSON TRIALS_ROWS COST_JSON")
@@ -320,11 +322,14 @@ def sampling(argv):
     wall = per_side("wall_s")
     cpu = per_side("cpu_s") if any("cpu_s" in r for r in rows) else None
     last = per_side("last_pass_s") if any("last_pass_s" in r for r in rows) else None
-    main_by = last if last is not None else wall
+    later = per_side("later_pass_s") if all("later_pass_s" in r for r in rows) else None
+    main_by = later if later is not None else last if last is not None else wall
     out = {"group": "sampling", "workload": "archiver", "parameters": params,
-           "metric": "last_pass_s" if last is not None else "wall_s",
+           "metric": "later_pass_s" if later is not None else "last_pass_s" if last is not None else "wall_s",
+           "median_later_pass_s": {s: statistics.median(later[s].values()) for s in sides} if later else None,
            "median_last_pass_s": {s: statistics.median(last[s].values()) for s in sides} if last else None,
            **overheads(main_by),
+           "last_pass": overheads(last) if last is not None else None,
            "wall": {"median_wall_s": {s: statistics.median(wall[s].values()) for s in sides}, **overheads(wall)},
            "cpu": ({"median_cpu_s": {s: statistics.median(cpu[s].values()) for s in sides}, **overheads(cpu)}
                    if cpu is not None else None),

@@ -98,6 +98,19 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertAlmostEqual(archiver["profile_only_over_plain_pct"], 0.0)
             self.assertAlmostEqual(archiver["cpu"]["sampling_no_sweep_over_plain_pct"], 3.0)
             self.assertEqual(archiver["median_last_pass_s"]["sampling_no_sweep"], 1.03)
+            # With the passes after the first in every row, they are the metric;
+            # the last pass's overheads move under "last_pass".
+            rows = self.write_rows(d, "rows6", [{"side": s, "trial": t + 1, "wall_s": w + 1, "last_pass_s": w,
+                                                 "later_pass_s": w / 2, "cpu_s": 2 * w}
+                                                for s, ws in walls.items() for t, w in enumerate(ws)])
+            p = bench("sampling", '{"passes":6}', rows, cost)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            archiver = json.loads(p.stdout.splitlines()[0])
+            self.assertEqual(archiver["metric"], "later_pass_s")
+            self.assertEqual(archiver["median_later_pass_s"]["sampling_no_sweep"], 0.515)
+            self.assertAlmostEqual(archiver["sampling_no_sweep_over_plain_pct"], 3.0)
+            self.assertAlmostEqual(archiver["last_pass"]["sampling_no_sweep_over_plain_pct"], 3.0)
+            self.assertEqual(archiver["trials"]["plain"], [0.5, 1.0, 0.5])
             rows = self.write_rows(d, "rows2", [{"side": "plain", "trial": 1, "wall_s": 1.0}])
             p = bench("sampling", "{}", rows, cost)
             self.assertNotEqual(p.returncode, 0)
