@@ -3,7 +3,8 @@ line of fork_join_lines (known_answer.hpp, loop a2) at s = 0.5, predicted by
 coact's sampled sweep and by Debian's Coz (`coz run --fixed-line`) on
 coact-known-answer-coz. Checks the JSON row (region_kind, line, Coz's
 prediction and error, no reason), that Coz really sampled that line in its
-profiles (selected-samples > 0 at 50 %), and the usage errors.
+profiles (selected-samples > 0 at 50 %), that --line-experiment-period-us
+reaches the line sweep, and the usage errors.
 
 Environment: CPTEST_PROFILE_TOOL (coact-profile), CPTEST_KNOWN_ANSWER
 (coact-known-answer; coact-known-answer-coz beside it). Takes ~20-40 s.
@@ -64,6 +65,23 @@ class ValidateWithCoz(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("validate --stage 'none_such': no such stage in the selected workloads (expected one of: a1, a2, B)",
                       r.stderr)
+
+    def test_line_experiment_period(self):
+        # Bad values are usage errors naming the option and what it expects.
+        for bad in ("5", "abc", "2000000"):
+            r = self.run_tool("-w", "fork_join_lines", "--line-experiment-period-us", bad)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertIn(f"--line-experiment-period-us: '{bad}': expected 0 (the sample period / 8) or an integer "
+                          "in 10..1000000", r.stderr)
+        # A good one reaches the line workload's sweep (its options record) and the JSON.
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_tool("-w", "fork_join_lines", "--stage", "a2", "--json", "--sweep-s", "2", "--chunks", "1",
+                              "--retries", "0", "--actual-s", "0.3", "--line-experiment-period-us", "250",
+                              "--out", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["line_experiment_period_us"], 250)
+            with open(os.path.join(d, "fork_join_lines.jsonl")) as f:
+                self.assertIn('"line_experiment_period_us":250', f.read())
 
     def test_missing_coz(self):
         r = self.run_tool("-w", "fork_join_lines", "--stage", "a2", "--with-coz", "--coz", "/nonexistent/coz")

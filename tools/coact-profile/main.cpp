@@ -237,6 +237,18 @@ int main(int argc, char** argv) {
                       "A chunk whose baseline period exceeds this x the ideal is contended")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 100.0));
+  val_cmd->add_option("--line-experiment-period-us", v.line_experiment_period_us,
+                      "The line workloads' sweeps: CPU microseconds between samples while an experiment selects a line "
+                      "(0: the sample period / 8, as `run`)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& t) {
+            const bool digits = !t.empty() && t.size() <= 7 && t.find_first_not_of("0123456789") == std::string::npos;
+            const uint64_t us = digits ? std::stoull(t) : 0;
+            if (digits && (us == 0 || (us >= 10 && us <= 1'000'000))) return std::string{};
+            return "'" + t + "': expected 0 (the sample period / 8) or an integer in 10..1000000 (microseconds of CPU time)";
+          },
+          "0 or 10..1000000"));
   val_cmd->add_option("--out", v.out_dir, "Directory for the profiles and the children's log (default: a new /tmp dir)");
   val_cmd->add_flag("--json", v.json_out, "Print one JSON object instead of the table");
   val_cmd->add_option("--python", v.python,

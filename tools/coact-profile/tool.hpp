@@ -55,6 +55,10 @@ struct ValidateArgs {
   std::string coz = "coz";            // the coz command (PATH)
   std::string known_answer_coz;       // coact-known-answer-coz (default: beside coact-known-answer)
   double coz_s = 10;                  // seconds of each Coz run
+  // The line workloads' sweeps: CPU microseconds between samples while an
+  // experiment selects a line (causal Options::line_experiment_period; 0:
+  // the controller's default, the sample period / 8).
+  int64_t line_experiment_period_us = 0;
 };
 int validate(ValidateArgs& a);
 

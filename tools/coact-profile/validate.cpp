@@ -293,6 +293,7 @@ int validate(ValidateArgs& a) {
     o.region_filter = filter;
     o.time_weighted = false;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
     o.sampling = w.value("sampling", false);  // line stages: sampled-line regions
+    o.line_experiment_period = std::chrono::microseconds(a.line_experiment_period_us);
     o.output = out_dir + "/" + name + ".coz";
     o.json_output = out_dir + "/" + name + ".jsonl";
     if (!a.reanalyze) {
@@ -724,6 +725,7 @@ int validate(ValidateArgs& a) {
     j["sweep_s"] = a.sweep_s;
     j["chunks"] = chunks;
     j["actual_s"] = a.actual_s;
+    j["line_experiment_period_us"] = a.line_experiment_period_us;  // 0: the sample period / 8
     j["timing"] = timing;
     j["skipped"] = skipped;
     j["profiles"] = out_dir;
