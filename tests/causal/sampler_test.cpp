@@ -294,49 +294,56 @@ __attribute__((noinline)) void library_work(int depth, std::chrono::nanoseconds 
 }  // namespace
 
 TEST_CASE("sampler: unwinding by cached CFI rules gives libdwfl's frames, sample by sample", "[sampler]") {
-  coact::test::Watchdog wd(60, "sampler cached unwind");
-  std::vector<coact::causal::RawSample> samples;
-  int tid = 0;
-  {
-    SamplingSession session(1ms);
-    // The precise mode (the perf event where allowed): a sample per ms of
-    // CPU, ~200, as many walks to compare as before the POSIX timer (~50 at
-    // the 4-ms tick) became the base mode's source.
-    (void)coact::causal::detail::set_armed_period(1ms);
-    std::thread t([&] {
-      coact::causal::register_sampled_thread();
-      tid = static_cast<int>(gettid());
-      library_work(6, 200ms);
-    });
-    t.join();
-    samples = drain_all();
-  }
+  coact::test::Watchdog wd(120, "sampler cached unwind");
   coact::causal::Symbolizer sym;
   REQUIRE(sym.has_lines());
+  // The comparison must cover multi-frame walks through libraries. Usually
+  // most samples are (136 of 198 unwound to >= 5 frames); twice a whole
+  // round had almost none (2 of 197, run after the line-region tests at load
+  // ~15; 1 of 198 on a quiet machine, 41 attributed), the same in both
+  // unwinders, cause not found. So a round without deep walks is sampled
+  // again (at most three rounds, every round's samples compared) and the
+  // bound asks for some deep walks in one round, not for most.
   size_t mine = 0, deep = 0, attributed = 0;
-  for (const auto& raw : samples) {
-    if (raw.tid != tid) continue;
-    ++mine;
-    for (const bool to_scope : {false, true}) {
-      sym.use_cached_rules(true);
-      const coact::causal::Sample cached = sym.unwind(raw, to_scope);
-      sym.use_cached_rules(false);
-      const coact::causal::Sample ref = sym.unwind(raw, to_scope);
-      INFO("sample pc " << std::hex << raw.pc() << std::dec << ", to_first_in_scope " << to_scope << ", depth "
-                        << cached.depth << " vs libdwfl " << ref.depth);
-      REQUIRE(cached.depth == ref.depth);
-      for (uint32_t i = 0; i < ref.depth; ++i) REQUIRE(cached.pc[i] == ref.pc[i]);
-      if (!to_scope) deep += ref.depth >= 5 ? 1 : 0;
-      if (to_scope) attributed += sym.attribute(cached) != nullptr ? 1 : 0;
+  for (int round = 0; round < 3 && deep < 2; ++round) {
+    if (round > 0) WARN("round " << round << ": " << deep << " of " << mine << " samples unwound to >= 5 frames; sampling again");
+    std::vector<coact::causal::RawSample> samples;
+    int tid = 0;
+    {
+      SamplingSession session(1ms);
+      // The precise mode (the perf event where allowed): a sample per ms of
+      // CPU, ~200, as many walks to compare as before the POSIX timer (~50 at
+      // the 4-ms tick) became the base mode's source.
+      (void)coact::causal::detail::set_armed_period(1ms);
+      std::thread t([&] {
+        coact::causal::register_sampled_thread();
+        tid = static_cast<int>(gettid());
+        library_work(6, 200ms);
+      });
+      t.join();
+      samples = drain_all();
     }
+    mine = deep = attributed = 0;
+    for (const auto& raw : samples) {
+      if (raw.tid != tid) continue;
+      ++mine;
+      for (const bool to_scope : {false, true}) {
+        sym.use_cached_rules(true);
+        const coact::causal::Sample cached = sym.unwind(raw, to_scope);
+        sym.use_cached_rules(false);
+        const coact::causal::Sample ref = sym.unwind(raw, to_scope);
+        INFO("sample pc " << std::hex << raw.pc() << std::dec << ", to_first_in_scope " << to_scope << ", depth "
+                          << cached.depth << " vs libdwfl " << ref.depth);
+        REQUIRE(cached.depth == ref.depth);
+        for (uint32_t i = 0; i < ref.depth; ++i) REQUIRE(cached.pc[i] == ref.pc[i]);
+        if (!to_scope) deep += ref.depth >= 5 ? 1 : 0;
+        if (to_scope) attributed += sym.attribute(cached) != nullptr ? 1 : 0;
+      }
+    }
+    INFO("round " << round << ": samples " << mine << ", unwound to >= 5 frames " << deep);
+    REQUIRE(mine >= 10);
   }
   INFO("samples " << mine << ", unwound to >= 5 frames " << deep << ", attributed " << attributed);
-  REQUIRE(mine >= 10);
-  // The comparison must cover multi-frame walks through libraries. Usually
-  // most samples are (136 of 198 unwound to >= 5 frames); once, run after
-  // the line-region tests at load ~15, only 2 of 197 were and 22 were
-  // attributed (the same in both unwinders), cause not found: so the bound
-  // asks only for some deep walks, not for most.
   CHECK(deep >= 2);
   CHECK(attributed >= 1);
 }
