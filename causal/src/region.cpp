@@ -390,16 +390,18 @@ struct Frame {
 // (~3 µs; two TSC reads are then < 1% of it) makes the next run timed too,
 // so long handlers (the archiver's compressor) stay exact. Visits, progress
 // points and virtual speedup (live regions) are always exact.
-// The stride (32..95, mean ~64; it was 8..23): a sampled run costs ~190
-// instructions (callgrind: the out-of-line enter and exit, two TSC reads,
-// the next countdown), ~12 per zero-work message at a mean of 16, ~3 at 64.
-// The estimate stays unbiased; its spread grows by ~2x (the square root of
-// the stride), which matters only for the time-weighted region draw and the
+// The stride (64..191, mean ~128; it was 32..95 and, before that, 8..23): a
+// sampled run costs ~190 instructions (callgrind: the out-of-line enter and
+// exit, two TSC reads, the next countdown), ~12 per zero-work message at a
+// mean of 16, ~3 at 64, ~1.3 at 128 (coact-peers ping-pong at 1 worker: 2.5
+// -> 1.2 of the sweep's extra instructions per message).
+// The estimate stays unbiased; its spread grows with the square root of the
+// stride (~1.4x from 64), which matters only for the time-weighted region draw and the
 // profile's region_ns of regions with few runs — and a region that runs for
 // long enough to matter either has many runs or runs >= kExactCycles and is
 // timed exactly. Predictions use the selected region, timed exactly.
-constexpr uint32_t kSampleStrideMin = 32;
-constexpr uint32_t kSampleStrideJitter = 64;  // a power of two
+constexpr uint32_t kSampleStrideMin = 64;
+constexpr uint32_t kSampleStrideJitter = 128;  // a power of two
 static_assert((kSampleStrideJitter & (kSampleStrideJitter - 1)) == 0);
 static_assert(kSampleStrideMin - 1 + kSampleStrideJitter - 1 <= 0xFFFF, "countdowns are 16-bit");
 constexpr uint64_t kExactCycles = 8192;

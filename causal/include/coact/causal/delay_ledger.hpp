@@ -77,6 +77,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include <coact/causal/linkage.hpp>
+
 namespace coact::causal {
 
 namespace detail {
@@ -87,7 +89,7 @@ namespace detail {
 // load, any thread). Relaxed suffices: G is a counter that publishes no other
 // memory; RMWs make the sum exact and per-object coherence keeps each
 // thread's reads monotonic (argument in full at the top of delay_ledger.cpp).
-extern std::atomic<uint64_t> g_global_delay;
+COACT_CAUSAL_LOCAL extern std::atomic<uint64_t> g_global_delay;
 
 uint64_t debt_cycles_slow() noexcept;
 uint64_t pay_debt_slow();

@@ -49,7 +49,7 @@ namespace coact::causal {
 /// read costs one dispatch of lateness in starting or stopping region and delay
 /// accounting, never a wrong count). Exists in both build modes; with
 /// COACT_CAUSAL compiled out nothing reads it.
-inline std::atomic<bool> g_sweep_active{false};
+COACT_CAUSAL_LOCAL inline std::atomic<bool> g_sweep_active{false};
 
 /// Tells the causal library how to name message kinds (for handler region
 /// names "ActorType::on(MsgType)"): the runtime passes &coact::kind_name at
