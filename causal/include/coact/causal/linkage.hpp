@@ -12,8 +12,8 @@
 // default for it is general-dynamic, a __tls_get_addr call the linker relaxes
 // away in an executable but around which the compiler has already spilled
 // caller-saved registers. Together: 5 instructions less per handler run
-// during a sweep (callgrind, coact-peers ping-pong at 1 worker; README,
-// issue 13's sweep row).
+// during a sweep (callgrind, coact-peers ping-pong at 1 worker; README's
+// performance table, the sweep row).
 // Initial-exec TLS lives in the static TLS block: a static coact::causal is
 // for linking into a program or a library loaded at start, not into a
 // plugin that is dlopen()ed late (glibc may then refuse it: "cannot allocate
