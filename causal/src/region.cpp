@@ -66,7 +66,7 @@
 //     Whatever else it owes it pays at its next pay point, never inside a
 //     region (a wait there would count as the region's running time).
 //  Cost of a handler run whose region is not live (the common case, and
-//  every run at speedup 0): no TSC read (but for one run in ~64, sampled),
+//  every run at speedup 0): no TSC read (but for one run in ~128, sampled),
 //  no region-stack frame, one store opening the slot untimed, one load and
 //  one store closing it, one visit count, all inlined into the runtime's
 //  hooks (step 3b; handler_fast_path.hpp). A sampled run takes a short

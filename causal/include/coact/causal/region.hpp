@@ -32,7 +32,7 @@
 // and on exit single-writer relaxed adds on the calling thread's own counter
 // block (sharded: readers sum the blocks; region.cpp ThreadCounters). The TSC
 // is read for scopes, for the selected region while its speedup is > 0, and
-// for a sample of the other handler runs (about one in 64, and every run
+// for a sample of the other handler runs (about one in 128, and every run
 // after one that lasted >= ~3 µs): a handler region's `cycles` is then an
 // unbiased estimate (each sample weighted by the runs it stands for), its
 // `visits` exact; delay (virtual speedup) is always computed from exact times.
