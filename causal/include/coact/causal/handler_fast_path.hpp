@@ -185,9 +185,10 @@ inline FastEntry& fast_cache_entry(FastEntry* base, const void* type, uint32_t k
 /// reader sees the old value or the new one, never a torn one, and with one
 /// writer no increment is lost; GCC compiles the atomic_ref load + store to
 /// three instructions. The atomic_ref form elsewhere and under
-/// ThreadSanitizer (which must see the write to check the readers).
+/// ThreadSanitizer (GCC's __SANITIZE_THREAD__, or the build's COACT_TSAN:
+/// TSan must see the write to check the readers).
 inline void bump_single_writer(uint64_t* p) noexcept {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(COACT_TSAN)
   asm volatile("incq %0" : "+m"(*p));
 #else
   std::atomic_ref<uint64_t> v(*p);

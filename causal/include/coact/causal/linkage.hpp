@@ -17,8 +17,8 @@
 // Initial-exec TLS lives in the static TLS block: a static coact::causal is
 // for linking into a program or a library loaded at start, not into a
 // plugin that is dlopen()ed late (glibc may then refuse it: "cannot allocate
-// memory in static TLS block"); build shared libraries for that
-// (BUILD_SHARED_LIBS=ON: default visibility and TLS model).
+// memory in static TLS block"). A shared coact::causal (BUILD_SHARED_LIBS=ON)
+// gets neither attribute; that build is not exercised by CI.
 #pragma once
 
 #if defined(COACT_CAUSAL_STATIC) && COACT_CAUSAL_STATIC && (defined(__GNUC__) || defined(__clang__))
