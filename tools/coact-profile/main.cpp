@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,21 @@ std::vector<std::string> suggestions(const CLI::App* cmd, std::string word) {
     if (d == best) out.push_back(n);
   }
   return out;
+}
+
+// --line-experiment-period-us (run and validate): CPU microseconds between
+// samples while an experiment selects a line, 0 (the sample period / 8) or
+// 10..1000000, as decimal digits only (no sign, exponent or blank). Returns
+// the value, or nullopt for anything else; kLinePeriodExpected says what is
+// expected, for the caller's error message.
+constexpr const char* kLinePeriodExpected =
+    "expected 0 (the sample period / 8) or an integer in 10..1000000 (microseconds of CPU time)";
+std::optional<uint64_t> parse_line_experiment_period_us(const std::string& t) {
+  const bool digits = !t.empty() && t.size() <= 7 && t.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) return std::nullopt;
+  const uint64_t us = std::stoull(t);
+  if (us != 0 && (us < 10 || us > 1'000'000)) return std::nullopt;
+  return us;
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -243,10 +259,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& t) {
-            const bool digits = !t.empty() && t.size() <= 7 && t.find_first_not_of("0123456789") == std::string::npos;
-            const uint64_t us = digits ? std::stoull(t) : 0;
-            if (digits && (us == 0 || (us >= 10 && us <= 1'000'000))) return std::string{};
-            return "'" + t + "': expected 0 (the sample period / 8) or an integer in 10..1000000 (microseconds of CPU time)";
+            return parse_line_experiment_period_us(t) ? std::string{} : "'" + t + "': " + kLinePeriodExpected;
           },
           "0 or 10..1000000"));
   val_cmd->add_option("--out", v.out_dir, "Directory for the profiles and the children's log (default: a new /tmp dir)");
@@ -316,18 +329,13 @@ int main(int argc, char** argv) {
   o.experiment = std::chrono::milliseconds(experiment_ms);
   o.sample_period = std::chrono::microseconds(sample_period_us);
   if (run_cmd->count("--line-experiment-period-us") > 0) {
-    const std::string& t = line_experiment_period_us;
-    uint64_t us = 0;
-    const bool digits = !t.empty() && t.size() <= 7 && t.find_first_not_of("0123456789") == std::string::npos;
-    if (digits) us = std::stoull(t);
-    if (!digits || (us != 0 && us < 10) || us > 1'000'000) {
-      std::fprintf(stderr,
-                   "coact-profile run: --line-experiment-period-us '%s': expected 0 (--sample-period-us / 8) or an "
-                   "integer in 10..1000000 (microseconds of CPU time)\n",
-                   t.c_str());
+    const std::optional<uint64_t> us = parse_line_experiment_period_us(line_experiment_period_us);
+    if (!us) {
+      std::fprintf(stderr, "coact-profile run: --line-experiment-period-us '%s': %s\n",
+                   line_experiment_period_us.c_str(), kLinePeriodExpected);
       return 2;
     }
-    o.line_experiment_period = std::chrono::microseconds(us);
+    o.line_experiment_period = std::chrono::microseconds(*us);
   }
   o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
   o.cooldown = std::chrono::milliseconds(cooldown_ms);
