@@ -29,10 +29,11 @@
 //     in ThreadRegions, sampled_open). The slot is opened and closed as
 //     open_segment / close_segment do for a non-live segment, so payers,
 //     begin_experiment and end_experiment cannot tell the difference
-//     (they read kHeld as kUntimed), and the straddling argument at
-//     LiveSlot holds unchanged. Its exit closes it without the stack only
-//     if the region is not live and the slot still holds region|kUntimed
-//     exactly (no payer, no end_experiment, no stack frame: unfast marks
+//     (they read kHeld as kUntimed; but an untimed fast frame's slot,
+//     exactly region|kUntimed, is timed by begin_experiment's claim and
+//     left alone by payers: "Straddlers" at LiveSlot). Its exit closes it
+//     without the stack only if the slot still holds region|kUntimed
+//     exactly (no begin_experiment claimed it, no stack frame: unfast marks
 //     the slot kHeld); else (and whenever any other general-
 //     path function runs: a scope inside the handler, a timer stamp, a
 //     general enter after a skipped exit) unfast first turns it into frames[0]
@@ -67,8 +68,10 @@
 //     region (a wait there would count as the region's running time).
 //  Cost of a handler run whose region is not live (the common case, and
 //  every run at speedup 0): no TSC read (but for one run in ~128, sampled),
-//  no region-stack frame, one store opening the slot untimed, one load and
-//  one store closing it, one visit count, all inlined into the runtime's
+//  no region-stack frame, one store opening the slot untimed and one read of
+//  the live word, one load and one store closing it, one visit count
+//  (33 -> 30 extra instructions per ping-pong message once the exit stopped
+//  reading the live word: "Straddlers"), all inlined into the runtime's
 //  hooks (step 3b; handler_fast_path.hpp). A sampled run takes a short
 //  out-of-line path with one TSC read at each end.
 //  Measured with callgrind (scripts/bench.sh instructions, its sweep count:
@@ -139,6 +142,9 @@
 #include <utility>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <coact/calibrate/tsc.hpp>
@@ -302,19 +308,26 @@ constexpr uint32_t kNoSlot = UINT32_MAX;
 // one of the same region reads that segment's `from`: still consistent.
 // Straddlers (why the slot is opened for every segment, not only for live
 // ones): a segment opened before an experiment selects its region is live
-// at that experiment's start (payers find it by its state), and one that
-// outlives its experiment is published up to the end by end_experiment's
+// at that experiment's start (found by its state), and one that outlives
+// its experiment is published up to the end by end_experiment's
 // materialize_live before the selection is cleared, and credited by its owner
 // at close. (Opening slots only for live segments lost such a segment's delay.)
-// Hence the fast exit's test (handler_fast_path.hpp) is exact: an untimed
-// segment that any experiment on its region overlapped either is still live
-// at its close (the region is selected: the general close adds the tail
-// from the experiment's start), or had its slot claimed — by a payer, or at
-// the latest by that experiment's end_experiment, whose materialize_live
-// times every untimed slot of the region, even for 0 cycles — so its state
-// is no longer region|kUntimed and the general close credits what was
-// published. Only a segment no experiment on its region overlapped closes
-// on the fast path, and it owes nothing.
+// A stack frame's untimed segment (region|kUntimed|kHeld) is found by payers
+// and end_experiment, and its general close re-reads the selection. A fast
+// untimed frame's (exactly region|kUntimed) is found by begin_experiment
+// itself: after publishing the selection and a membarrier, claim_fast_frames
+// times every such slot of the region from the experiment's start
+// (handler_fast_path.hpp, "The handshake": a fast enter either sees its
+// region live or has its slot seen by the claim). Hence the fast exit's test
+// (the slot still holds exactly region|kUntimed) is exact with no live-word
+// read: a fast frame that any experiment on its region overlapped was
+// claimed at that experiment's begin, so its state is no longer
+// region|kUntimed and the general close adds the tail from the experiment's
+// start (still live) or credits what was published up to its end. Only a
+// frame no experiment on its region overlapped closes on the fast path, and
+// it owes nothing. Payers leave exactly region|kUntimed alone: after the
+// claim only a fast enter that is about to see its region live holds it
+// (for a few instructions), and that run began inside the experiment.
 constexpr uint32_t kBusy = 0x80000000u;
 constexpr uint32_t kUntimed = detail::kSlotUntimed;  // handler_fast_path.hpp opens slots with it too
 // Set with kUntimed on every untimed segment but a fast untimed frame's (a
@@ -436,8 +449,46 @@ struct ThreadRegions {
 // Touched only by its own thread. constinit: no TLS init guard on access.
 constinit thread_local ThreadRegions t_regions{};
 
+// The fast frames' handshake (handler_fast_path.hpp, "The handshake"):
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which needs the process
+// registered once (Linux 4.14). g_fast_frames: 0 not tried yet, 1
+// registered (settle_gate may open the gate), 2 unavailable (it never
+// does: every run takes the general path, which needs no handshake).
+constinit std::atomic<int> g_fast_frames{0};
+
+long membarrier_call(int cmd) noexcept { return syscall(SYS_membarrier, cmd, 0, 0); }
+
+// Registers the process for the expedited membarrier (once; any thread).
+void register_fast_frames() noexcept {
+  if (g_fast_frames.load(std::memory_order_acquire) != 0) return;
+  const bool ok = membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  int expected = 0;
+  if (g_fast_frames.compare_exchange_strong(expected, ok ? 1 : 2, std::memory_order_acq_rel) && !ok) {
+    std::fprintf(stderr,
+                 "coact causal: membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) failed; every handler run "
+                 "takes the general path (a sweep costs more per message, its results are unchanged)\n");
+  }
+}
+
+// After publishing the live word: every thread's fast-enter slot store
+// before its own barrier point is visible on return (see the header). False
+// if the call failed (a fork() child, whose registration did not carry
+// over, retries it once): the gate is then closed for good, and the caller
+// claims what it can see.
+bool heavy_fence() noexcept {
+  if (g_fast_frames.load(std::memory_order_acquire) != 1) return false;
+  if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
+  if (membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+      membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    return true;
+  }
+  g_fast_frames.store(2, std::memory_order_release);
+  return false;
+}
+
 LiveSlot* take_live_slot(ThreadRegions& t) noexcept {
   if (t.slot_plus1 == 0) {
+    register_fast_frames();  // before the first gate can open (settle_gate)
     const uint32_t i = g_slots_used.fetch_add(1, std::memory_order_relaxed);
     if (i < kMaxLiveSlots) {
       t.slot_plus1 = i + 1;
@@ -608,6 +659,43 @@ std::pair<uint64_t, uint64_t> region_total(const Region& reg) noexcept {
   return {v, cy};
 }
 
+// begin_experiment's half of the fast frames' handshake (handler_fast_path.hpp,
+// "The handshake"), after its membarrier: every slot holding exactly
+// region|kUntimed — a fast frame of `region` begun before the experiment,
+// or one whose enter is about to see the region live and close it again —
+// is timed from the experiment's start (from = start, published = 0, state =
+// region), as a payer times an untimed slot but publishing nothing yet (the
+// part since the start is tiny; payers and the owner's close add it). Its
+// exit then finds a state other than its word and takes the general close.
+// The calling thread's own slot too (a test's thread may begin an
+// experiment inside a run): it is credited with what is published for it at
+// its close, as any owner. O(slots in use); never blocks but on a slot held
+// busy by a payer, which it skips (that slot is already being timed).
+void claim_fast_frames(uint32_t region) noexcept {
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  const uint64_t start = g_experiment_start_cycles.load(std::memory_order_relaxed);
+  const uint32_t n = std::min(g_slots_used.load(std::memory_order_acquire), kMaxLiveSlots);
+  for (uint32_t i = 0; i < n; ++i) {
+    LiveSlot& s = g_slots[i];
+    uint32_t st = region | kUntimed;
+    if (!s.state.compare_exchange_strong(st, region | kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
+      continue;  // no fast frame of the region (or the owner closed it meanwhile)
+    }
+    if (g_selection.load(std::memory_order_acquire) != sel) {
+      // Another experiment began since (only a caller racing begin_experiment
+      // with itself): give the slot back untouched, that one claims it.
+      uint32_t busy = region | kBusy;
+      (void)s.state.compare_exchange_strong(busy, region | kUntimed, std::memory_order_release,
+                                            std::memory_order_relaxed);
+      continue;
+    }
+    s.from.store(start, std::memory_order_relaxed);
+    s.published.store(0, std::memory_order_relaxed);
+    uint32_t busy = region | kBusy;  // a CAS: the owner's fast exit may have closed it meanwhile
+    (void)s.state.compare_exchange_strong(busy, region, std::memory_order_release, std::memory_order_relaxed);
+  }
+}
+
 // ---- the fast path's gate (handler_fast_path.hpp, "The gate") -------------------
 
 // The region of the open fast frame (untimed or sampled), else kNoRegion:
@@ -671,7 +759,8 @@ void unfast(ThreadRegions& t) noexcept {
 // keeps the fast path off. Every general-path function that called unfast
 // calls it last.
 inline void settle_gate(const ThreadRegions& t) noexcept {
-  const bool ok = t.depth == 0 && t.slot != nullptr && t.counters != nullptr;
+  const bool ok = t.depth == 0 && t.slot != nullptr && t.counters != nullptr &&
+                  g_fast_frames.load(std::memory_order_relaxed) == 1;
   t_fast.gate = ok ? t_fast.cache : g_gate_closed_cache;
 }
 
@@ -837,7 +926,15 @@ void begin_experiment(uint32_t region, uint32_t speedup_pct) noexcept {
   g_selection.store(pack(epoch, r, pct), std::memory_order_release);
   // The fast path's mirror (handler_fast_path.hpp), after the word: a fast
   // path that sees the region live also sees the experiment it belongs to.
-  detail::g_live_slot_word.store(pct != 0 && r != kNoRegion ? r | kUntimed : 0, std::memory_order_release);
+  detail::g_live_slot_word.store(pct != 0 && r != kNoRegion ? r | kUntimed : 0, std::memory_order_seq_cst);
+  // The handshake (handler_fast_path.hpp): then every fast frame of the
+  // region that began before this experiment is found and timed from its
+  // start (a line region has no fast frames: nothing to find).
+  const Region* reg = r != kNoRegion ? g_table[r].load(std::memory_order_acquire) : nullptr;
+  if (pct != 0 && reg != nullptr && reg->kind == RegionKind::handler) {
+    (void)heavy_fence();
+    claim_fast_frames(r);
+  }
   if (auto hook = g_begin_experiment_hook.load(std::memory_order_acquire)) hook(Selection{r, pct, epoch});
 }
 
@@ -874,6 +971,11 @@ uint64_t materialize_live() noexcept {
     LiveSlot& s = g_slots[i];
     uint32_t st = s.state.load(std::memory_order_relaxed);
     if (i + 1 == own || (st & ~(kUntimed | kHeld)) != region) continue;  // (a busy slot has kBusy: skipped)
+    // Exactly region|kUntimed: a fast enter's slot after begin_experiment
+    // claimed the fast frames, so one whose enter is about to see the
+    // region live and close it (a run begun inside the experiment, whose
+    // time an untimed claim would count from the experiment's start).
+    if (st == (region | kUntimed)) continue;
     if (!s.state.compare_exchange_strong(st, region | kBusy, std::memory_order_acquire, std::memory_order_relaxed)) {
       continue;  // the owner closed or moved on: it adds that part itself
     }
@@ -985,6 +1087,19 @@ namespace {
 [[gnu::noinline]] void enter_handler_general(const void* actor_type, uint32_t kind) noexcept;
 [[gnu::noinline]] void exit_handler_general(const void* actor_type, uint32_t kind) noexcept;
 
+// Closes the fast frame open in the slot as a segment that begins and ends
+// now (handler_fast_path.hpp "The handshake": the inline enter opened the
+// slot, then found its region live, so the run begins inside the
+// experiment): no tail, and what a claim or a payer published for it (both
+// count from the experiment's start: at most the membarrier's duration
+// early) is credited to this thread. The gate is open, so the stack is empty
+// and no sampled frame is open.
+void close_refused_fast_frame(ThreadRegions& t) noexcept {
+  const uint32_t region = t.slot->state.load(std::memory_order_acquire) & ~kSlotFlags;
+  uint64_t now = calibrate::now_cycles();
+  close_segment(t, region, now, g_selection.load(std::memory_order_acquire), now);
+}
+
 // The sampled fast frame: the run the countdown chose, with the gate open
 // (empty stack, slot and counters taken) and its region not live. As the
 // fast enter, but the frame is timed: one TSC read here, one at its exit.
@@ -993,6 +1108,12 @@ void enter_handler_slow(const void* actor_type, uint32_t kind) noexcept {
   FastThread& f = t_fast;
   FastEntry& c = f.cache[detail::fast_cache_slot(actor_type, kind)];
   ThreadRegions& t = t_regions;
+  // A fast frame open at an enter: the inline enter opened the slot, then
+  // found the region live (or, from a caller that skipped an exit, a stale
+  // frame). With the gate open nothing else can be in the slot.
+  if (f.gate == f.cache && t.slot->state.load(std::memory_order_relaxed) != kNoRegion) [[unlikely]] {
+    close_refused_fast_frame(t);
+  }
   // The gate open (empty stack, slot and counters taken) and no fast frame open.
   if (f.gate == f.cache && t.slot->state.load(std::memory_order_relaxed) == 0 && c.countdown == 0 &&
       c.visits != nullptr && c.type == actor_type && c.kind == kind &&
@@ -1119,6 +1240,7 @@ void exit_handler_general(const void* actor_type, uint32_t kind) noexcept {
 void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler_slow(actor_type, kind); }
 void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler_slow(actor_type, kind); }
 #endif
+
 
 uint32_t region_depth() noexcept {
   const ThreadRegions& t = t_regions;

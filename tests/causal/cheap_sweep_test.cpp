@@ -9,9 +9,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <typeinfo>
@@ -26,6 +28,7 @@
 
 #include "support/spin.hpp"
 #include "support/sweep_on.hpp"
+#include "support/watchdog.hpp"
 
 namespace cal = coact::calibrate;
 namespace ca = coact::causal;
@@ -38,6 +41,8 @@ struct Paused {};
 struct Tokened {};
 struct Completer {};
 struct LateExit {};
+struct Latecomer {};
+struct Crowd {};
 }  // namespace cheap_sweep_test
 
 namespace {
@@ -411,4 +416,134 @@ TEST_CASE("cheap sweep: a fast run a payer timed, exited without a token after t
   // The gate is open and the slot closed: the next run takes the fast path.
   enter_run(type, kind, false);
   ca::on_handler_exit(type, kind);
+}
+
+TEST_CASE("cheap sweep: a run begun inside an experiment on its region counts from its enter, not the start",
+          "[causal][region][ledger]") {
+  // The fast enter opens the slot before it reads the live word
+  // (handler_fast_path.hpp, "The handshake"): finding the region live, it
+  // leaves the run to the general enter, which closes that slot as a
+  // segment of length 0 and times the run from there.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  (void)cal::tsc_hz();
+  SweepOn on;
+  ca::register_thread();
+  const void* type = &typeid(cheap_sweep_test::Latecomer);
+  const uint32_t kind = 4249;
+  const uint32_t id = ca::handler_region(type, kind);
+  for (int i = 0; i < 3; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+  ca::credit_resume();
+  ca::begin_experiment(id, 50);
+  spin_for(std::chrono::milliseconds(3));  // the experiment runs before the handler does
+  const uint64_t g0 = ca::global_delay_cycles();
+  const uint64_t t0 = cal::now_cycles();
+  void* token = ca::on_handler_enter(type, kind);
+  CHECK(ca::detail::fast_frame() == FastFrame::none);  // a stack frame: the live run is timed
+  CHECK(ca::detail::region_depth() == 1u);
+  spin_for(std::chrono::milliseconds(1));
+  std::thread([] { (void)ca::detail::materialize_live(); }).join();  // a payer publishes its part so far
+  spin_for(std::chrono::milliseconds(1));
+  ca::on_handler_exit(token, type, kind);
+  const uint64_t run = cal::now_cycles() - t0;
+  ca::end_experiment();
+  const uint64_t added = ca::global_delay_cycles() - g0;
+  CHECK(added >= cycles_of(std::chrono::milliseconds(2)) / 2);
+  CHECK(added <= run / 2);  // not the 3 ms before the enter
+  CHECK(ca::debt_cycles() == 0u);
+  // The slot is closed and the gate open again: the next run is fast (the
+  // one after it: a run of kExactCycles or more makes the next one sampled).
+  enter_run(type, kind, true);
+  ca::on_handler_exit(type, kind);
+  enter_run(type, kind, false);
+  ca::on_handler_exit(type, kind);
+  ca::credit_resume();
+}
+
+TEST_CASE("cheap sweep stress: runs on several threads straddling many experiments add exactly their overlap",
+          "[causal][region][ledger][stress]") {
+  // Threads run short fast handler runs of one region while a controller
+  // begins and ends experiments on it at s = 100 %: G must grow by the
+  // summed overlap of runs and experiments, bounded by the clock reads
+  // around each enter, exit, begin and end. A run that straddles a begin
+  // and exits on the fast path unclaimed (the handshake failing) would
+  // leave G short of the inner bound.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  (void)cal::tsc_hz();
+  SweepOn on;
+  const void* type = &typeid(cheap_sweep_test::Crowd);
+  const uint32_t kind = 4251;
+  const uint32_t id = ca::handler_region(type, kind);
+  const int threads = GENERATE(1, 2, 4);
+  CAPTURE(threads);
+  coact::test::Watchdog wd(120, "cheap sweep stress, threads=" + std::to_string(threads));
+  struct Run {
+    uint64_t enter_before, enter_after, exit_before, exit_after;
+  };
+  struct Span {
+    uint64_t lo, hi;
+  };
+  std::vector<std::vector<Run>> runs(threads);
+  std::atomic<int> ready{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < threads; ++w) {
+    workers.emplace_back([&, w] {
+      ca::register_thread();
+      for (int i = 0; i < 3; ++i) ca::on_handler_exit(ca::on_handler_enter(type, kind), type, kind);
+      ready.fetch_add(1);
+      std::minstd_rand rng(static_cast<uint32_t>(w) + 1);
+      while (!done.load(std::memory_order_relaxed)) {
+        Run r{};
+        r.enter_before = cal::now_cycles();
+        void* token = ca::on_handler_enter(type, kind);
+        r.enter_after = cal::now_cycles();
+        spin_for(std::chrono::microseconds(1 + rng() % 40));
+        r.exit_before = cal::now_cycles();
+        ca::on_handler_exit(token, type, kind);
+        r.exit_after = cal::now_cycles();
+        runs[w].push_back(r);
+        if (rng() % 4 == 0) spin_for(std::chrono::microseconds(rng() % 20));  // a gap between runs
+      }
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  const uint64_t g0 = ca::global_delay_cycles();
+  std::vector<Span> inner, outer;
+  for (int e = 0; e < 40; ++e) {
+    const uint64_t b0 = cal::now_cycles();
+    ca::begin_experiment(id, 100);
+    const uint64_t b1 = cal::now_cycles();
+    spin_for(std::chrono::microseconds(300 + 50 * (e % 7)));
+    const uint64_t e0 = cal::now_cycles();
+    ca::end_experiment();
+    const uint64_t e1 = cal::now_cycles();
+    inner.push_back({b1, e0});
+    outer.push_back({b0, e1});
+    spin_for(std::chrono::microseconds(100 + 30 * (e % 5)));
+  }
+  done.store(true);
+  for (auto& t : workers) t.join();
+  const uint64_t added = ca::global_delay_cycles() - g0;
+  auto overlap = [](uint64_t a0, uint64_t a1, const Span& s) -> uint64_t {
+    const uint64_t lo = std::max(a0, s.lo), hi = std::min(a1, s.hi);
+    return hi > lo ? hi - lo : 0;
+  };
+  uint64_t lower = 0, upper = 0;
+  size_t n = 0;
+  for (const auto& rs : runs) {
+    n += rs.size();
+    for (const Run& r : rs) {
+      for (const Span& s : inner) lower += overlap(r.enter_after, r.exit_before, s);
+      for (const Span& s : outer) upper += overlap(r.enter_before, r.exit_after, s);
+    }
+  }
+  CAPTURE(n, added, lower, upper);
+  CHECK(n > 100u);
+  CHECK(lower > 0u);
+  CHECK(added >= lower);
+  // A run that began during a begin_experiment call may be claimed from the
+  // experiment's start (at most the call's length early): 100 µs of slack
+  // per experiment and thread.
+  CHECK(added <= upper + cycles_of(std::chrono::microseconds(100)) * inner.size() * threads);
+  ca::credit_resume();
 }

@@ -17,8 +17,9 @@
 //     of region.cpp's selection word, so that the fast path tests liveness
 //     with one compare against its entry's slot_word;
 //   * fast_enter / fast_exit_entry (fast_exit: the same by keys): the fast
-//     path. Each refuses (null, false), having changed nothing, when the run
-//     needs the general path (region.cpp enter_handler_slow /
+//     path. Each refuses (null, false) when the run needs the general path
+//     (having changed nothing, but for a fast enter that opened the slot and
+//     then found the region live: the general enter closes it again) (region.cpp enter_handler_slow /
 //     exit_handler_slow). fast_enter returns the entry it opened, which the
 //     runtime keeps across the handler call (hooks.hpp on_handler_exit's
 //     token), so the exit needs no cache look-up, no key compare and no
@@ -31,22 +32,43 @@
 //   enter: the entry of (type, kind) in the cache the gate points at holds
 //     a nonzero countdown (so the gate is open, the entry is valid, its
 //     region known, and this run is not sampled: the closed gate's entries
-//     are all empty); the
-//     region is not live; then one release store opens the thread's live
-//     slot untimed (state = region | kSlotUntimed: a payer or an experiment
-//     that selects the region while this run goes on finds it there and
-//     counts it from the experiment's start). That state word is also the
-//     fast frame itself: no TSC read, no region-stack frame, no other store.
-//   exit: the region is still not live and the slot still holds exactly
-//     region | kSlotUntimed (no payer published for the run, no
-//     end_experiment timed it, no general-path function made it a stack
-//     frame): then nothing was owed for the run, one store closes the slot,
-//     one counter counts the visit (a handler-completion point reads the
-//     region's visits: nothing more to do for it; region.cpp
-//     set_completion_handlers). Any other case (a payer touched the slot, the
-//     region became live while the run went on, a scope ran inside it) takes
-//     the general path, which adds the run's delay from the experiment's
-//     start and credits what payers published.
+//     are all empty); one release store opens the thread's live slot
+//     untimed (state = region | kSlotUntimed: an experiment that selects
+//     the region while this run goes on claims it there at its begin and
+//     times it from the experiment's start); then the region is not live
+//     (if it is, the general enter closes the slot again as a segment that
+//     began now and times the run: region.cpp close_refused_fast_frame). That state word is also the fast frame itself:
+//     no TSC read, no region-stack frame, no other store.
+//   exit: the slot still holds exactly region | kSlotUntimed (no
+//     begin_experiment claimed it, no general-path function made it a
+//     stack frame): then no experiment on the region overlapped the run and
+//     nothing was owed for it, one store closes the slot, one counter counts
+//     the visit (a handler-completion point reads the region's visits:
+//     nothing more to do for it; region.cpp set_completion_handlers). Any
+//     other case (an experiment on the region began while the run went on, a
+//     scope ran inside it) takes the general path, which adds the run's
+//     delay from the experiment's start and credits what payers published.
+//
+// The handshake (why the exit needs no live-word test): begin_experiment
+// publishes the live word, then calls membarrier(MEMBARRIER_CMD_PRIVATE_
+// EXPEDITED), then claims every slot holding exactly region | kSlotUntimed
+// (region.cpp claim_fast_frames); the fast enter stores its slot, then loads
+// the live word, with only a compiler fence between. The membarrier runs a
+// full barrier on every thread of the process at some point during the
+// call (a thread not running passes one in the scheduler before it runs
+// again): if that point follows the enter's store, the store is visible to
+// the claim; if it precedes the store, it also precedes the load, which then
+// sees the live word (published before the call). So a run either sees its
+// region live at its enter or has its slot claimed: a slot still holding
+// its word at the exit belongs to a run no experiment on its region
+// overlapped (an experiment that also ended meanwhile claimed it too).
+// Both can happen (the run began during the call): the claim times the slot
+// from the experiment's start, and the general enter credits the owner
+// what was published for it, at most s x the call's duration (~2 µs) put
+// into G early. Payers leave slots holding exactly region | kSlotUntimed
+// alone (after the claim, only a refused enter's slot does, for a moment).
+// Without membarrier (not registered: region.cpp take_live_slot) the gate
+// never opens and every run takes the general path.
 //
 // The gate (what keeps the fast path off the region stack): t_fast.gate is
 //   t_fast.cache     the region stack is empty, no sampled fast frame is
@@ -65,11 +87,13 @@
 // handlers never nest on a worker, the runtime's exit always runs (hooks.hpp
 // on_handler_exit's token) and a refused fast exit takes the general one,
 // which closes the slot. (A caller that skipped an exit and entered again
-// would have its open fast frame overwritten: that run's visit is lost, as a
-// skipped exit's always was, and what payers published for it is not
-// credited, so its thread pays that once more; the store ends the stale
-// segment, so nothing is published for it afterwards. A payer holding the
-// slot busy then loses its closing CAS, as at any close.)
+// would have its open fast frame overwritten by a fast enter: that run's
+// visit is lost, as a skipped exit's always was, and what was published for
+// it is not credited, so its thread pays that once more; the store ends the
+// stale segment, so nothing is published for it afterwards. A payer holding
+// the slot busy then loses its closing CAS, as at any close. A general enter
+// closes the stale frame as the fast enter's own refused one, crediting
+// what was published for it.)
 // Every general-path entry point in region.cpp first turns an open fast frame
 // into an ordinary stack frame (region.cpp unfast: the gate closed, the slot
 // marked held, the frame written, then the depth set) and finally opens the
@@ -198,16 +222,29 @@ inline void bump_single_writer(uint64_t* p) noexcept {
 
 /// The fast handler enter (file comment). Calling thread only. Returns the
 /// opened fast frame's cache entry (the exit's token: hooks.hpp
-/// on_handler_exit), or null: nothing was done, take the general path.
+/// on_handler_exit), or null: take the general path (nothing was done, or
+/// the slot was opened and the region found live: the general enter,
+/// region.cpp enter_handler_slow, closes it first).
 inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   // The gate is the cache itself: closed, every entry is empty.
   FastEntry& e = fast_cache_entry(t_fast.gate, type, kind);
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
   // and whose `visits` and `slot` are set (region.cpp sets it only then).
   if (e.countdown == 0 || e.type != type || e.kind != kind) return nullptr;
-  if (g_live_slot_word.load(std::memory_order_acquire) == e.slot_word) return nullptr;
+  const uint32_t word = e.slot_word;
+  // The slot before the live word ("The handshake" in the file comment):
+  // begin_experiment's scan finds this open slot, or this load finds the
+  // region live. The signal fence keeps the compiler from reordering the
+  // two; the processor's store-load reordering is begin_experiment's
+  // membarrier's business.
+  e.slot->store(word, std::memory_order_release);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  // Live: the general path (region.cpp enter_handler_slow) closes the slot
+  // just opened and times the run. (No call here: a call would keep the
+  // keys in callee-saved registers, two more instructions on every
+  // dispatch, with or without a sweep.)
+  if (g_live_slot_word.load(std::memory_order_acquire) == word) [[unlikely]] return nullptr;
   --e.countdown;
-  e.slot->store(e.slot_word, std::memory_order_release);
   return &e;
 }
 
@@ -220,10 +257,10 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
 /// Calling thread only; false: nothing was done, take the general path.
 inline bool fast_exit_entry(FastEntry* e) noexcept {
   const uint32_t word = e->slot_word;
-  // The live word before the slot (region.cpp, "Straddlers": an experiment
-  // that ended before this load claimed the slot before it ended).
-  if (g_live_slot_word.load(std::memory_order_acquire) == word) return false;
-  // acquire: pairs with a payer's release (then the general path reads what it published).
+  // No live-word test: an experiment on the region that began while the run
+  // went on claimed the slot at its begin (region.cpp, "Straddlers"), so
+  // the slot no longer holds `word`. acquire: pairs with the claimer's and
+  // payers' release (then the general path reads what they published).
   std::atomic<uint32_t>& slot = *e->slot;
   if (slot.load(std::memory_order_acquire) != word) return false;
   slot.store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
