@@ -142,10 +142,10 @@
 #include <utility>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#endif
 
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
@@ -472,9 +472,11 @@ void register_fast_frames() noexcept {
 
 // After publishing the live word: every thread's fast-enter slot store
 // before its own barrier point is visible on return (see the header). False
-// if the call failed (a fork() child, whose registration did not carry
-// over, retries it once): the gate is then closed for good, and the caller
-// claims what it can see.
+// if the call failed (retried once after registering again): no gate opens
+// from then on (an open one closes at its thread's next general path, a
+// sampled run at the latest, within ~191 runs), and the caller claims what
+// it can see; a fast frame whose store it cannot see may then close
+// without its straddling part, until the gates are closed.
 bool heavy_fence() noexcept {
   if (g_fast_frames.load(std::memory_order_acquire) != 1) return false;
   if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
@@ -1240,7 +1242,6 @@ void exit_handler_general(const void* actor_type, uint32_t kind) noexcept {
 void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept { enter_handler_slow(actor_type, kind); }
 void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept { exit_handler_slow(actor_type, kind); }
 #endif
-
 
 uint32_t region_depth() noexcept {
   const ThreadRegions& t = t_regions;

@@ -18,9 +18,9 @@
 //     with one compare against its entry's slot_word;
 //   * fast_enter / fast_exit_entry (fast_exit: the same by keys): the fast
 //     path. Each refuses (null, false) when the run needs the general path
-//     (having changed nothing, but for a fast enter that opened the slot and
-//     then found the region live: the general enter closes it again) (region.cpp enter_handler_slow /
-//     exit_handler_slow). fast_enter returns the entry it opened, which the
+//     (region.cpp enter_handler_slow / exit_handler_slow), having changed
+//     nothing, but for a fast enter that opened the slot and then found the
+//     region live (the general enter closes it again). fast_enter returns the entry it opened, which the
 //     runtime keeps across the handler call (hooks.hpp on_handler_exit's
 //     token), so the exit needs no cache look-up, no key compare and no
 //     thread-local access;
@@ -37,8 +37,9 @@
 //     the region while this run goes on claims it there at its begin and
 //     times it from the experiment's start); then the region is not live
 //     (if it is, the general enter closes the slot again as a segment that
-//     began now and times the run: region.cpp close_refused_fast_frame). That state word is also the fast frame itself:
-//     no TSC read, no region-stack frame, no other store.
+//     began now and times the run: region.cpp close_refused_fast_frame).
+//     That state word is also the fast frame itself: no TSC read, no
+//     region-stack frame, no other store.
 //   exit: the slot still holds exactly region | kSlotUntimed (no
 //     begin_experiment claimed it, no general-path function made it a
 //     stack frame): then no experiment on the region overlapped the run and
@@ -67,8 +68,8 @@
 // what was published for it, at most s x the call's duration (~2 µs) put
 // into G early. Payers leave slots holding exactly region | kSlotUntimed
 // alone (after the claim, only a refused enter's slot does, for a moment).
-// Without membarrier (not registered: region.cpp take_live_slot) the gate
-// never opens and every run takes the general path.
+// Without membarrier (registration failed: region.cpp take_live_slot) the
+// gate never opens and every run takes the general path.
 //
 // The gate (what keeps the fast path off the region stack): t_fast.gate is
 //   t_fast.cache     the region stack is empty, no sampled fast frame is
