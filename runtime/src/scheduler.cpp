@@ -1309,7 +1309,7 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   w.in_handler = kNotInHandler;
   w.current = nullptr;
   if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);
-  causal::on_handler_exit(causal_token, c->type, kind);
+  causal::on_handler_exit(causal_token, [c] { return c->type; }, kind);
   bump(w.delivered);
   if (!w.outbound.empty() || w.ring.building()) {
     if constexpr (kTraced) {
@@ -1426,7 +1426,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   w.in_handler = kNotInHandler;
   w.current = nullptr;
   if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, 0, kind, trace_received, true);
-  causal::on_handler_exit(causal_token, c->type, kind);
+  causal::on_handler_exit(causal_token, [c] { return c->type; }, kind);
   if (h.done()) {
     h.destroy();
     if (c->waiting_env != nullptr) {

@@ -221,6 +221,23 @@ inline void bump_single_writer(uint64_t* p) noexcept {
 #endif
 }
 
+/// Whether `*a` holds `v`, as an acquire load and a compare. On x86-64 one
+/// `cmp` with memory (GCC loads an atomic into a register first, then
+/// compares: one instruction more on every fast enter and exit). x86 loads
+/// are acquire; the asm's memory clobber keeps the compiler from moving
+/// memory accesses across it (it is also a compiler fence). The atomic load
+/// elsewhere and under ThreadSanitizer (see bump_single_writer).
+inline bool load_equals(const std::atomic<uint32_t>* a, uint32_t v) noexcept {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(COACT_TSAN)
+  static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free);
+  bool eq;
+  asm volatile("cmpl %[v], %[m]" : "=@ccz"(eq) : [m] "m"(*a), [v] "r"(v) : "memory");
+  return eq;
+#else
+  return a->load(std::memory_order_acquire) == v;
+#endif
+}
+
 /// The fast handler enter (file comment). Calling thread only. Returns the
 /// opened fast frame's cache entry (the exit's token: hooks.hpp
 /// on_handler_exit), or null: take the general path (nothing was done, or
@@ -231,6 +248,9 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   FastEntry& e = fast_cache_entry(t_fast.gate, type, kind);
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
   // and whose `visits` and `slot` are set (region.cpp sets it only then).
+  // (Tested first, and decremented last: with the decrement first, as one
+  // `subw` and a branch on its borrow, one instruction fewer, ping-pong
+  // under a sweep ran 3 % slower on this Zen 5 VM, 1 worker.)
   if (e.countdown == 0 || e.type != type || e.kind != kind) return nullptr;
   const uint32_t word = e.slot_word;
   // The slot before the live word ("The handshake" in the file comment):
@@ -244,7 +264,7 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   // just opened and times the run. (No call here: a call would keep the
   // keys in callee-saved registers, two more instructions on every
   // dispatch, with or without a sweep.)
-  if (g_live_slot_word.load(std::memory_order_acquire) == word) [[unlikely]] return nullptr;
+  if (load_equals(&g_live_slot_word, word)) [[unlikely]] return nullptr;
   --e.countdown;
   return &e;
 }
@@ -257,14 +277,14 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
 /// frame into a stack frame marks the slot held first (region.cpp unfast).
 /// Calling thread only; false: nothing was done, take the general path.
 inline bool fast_exit_entry(FastEntry* e) noexcept {
-  const uint32_t word = e->slot_word;
   // No live-word test: an experiment on the region that began while the run
   // went on claimed the slot at its begin (region.cpp, "Straddlers"), so
-  // the slot no longer holds `word`. acquire: pairs with the claimer's and
-  // payers' release (then the general path reads what they published).
-  std::atomic<uint32_t>& slot = *e->slot;
-  if (slot.load(std::memory_order_acquire) != word) return false;
-  slot.store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
+  // the slot no longer holds e's slot word. acquire: pairs with the
+  // claimer's and payers' release (then the general path reads what they
+  // published).
+  std::atomic<uint32_t>* const slot = e->slot;
+  if (!load_equals(slot, e->slot_word)) return false;
+  slot->store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
   bump_single_writer(e->visits);  // region_total reads it relaxed
   return true;
 }
@@ -276,7 +296,9 @@ inline bool fast_exit(const void* type, uint32_t kind) noexcept {
   FastEntry* const base = t_fast.gate;
   if (base != t_fast.cache) return false;
   FastEntry& e = fast_cache_entry(base, type, kind);
-  if (e.completion == nullptr || e.type != type || e.kind != kind) return false;
+  // slot set: a filled entry of a region (kNoRegion's entries have none:
+  // testing `completion` here let such an entry reach a null slot).
+  if (e.slot == nullptr || e.type != type || e.kind != kind) return false;
   return fast_exit_entry(&e);
 }
 
