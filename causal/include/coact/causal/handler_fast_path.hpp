@@ -20,10 +20,10 @@
 //     path. Each refuses (null, false) when the run needs the general path
 //     (region.cpp enter_handler_slow / exit_handler_slow), having changed
 //     nothing, but for a fast enter that opened the slot and then found the
-//     region live (the general enter closes it again). fast_enter returns the entry it opened, which the
-//     runtime keeps across the handler call (hooks.hpp on_handler_exit's
-//     token), so the exit needs no cache look-up, no key compare and no
-//     thread-local access;
+//     region live (the general enter closes it again). fast_enter returns
+//     the entry it opened, which the runtime keeps across the handler call
+//     (hooks.hpp on_handler_exit's token), so the exit needs no cache
+//     look-up, no key compare and no thread-local access;
 //   * g_fast_general: the token of an enter that took the general path
 //     (fast_exit_entry refuses it).
 //
