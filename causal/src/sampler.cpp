@@ -331,9 +331,9 @@ bool arm(Ring& r) noexcept {
 // tick (4 ms here): one sample then stands for ~4 periods, and its delay
 // (periods x period x s) would reach the other threads in lumps larger than
 // a short branch's slack; hence the perf event during line experiments.
-// But its hrtimer costs ~24 us per expiry and ~4.5 us per context switch of
-// the thread while enabled (README: "What a sample costs"), so it is
-// open only then. Created disabled; SIGPROF to thread `tid` at each
+// But its hrtimer costs CPU at every expiry and at every context switch of
+// the thread while enabled (docs/perf/history/2026-12-01-sampling-cost.md),
+// so it is open only then. Created disabled; SIGPROF to thread `tid` at each
 // overflow (O_ASYNC, F_SETSIG, F_SETOWN_EX). -1 if perf events are not
 // allowed (e.g. perf_event_paranoid 3, a seccomp filter): the POSIX timer
 // then serves both modes.

@@ -2,8 +2,8 @@
 
 Reads the Chrome trace-event JSON a runtime writes with COACT_TRACE=on
 (COACT_TRACE_OUTPUT): every handler slice of a traced mail carries its spans
-in args (construct_us, queued_us, drain_us, handler_us; README "Reading the
-scheduler: traces"). Plots one panel per span: a box per recipient handler
+in args (construct_us, queued_us, drain_us, handler_us;
+docs/traces.md). Plots one panel per span: a box per recipient handler
 region (the N with most mails), log-scaled microseconds, whiskers at
 p1/p99. Also returns the per-region percentiles (the numbers the plot shows).
 """

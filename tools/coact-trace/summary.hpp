@@ -1,7 +1,7 @@
 // tools/coact-trace/summary.hpp: span statistics of a coact trace (Chrome
 // trace-event JSON written by the runtime, runtime/src/trace/export.cpp).
 //
-// Spans per traced mail (README "Reading the scheduler: traces"):
+// Spans per traced mail (docs/traces.md):
 //   construct = t_sent - t_construct_start  (producer time after its first send)
 //   queued    = t_enqueue - t_sent          (the scheduler's share)
 //   drain     = t_received - t_enqueue      (serialization inside the job)

@@ -26,7 +26,7 @@
 // Adding a key is a one-place change: add one line to kKeys in
 // calibrate/src/options.cpp (in its subsystem's group), read it where it is
 // used with Values::integer/boolean/text/list on process(), and run the
-// options test: it fails until the README's tuning table (generated from the
+// options test: it fails until docs/options.md's table (generated from the
 // table by `coact-calibrate --print-config --markdown`) lists the key and
 // until something reads it.
 //
@@ -168,7 +168,7 @@ Values init(int& argc, char** argv);
 /// Declared keys that no Values read in this process so far (names).
 std::vector<std::string> unread_keys();
 
-/// The README's tuning table (Markdown), generated from keys().
+/// docs/options.md's table (Markdown), generated from keys().
 std::string markdown_table();
 
 }  // namespace coact::options

@@ -1,5 +1,4 @@
-// runtime/src/trace/recorder.hpp: the per-mail trace (README "Reading the
-// scheduler: traces"): loss-tolerant per-thread event rings and the session
+// runtime/src/trace/recorder.hpp: the per-mail trace (docs/traces.md): loss-tolerant per-thread event rings and the session
 // that owns them and writes them out as Chrome trace-event JSON.
 //
 // What is recorded (COACT_TRACE=on or a sampling fraction; all times

@@ -56,7 +56,7 @@
 // time, so the sample's phase in a ~1-ms round drifts slowly instead of
 // being drawn afresh each round.) Sampling 8x faster only during line
 // experiments bounds the lag and the steps to 125 µs x s at the cost of 8x
-// the samples there (the README's sampling cost).
+// the samples there (docs/design/sampling.md).
 //
 // Threads: start / stop / drain_line_samples / stats from any thread; one
 // internal mutex serialises draining (the drainer thread and the

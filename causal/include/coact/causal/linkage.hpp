@@ -11,9 +11,8 @@
 // also gets the initial-exec TLS model (COACT_CAUSAL_LOCAL_TLS): -fPIC's
 // default for it is general-dynamic, a __tls_get_addr call the linker relaxes
 // away in an executable but around which the compiler has already spilled
-// caller-saved registers. Together: 5 instructions less per handler run
-// during a sweep (callgrind, coact-peers ping-pong at 1 worker; README's
-// performance table, the sweep row).
+// caller-saved registers. Together they take the GOT load and the TLS call
+// off every handler run during a sweep.
 // Initial-exec TLS lives in the static TLS block: a static coact::causal is
 // for linking into a program or a library loaded at start, not into a
 // plugin that is dlopen()ed late (glibc may then refuse it: "cannot allocate

@@ -235,7 +235,7 @@ class ScopeGuard {
 /// outer scope) is paused, so the scope's time is not the handler's, and an
 /// experiment on the handler speeds up only the handler's own code (a scope
 /// in a function two handlers call takes that work out of both). Inclusive
-/// time is not measured; see README "Profiling your own program".
+/// time is not measured; see docs/profiling.md.
 /// The region is registered once (a function-local static, thread-safe even
 /// when first reached by many threads at once). Outside a sweep the cost is
 /// the static's guard load and one relaxed load of g_sweep_active. Several

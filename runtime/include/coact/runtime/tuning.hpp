@@ -43,8 +43,7 @@ struct SchedulerTuning {
   uint32_t burst_ring_bytes = 65536;         ///< COACT_BURST_RING_BYTES; 0 = no ring
   uint32_t burst_recruit_min = 9;            ///< COACT_BURST_RECRUIT_MIN (width gate)
   uint32_t burst_recruit_max = 32;           ///< COACT_BURST_RECRUIT_MAX (0 = never recruit)
-  /// COACT_TRACE: fraction of mail traced (README "Reading the scheduler:
-  /// traces"): 0 = off (no recording, no trace file), 1 = every mail, else a
+  /// COACT_TRACE: fraction of mail traced (docs/traces.md): 0 = off (no recording, no trace file), 1 = every mail, else a
   /// sample in (0, 1). While on, parks, wakes and timer fires are recorded too.
   double trace = 0;
   std::string trace_output = "coact-trace.json";  ///< COACT_TRACE_OUTPUT; "" = never written
