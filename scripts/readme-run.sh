@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# scripts/readme-run.sh: the README's Performance section in one run: every
+# scripts/readme-run.sh: the performance tables (docs/perf/README.md) in one run: every
 # table's command, one after another, on a quiet machine, each group's JSON
 # lines and stderr kept in one directory, so that the tables can be
-# regenerated from one run (the README's rule) and the next run compared.
+# regenerated from one run (scripts/perfdoc.sh) and the next run compared.
 #
 # Usage: scripts/readme-run.sh [--out DIR] [--base-rev REV] [--max-load L] [--no-validate]
 #
@@ -11,8 +11,8 @@
 #                   ping-pong and ring, 15 pairs; REV built Release in its own
 #                   worktree, scripts/lib.sh coact_rev_build); default: skipped
 #   --max-load L    wait (up to 30 min) until the 1-minute load average is below L
-#                   before the first measurement (default 0.3; the README's
-#                   "quiet machine")
+#                   before the first measurement (default 0.3; a "quiet
+#                   machine", CONTRIBUTING.md)
 #   --no-validate   skip the accuracy validation (coact-profile validate --with-coz,
 #                   ~25 min)
 #
@@ -22,18 +22,21 @@
 # COACT_BURST=on, peers at 1 worker (3 trials), [perf-compare vs REV], timers,
 # burst, sampling (10 trials), the sweep's cost at speedup 0 (perf-compare with
 # COACT_CAUSAL on one side), validate --with-coz --json. Writes start.txt and
-# end.txt (date, uptime, commit), steps.txt (each step's start time) and one
-# NAME.json / NAME.err per step; a failing step is logged in steps.txt and the
-# run goes on.
+# end.txt (date, uptime, commit), command.txt (this script's command line),
+# steps.txt (each step's start time), commands.txt (STEP<TAB>its command) and
+# one NAME.json / NAME.err per step; a failing step is logged in steps.txt and
+# the run goes on. docs/perf/README.md is generated from the directory:
+# scripts/perfdoc.sh DIR > docs/perf/README.md.
 # Exit status: 0 every step ran; 1 a build or a step failed, or the load never
 # fell below L; 2 usage.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 COACT_SCRIPT=readme-run.sh
+invocation="scripts/readme-run.sh${*:+ $*}"
 # shellcheck source=scripts/lib.sh
 source "$ROOT/scripts/lib.sh"
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 out="" base_rev="" max_load=0.3 validate=1
 while (($#)); do
@@ -76,6 +79,7 @@ until awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v m="$max_load" 'BEGIN { exit !
   waited=$((waited + 10))
 done
 { date -u; uptime; git rev-parse HEAD; } >"$out/start.txt"
+echo "$invocation" >"$out/command.txt"
 
 # 3. The steps.
 failed=0
@@ -85,6 +89,7 @@ step() {  # step NAME ENV... -- COMMAND...: stdout to NAME.json, stderr to NAME.
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
   echo "$(date -u +%T) $name" >>"$out/steps.txt"
+  printf '%s\t%s\n' "$name" "${envs[*]}${envs[*]:+ }$*" >>"$out/commands.txt"
   coact_log "$name"
   if ! env "${envs[@]}" "$@" >"$out/$name.json" 2>"$out/$name.err"; then
     echo "$(date -u +%T) $name FAILED (see $name.err)" >>"$out/steps.txt"
@@ -112,5 +117,5 @@ if ((validate)); then
   step validate -- build/release/tools/coact-profile/coact-profile validate --with-coz --json
 fi
 { date -u; uptime; } >"$out/end.txt"
-coact_log "done: $out"
+coact_log "done: $out (the tables: scripts/perfdoc.sh $out > docs/perf/README.md)"
 exit "$failed"

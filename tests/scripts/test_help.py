@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh"]
+SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh", "perfdoc.sh"]
 MISTAKES = [
     ("run.sh", ["--duration", "5"], "did you mean --seconds"),
     ("run.sh", ["--out"], "--out needs a value"),

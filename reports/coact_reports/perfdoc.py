@@ -1,0 +1,390 @@
+"""docs/perf/README.md from the outputs of scripts/readme-run.sh: the tables
+are generated, never transcribed. Usage:
+
+  python3 -m coact_reports.perfdoc RUN_DIR > docs/perf/README.md
+  python3 -m coact_reports.perfdoc --validate FILE > docs/perf/README.md
+  scripts/perfdoc.sh ...            (the same, from the source tree)
+
+RUN_DIR is a directory scripts/readme-run.sh wrote: start.txt and end.txt
+(date, uptime, commit), command.txt (how the run was started), commands.txt
+(one "STEP<TAB>COMMAND" line per step) and one STEP.json per step (the JSON
+lines of scripts/bench.sh and scripts/perf-compare.sh, validate's JSON).
+Each step's table is printed if its file is there and empty or missing steps
+are named as such; --validate FILE takes the accuracy table from FILE
+(validate's --json output) instead of RUN_DIR/validate.json, and alone it
+makes a page with the accuracy table only.
+
+The page is a function of its inputs and of the command line only (no clock,
+no host name), so the same command on the same files regenerates it byte for
+byte. Exit status: 0 done; 2 bad input (a missing directory or file, JSON
+that does not parse), with one line naming it.
+"""
+
+import json
+import os
+import sys
+
+# The steps of scripts/readme-run.sh, in its order: (file stem, heading, the
+# command readme-run.sh runs, used when the run has no commands.txt).
+STEPS = [
+    ("peers", "Peers, 2 workers", "COACT_BENCH_TRIALS=5 scripts/bench.sh peers"),
+    ("peers-burst-on", "Peers, 2 workers, burst dispatch on",
+     "COACT_BURST=on COACT_BENCH_TRIALS=5 scripts/bench.sh peers"),
+    ("peers-1-worker", "Peers, 1 worker", "COACT_BENCH_TRIALS=3 COACT_BENCH_WORKERS=1 scripts/bench.sh peers"),
+    ("timers", "Timers", "scripts/bench.sh timers"),
+    ("burst", "Burst dispatch, on vs off", "COACT_BENCH_TRIALS=8 scripts/bench.sh burst"),
+    ("sampling", "The sampled-line profiler's cost", "COACT_BENCH_TRIALS=10 scripts/bench.sh sampling"),
+    ("sweep-cost", "A sweep at speedup 0, zero-work peers",
+     "PERF_BASE_ENV=COACT_CAUSAL=0 PERF_CAND_ENV=\"COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0 ...\" "
+     "scripts/perf-compare.sh --workloads ping_pong,fan_out --n 3000000 --trials 10"),
+    ("validate", "Causal accuracy", "coact-profile validate --with-coz --json"),
+]
+PEERS_NAMES = {"ping_pong": "ping-pong", "fan_out": "fan-out", "thread_ring": "thread ring", "skynet": "skynet"}
+
+
+class InputError(Exception):
+    pass
+
+
+def die(msg):
+    print(f"perfdoc: {msg}", file=sys.stderr)
+    return 2
+
+
+def read_text(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+
+
+def read_json_lines(path):
+    """The JSON objects of a file: one document, or one per line."""
+    text = read_text(path)
+    if not text.strip():
+        return []
+    try:
+        doc = json.loads(text)
+        return doc if isinstance(doc, list) else [doc]
+    except ValueError:
+        pass
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError as e:
+                raise InputError(f"{path}:{n}: not JSON: {e}") from None
+    return out
+
+
+# --- formatting ------------------------------------------------------------
+
+def num(x, nd=2):
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    return f"{x:.{nd}f}".replace("-", "−")
+
+
+def signed(x, nd=1, unit=""):
+    if x is None:
+        return "—"
+    return (f"{x:+.{nd}f}" + unit).replace("-", "−")
+
+
+def rate(x):
+    if x is None:
+        return "—"
+    return f"{x / 1e6:.2f} M"
+
+
+def figure(x):
+    """A metric of any scale: millions as M, else three significant places."""
+    if x is None:
+        return "—"
+    if abs(x) >= 1e6:
+        return rate(x)
+    return f"{x:.4g}".replace("-", "−")
+
+
+def met(x):
+    if x is None:
+        return "—"
+    return "met" if x else "**not met**"
+
+
+def table(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- sections ----------------------------------------------------------------
+
+def peers_section(rows):
+    rows = [r for r in rows if r.get("group") == "peers"]
+    if not rows:
+        return None
+    body = []
+    for r in rows:
+        unit = "actors/s" if r.get("unit") == "actors_per_s" else "msgs/s"
+        body.append([PEERS_NAMES.get(r.get("workload"), r.get("workload")), unit, rate(r.get("coact_msgs_per_s")),
+                     rate(r.get("caf_msgs_per_s")),
+                     f"{rate(r.get('tokio_msgs_per_s'))} ({r.get('tokio_channel', '?')})",
+                     f"**{num(r.get('ratio'), 1)}**", f"**{num(r.get('coact_over_tokio'), 2)}**"])
+    workers = sorted({r.get("workers") for r in rows if r.get("workers") is not None})
+    note = (f"Medians of alternating trials, {', '.join(map(str, workers))} worker(s); tokio's figure is "
+            "the faster of its bounded and unbounded channels.")
+    return note + "\n\n" + table(["workload", "unit", "coact", "CAF 0.17", "tokio 1.24", "coact/CAF",
+                                  "coact/tokio"], body)
+
+
+def timers_section(rows):
+    rows = [r for r in rows if r.get("group") == "timers"]
+    if not rows:
+        return None
+    parts = []
+    late = [r for r in rows if r.get("workload") == "lateness"]
+    if late:
+        body = []
+        for r in late:
+            def pp(side):
+                s = r.get(side) or {}
+                fired = s.get("fired")
+                exp = s.get("expected")
+                tail = "" if fired is None or fired == exp else f", {fired} of {exp} fired"
+                return f"{num(s.get('p50_us'), 1)} / {num(s.get('p99_us'), 1)} µs{tail}"
+            t = r.get("target") or {}
+            body.append([(r.get("parameters") or {}).get("load", "?"), pp("coact"), pp("caf"), pp("tokio"),
+                         f"p99 ≤ {t.get('coact_p99_us_at_most', '?')} µs: {met(t.get('met'))}"])
+        parts.append("Lateness of 1 ms timers (handler start − deadline), p50 / p99:\n\n" +
+                     table(["load", "coact", "CAF 0.17", "tokio 1.24", "target (coact)"], body))
+    idle = [r for r in rows if r.get("workload") == "idle_cpu"]
+    if idle:
+        body = []
+        for r in idle:
+            t = r.get("target") or {}
+            fr = t.get("floor_relative") or {}
+            floor = (r.get("coact_breakdown") or {}).get("floor_cpu_pct")
+            body.append([f"{(r.get('parameters') or {}).get('period_ms', '?')} ms",
+                         f"{num(r.get('coact_cpu_pct'), 3)} %", f"{num(r.get('caf_cpu_pct'), 3)} %",
+                         f"{num(r.get('tokio_cpu_pct'), 3)} %", f"{num(floor, 3)} %",
+                         f"≤ {num(t.get('coact_cpu_pct_at_most'), 2)} %: {met(t.get('met'))}"
+                         + (" (below the floor)" if t.get("below_floor") else ""),
+                         met(fr.get("met")), met((t.get("at_most_tokio") or {}).get("met"))])
+        parts.append("Idle CPU with one periodic timer (% of one core; the floor is a bare thread's timed "
+                     "wait at the same period, measured in the same process):\n\n" +
+                     table(["period", "coact", "CAF 0.17", "tokio 1.24", "floor", "absolute target",
+                            "floor + 0.1", "≤ tokio"], body))
+    cancel = [r for r in rows if r.get("workload") == "cancel_rate"]
+    for r in cancel:
+        parts.append(f"`send_after` + `cancel` pairs per second: coact {rate(r.get('coact_pairs_per_s'))}, "
+                     f"CAF {rate(r.get('caf_pairs_per_s'))} (emulated), tokio {rate(r.get('tokio_pairs_per_s'))}.")
+    return "\n\n".join(parts)
+
+
+def burst_section(rows):
+    rows = [r for r in rows if r.get("group") == "burst"]
+    if not rows:
+        return None
+    body = []
+    for r in rows:
+        width = r.get("width")
+        body.append([r.get("workload", "?"), "—" if width in (None, 0) else width,
+                     f"{r.get('handler_us', '?')} µs", num(r.get("ratio"), 3),
+                     f"{rate(r.get('on_msgs_per_s'))} / {rate(r.get('off_msgs_per_s'))}",
+                     num(r.get("sync_ratio"), 1)])
+    return ("On/off is the median of the pairs' ratios; syncs are wakes + injector and deque pushes.\n\n" +
+            table(["workload", "width", "handler", "on/off throughput", "msgs/s on / off", "syncs off/on"], body))
+
+
+def sampling_section(rows):
+    arch = [r for r in rows if r.get("group") == "sampling" and r.get("workload") == "archiver"]
+    if not arch:
+        return None
+    r = arch[0]
+    metric = r.get("metric", "?")
+    medians = r.get("median_later_pass_s") or r.get("median_last_pass_s") or \
+        (r.get("wall") or {}).get("median_wall_s") or {}
+    over = {"plain": None, "profile_only": r.get("profile_only_over_plain_pct"),
+            "sampling_no_sweep": r.get("sampling_no_sweep_over_plain_pct"),
+            "sweep0": r.get("sweep0_over_plain_pct"), "sampling": r.get("sampling_over_plain_pct")}
+    sides = r.get("sides") or {}
+    body = []
+    for side in ("plain", "profile_only", "sampling_no_sweep", "sweep0", "sampling"):
+        if side in medians:
+            body.append([f"`{side}`", sides.get(side, ""), f"{num(medians[side], 3)} s",
+                         "—" if side == "plain" else signed(over[side], 1, " %")])
+    return (f"The archiver (metric `{metric}`, medians; overheads are medians of the per-trial ratios "
+            "to `plain`):\n\n" + table(["side", "what", "median", "over plain"], body))
+
+
+def perf_compare_section(rows):
+    rows = [r for r in rows if r.get("tool") == "perf-compare"]
+    if not rows:
+        return None
+    body = []
+    for r in rows:
+        ci = r.get("ci95_pct") or [None, None]
+        body.append([f"`{r.get('metric', '?')}`", figure(r.get("base_median")), figure(r.get("cand_median")),
+                     signed(r.get("median_delta_pct"), 1, " %"), f"{signed(ci[0], 1)} … {signed(ci[1], 1)}",
+                     r.get("verdict", "—")])
+    return table(["metric", "base median", "cand median", "median delta", "95% CI of delta", "verdict"], body)
+
+
+def validate_section(doc):
+    rows = doc.get("rows") or []
+    body = []
+    for r in rows:
+        coz = ""
+        if r.get("coz_predicted") is not None:
+            coz = f" (Coz {num(r['coz_predicted'], 3)}, {signed(r.get('coz_error_pts'))})"
+        region = r.get("region", "?")
+        body.append([f"{r.get('workload', '?')} {r.get('stage', '')}".strip(), f"`{region}`",
+                     num(r.get("s"), 2), num(r.get("predicted"), 3), num(r.get("actual"), 3),
+                     signed(r.get("error_pts")) + coz])
+    summary = (f"{doc.get('rows_compared', len(rows))} rows: mean absolute error "
+               f"**{num(doc.get('mean_abs_error_pts'), 2)} points**, max {num(doc.get('max_abs_error_pts'), 1)}.")
+    if doc.get("coz_rows_compared"):
+        summary += (f" On the {doc['coz_rows_compared']} rows Coz also measured: coact mean "
+                    f"{num(doc.get('coact_mean_abs_error_pts_on_coz_rows'), 2)} (max "
+                    f"{num(doc.get('coact_max_abs_error_pts_on_coz_rows'), 1)}), Coz mean "
+                    f"{num(doc.get('coz_mean_abs_error_pts'), 2)} (max {num(doc.get('coz_max_abs_error_pts'), 1)}).")
+    params = (f"Each workload: a {num(doc.get('sweep_s'), 0)} s sweep in {doc.get('chunks', '?')} chunks "
+              "interleaved with the really-faster programs; actual = the median over the chunks.")
+    return params + " " + summary + "\n\n" + table(
+        ["workload, stage", "region", "s", "predicted", "actual", "error (points)"], body)
+
+
+SECTIONS = {"peers": peers_section, "peers-burst-on": peers_section, "peers-1-worker": peers_section,
+            "timers": timers_section, "burst": burst_section, "sampling": sampling_section,
+            "sweep-cost": perf_compare_section}
+
+
+# --- the page ------------------------------------------------------------------
+
+def lines_of(path):
+    """The lines of a text file of the run, or None where the run has none."""
+    if not os.path.exists(path):
+        return None
+    return read_text(path).splitlines()
+
+
+def run_header(run_dir):
+    out = []
+    start = lines_of(os.path.join(run_dir, "start.txt"))
+    end = lines_of(os.path.join(run_dir, "end.txt"))
+    cmd = lines_of(os.path.join(run_dir, "command.txt"))
+    if start:
+        out.append(f"- started: {start[0]}")
+        if len(start) > 2:
+            out.append(f"- commit: `{start[2]}`")
+        if len(start) > 1 and "load average" in start[1]:
+            out.append(f"- load average at the start: {start[1].split('load average:')[1].strip()}")
+    if end:
+        out.append(f"- ended: {end[0]}")
+    out.append(f"- command: `{cmd[0] if cmd else 'scripts/readme-run.sh'}`")
+    return out
+
+
+def step_commands(run_dir):
+    path = os.path.join(run_dir, "commands.txt")
+    cmds = {}
+    if run_dir and os.path.exists(path):
+        for line in read_text(path).splitlines():
+            if "\t" in line:
+                name, cmd = line.split("\t", 1)
+                cmds[name] = cmd
+    return cmds
+
+
+def render(run_dir, validate_path, command):
+    lines = ["# coact performance: generated tables", "",
+             "<!-- Generated; do not edit. Regenerate with the command below. -->", "",
+             f"Generated by `{command} > docs/perf/README.md`.", ""]
+    if run_dir:
+        lines += ["Its source is one run of `scripts/readme-run.sh` (every table's command, one after",
+                  "another, on a quiet machine). The numbers that matter are ratios measured side by side",
+                  "within that run; absolute figures move between runs and machines.", "",
+                  f"The run (`{run_dir}`):", ""] + run_header(run_dir) + [""]
+    else:
+        lines += ["This page has no `scripts/readme-run.sh` run yet. Its only source is",
+                  f"`{validate_path}`, the output of one",
+                  "`coact-profile validate --with-coz --json`; validate's JSON records neither its date",
+                  "nor its commit, which are in the file's name. The other tables appear once the page",
+                  "is generated from a run's directory (`scripts/perfdoc.sh RUN_DIR`).", ""]
+    lines += ["Earlier runs and their analyses: [history/](history/2026-12-01-tables.md).", ""]
+    cmds = step_commands(run_dir) if run_dir else {}
+    if run_dir:
+        extra = sorted(f for f in os.listdir(run_dir)
+                       if f.startswith("perf-compare-vs-") and f.endswith(".json"))
+    else:
+        extra = []
+    steps = list(STEPS)
+    sections = dict(SECTIONS)
+    for f in extra:
+        stem = f[:-len(".json")]
+        steps.insert(3, (stem, f"coact-peers at 1 worker against {stem[len('perf-compare-vs-'):]}",
+                         "scripts/perf-compare.sh --base-bin REV's coact-peers --cand-bin build/release/... "
+                         "--workloads ping_pong,thread_ring --n 1000000 --workers 1 --trials 15"))
+        sections[stem] = perf_compare_section
+    for stem, heading, default_cmd in steps:
+        if stem == "validate":
+            path = validate_path or (os.path.join(run_dir, "validate.json") if run_dir else None)
+        else:
+            path = os.path.join(run_dir, stem + ".json") if run_dir else None
+        if path is None:
+            continue
+        lines += [f"## {heading}", "", f"`{cmds.get(stem, default_cmd)}`", ""]
+        if not os.path.exists(path):
+            lines += ["Not in this run.", ""]
+            continue
+        if stem == "validate":
+            docs = read_json_lines(path)
+            if len(docs) != 1 or not isinstance(docs[0], dict) or "rows" not in docs[0]:
+                raise InputError(f"{path}: not the JSON of coact-profile validate --json (no \"rows\")")
+            text = validate_section(docs[0])
+        else:
+            text = sections[stem](read_json_lines(path))
+        lines += [text if text else "The step wrote no rows (see its .err file in the run).", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv=None, prog="python3 -m coact_reports.perfdoc"):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    run_dir = validate_path = None
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--validate":
+            if not args:
+                return die("--validate needs a value (validate's JSON file)")
+            validate_path = args.pop(0)
+        elif a.startswith("-"):
+            return die(f"unknown option '{a}' (expected RUN_DIR and/or --validate FILE; see --help)")
+        elif run_dir is None:
+            run_dir = a
+        else:
+            return die(f"unexpected argument '{a}': one RUN_DIR at most")
+    if run_dir is None and validate_path is None:
+        return die("no input: give RUN_DIR (scripts/readme-run.sh's output) or --validate FILE")
+    if run_dir is not None and not os.path.isdir(run_dir):
+        return die(f"RUN_DIR '{run_dir}' is not a directory")
+    if validate_path is not None and not os.path.isfile(validate_path):
+        return die(f"--validate '{validate_path}' is not a file")
+    try:
+        page = render(run_dir, validate_path, " ".join([prog] + argv))
+    except InputError as e:
+        return die(str(e))
+    sys.stdout.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
