@@ -584,7 +584,7 @@ run_sampling_group() {
   # Its own build with debug information (RelWithDebInfo): line sampling needs
   # the program's line table. A Release build has none: its drainer attributed
   # nothing and unwound every frame of every sample, so that is not the cost a
-  # user of line regions pays (the quiet run of 57bc804 measured that case).
+  # user of line regions pays.
   local BUILD_DIR=${COACT_BENCH_SAMPLING_BUILD_DIR:-$ROOT/build/relwithdebinfo}
   if [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]]; then
     [[ -f $BUILD_DIR/CMakeCache.txt ]] || die 1 "COACT_BENCH_NO_BUILD=1 but $BUILD_DIR is not a build directory"

@@ -328,11 +328,10 @@ int main(int argc, char** argv) {
     for (uint32_t us : handler_us) {
       for (uint32_t width : widths) {
         // About 2*10^6 messages for zero-work rows (~0.1 s at 2 workers),
-        // 10^5 for 20 us rows (~1 s of handler time; w512: ~97 rounds). Ten
-        // times fewer (until 2026-12-01) made a zero-work run ~10 ms and a
-        // w512 20 us run 9 rounds, and ratios of 0.90-1.03 for rows that
-        // perf-compare finds unchanged: the start-up and the last round's
-        // stragglers were most of a run.
+        // 10^5 for 20 us rows (~1 s of handler time; w512: ~97 rounds), so
+        // that the start-up and the last round's stragglers are a small part
+        // of a run (with ten times fewer they were most of it, and the on/off
+        // ratios scattered for rows perf-compare finds unchanged).
         const uint64_t msgs = us == 0 ? 2000000 : 100000;
         const uint32_t rounds = std::max<uint32_t>(2, uint32_t(msgs / (2ull * width) / scale));
         row("fan_out", width, us, workers, trials,

@@ -110,7 +110,7 @@ constexpr std::array kKeys{
     Key{"COACT_CAUSAL_SOURCE_SCOPE"sv, "causal"sv, "source_scope"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
         "source files whose lines can be regions: Coz patterns ('%' = any characters) on full paths; empty: the "
         "program's own sources"sv},
-    // scheduler: the runtime's pool (seed 000 defaults).
+    // scheduler: the runtime's pool.
     Key{"COACT_WORKERS"sv, "scheduler"sv, "workers"sv, Type::integer, ""sv, 0, 1024, false, "0"sv, ""sv,
         "pool worker threads; 0: the CPUs this process may run on"sv},
     Key{"COACT_SPIN_WINDOW_US"sv, "scheduler"sv, "spin_window_us"sv, Type::integer, "us"sv, 0, 1'000'000, false,

@@ -69,39 +69,14 @@
 //  Cost of a handler run whose region is not live (the common case, and
 //  every run at speedup 0): no TSC read (but for one run in ~128, sampled),
 //  no region-stack frame, one store opening the slot untimed and one read of
-//  the live word, one load and one store closing it, one visit count
-//  (33 -> 30 extra instructions per ping-pong message once the exit stopped
-//  reading the live word: "Straddlers"), all inlined into the runtime's
+//  the live word, one load and one store closing it, one visit count (the
+//  exit reads no live word: "Straddlers"), all inlined into the runtime's
 //  hooks (step 3b; handler_fast_path.hpp). A sampled run takes a short
-//  out-of-line path with one TSC read at each end.
-//  Measured with callgrind (scripts/bench.sh instructions, its sweep count:
-//  a sweep at speedup 0, 1 worker, the difference of n = 1e5 and 3e5 runs):
-//  extra instructions per ping-pong message over no sweep 388 (two TSC
-//  reads per run, slot from/published stores, the pay-point frame) -> 183
-//  (untimed slots, sampled cycles) -> 165 (fewer fast-path tests) -> 85
-//  (fast frames inlined, off the region stack; sampled runs off the
-//  general path) -> 78 (64-byte cache entries holding the visit counter,
-//  cold general paths); fan-out 160 -> 74 (489 / 572 per message without a
-//  sweep). Of those 78, the inline enter and exit are ~55, the sampled runs
-//  ~7, the pay points' second load ~4. (The runtime's direct sends came
-//  later; a sweep turned them off, ~40 more per message: 434 -> 553 ping-
-//  pong, 524 -> 637 fan-out. A sweep at fixed speedup 0 keeps them on now,
-//  since its pay points pay nothing (hooks.hpp pay_point_is_noop): +81 /
-//  +80 over no sweep; any other sweep buffers sends from its start. The
-//  sampling stride 16 -> 64 (kSampleStrideMin) then: +75 / +72, at 435 /
-//  525 per message without a sweep; pay points that read G first (one
-//  load while G == 0, hooks.hpp on_pay_point): +61 / +63. The runtime
-//  then kept the fast enter's cache entry across the handler call for the
-//  exit (hooks.hpp on_handler_exit's token: no sweep-flag load, no key
-//  compare there): +63 -> +56 / +62 -> +56 with the keep-local valve
-//  pinned, COACT_LOCAL_TIME_BUDGET_US=0. The slot state word as the fast
-//  frame itself (no `open` pointer stored, compared and cleared; the exit
-//  reads the slot through its cache entry, no thread-local access): +56 ->
-//  +52.5 / +56 -> +52.6, 436 / 488 and 465 / 518 per message. The gate as
-//  the thread's cache (the enter reads no slot state: handler_fast_path.hpp,
-//  "The gate") and handler-completion points that read their regions'
-//  visits (no progress-point visit, a call and a locked add, at the exit):
-//  +52.4 -> +41.5 / +52.7 -> +41.6, 333 / 375 and 481 / 522.)
+//  out-of-line path with one TSC read at each end. A sweep at fixed speedup
+//  0 keeps the runtime's direct sends (its pay points pay nothing: hooks.hpp
+//  pay_point_is_noop); any other sweep buffers sends from its start.
+//  `scripts/bench.sh instructions` (sweep_instr_per_msg) measures what this
+//  costs per message; docs/results/sweep-cost-history.md keeps its history.
 //  A slot is handed between its owner and payers by one atomic state word
 //  (the protocol is at LiveSlot), so a slice of running time is published
 //  exactly once and the owner never waits except for a payer mid-update.
@@ -111,9 +86,8 @@
 // a pay point while the region is still running owes nothing for it yet. In
 // fork-join (A = 2 units ∥ B = 1 unit, then join) with A sped up by s > 1/2,
 // B finished, paid nothing and joined before A's delay existed, so the join
-// waited only for A's real end: predicted speedup s instead of min(s, 1/2)
-// (measured: 0.27 at s = 0.75 but also only 0.09 at s = 0.25, the baseline
-// itself being perturbed). Coz adds delay continuously (every sample of the
+// waited only for A's real end: predicted speedup s instead of min(s, 1/2),
+// and the baseline itself was perturbed. Coz adds delay continuously (every sample of the
 // selected line); publishing the running part at each pay point does the
 // same at the only instants it can matter: when a thread is about to make
 // another runnable, and when a timer is popped (fire_due pays first).
@@ -403,11 +377,9 @@ struct Frame {
 // (~3 µs; two TSC reads are then < 1% of it) makes the next run timed too,
 // so long handlers (the archiver's compressor) stay exact. Visits, progress
 // points and virtual speedup (live regions) are always exact.
-// The stride (64..191, mean ~128; it was 32..95 and, before that, 8..23): a
-// sampled run costs ~190 instructions (callgrind: the out-of-line enter and
-// exit, two TSC reads, the next countdown), ~12 per zero-work message at a
-// mean of 16, ~3 at 64, ~1.3 at 128 (coact-peers ping-pong at 1 worker: 2.5
-// -> 1.2 of the sweep's extra instructions per message).
+// The stride (64..191, mean ~128): a sampled run takes the out-of-line enter
+// and exit, two TSC reads and the next countdown, so its cost per zero-work
+// message falls with the mean stride; at ~128 it is about one instruction.
 // The estimate stays unbiased; its spread grows with the square root of the
 // stride (~1.4x from 64), which matters only for the time-weighted region draw and the
 // profile's region_ns of regions with few runs — and a region that runs for
@@ -589,16 +561,14 @@ uint16_t next_countdown(ThreadRegions& t) noexcept {
 // Per-thread (sharded) visit and cycle counters, one block per live slot
 // (the slot index a thread takes on its first segment). Why: a shared
 // counter per region is a contended cache line when the same handler runs
-// on several workers; perf (cpu-clock samples, ping-pong under a sweep)
-// put ~40 % of pop_region's samples on its two lock-prefixed adds. End to
-// end the change measured +10 % / +7 % on ping-pong / fan-out under a
-// sweep (perf-compare, 10 pairs; CIs include 0). Each block has one writer
+// on several workers (its lock-prefixed adds dominated pop_region's
+// profile). Each block has one writer
 // (its thread: relaxed load + store through std::atomic_ref, no RMW);
 // readers sum the blocks (relaxed loads). A block is allocated on its
 // thread's first account and never freed (totals are cumulative), 64 KiB
 // per thread that ran a region. Plain integers, so that the block comes
 // zeroed from calloc: value-initialising 8192 std::atomics one by one took
-// ~3 ms under ThreadSanitizer, inside the first region a thread timed
+// milliseconds under ThreadSanitizer, inside the first region a thread timed
 // (region_test's s·Δ check against the thread's own clock failed in CI).
 struct ThreadCounters {
   uint64_t visits[kMaxRegions];

@@ -332,7 +332,7 @@ bool arm(Ring& r) noexcept {
 // (periods x period x s) would reach the other threads in lumps larger than
 // a short branch's slack; hence the perf event during line experiments.
 // But its hrtimer costs CPU at every expiry and at every context switch of
-// the thread while enabled (docs/perf/history/2026-12-01-sampling-cost.md),
+// the thread while enabled (docs/perf/history/),
 // so it is open only then. Created disabled; SIGPROF to thread `tid` at each
 // overflow (O_ASYNC, F_SETSIG, F_SETOWN_EX). -1 if perf events are not
 // allowed (e.g. perf_event_paranoid 3, a seccomp filter): the POSIX timer

@@ -776,7 +776,7 @@ void Symbolizer::Impl::load(uint32_t id) {
   if (dwarf_getsrclines(c.die, &lines, &n) != 0) return;
   // A CU's rows name its files by pointers into the CU's file table: the
   // path is built and normalised once per file, not once per row (per row
-  // it was 85 % of the start-up: 2.9 G instructions for the archiver).
+  // it would dominate the start-up of a large program).
   std::unordered_map<const char*, uint32_t> cu_files;  // this CU's file-name pointer -> file id
   c.rows.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -803,8 +803,8 @@ void Symbolizer::Impl::load(uint32_t id) {
     }
     c.rows.push_back(Row{addr + bias, cf->second, static_cast<uint32_t>(std::max(lineno, 0)), end});
   }
-  // libdw hands the rows sorted by address already (most units need no
-  // sort: it was 6 of the drainer's 37 M instructions for the archiver).
+  // libdw hands the rows sorted by address already: most units need no
+  // sort, so it is skipped when they are.
   const auto by_address = [](const Row& a, const Row& b) {
     return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
   };

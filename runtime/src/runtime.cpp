@@ -105,9 +105,8 @@ void Runtime::run() {
   // (causal resume). Without this its L stays where it last touched the
   // ledger, and a driver that runs passes in a loop (coact-dedup) paid the
   // whole delay injected during the previous run() at its next send: a
-  // pipeline stall of ~100 ms per pass that is not injected delay, which
-  // made the archiver's profile predict -17 % for a faster compressor
-  // (measured +15 %). A run() that returns without blocking (nothing live,
+  // pipeline stall per pass that is not injected delay, which turns a
+  // faster stage's predicted speedup negative. A run() that returns without blocking (nothing live,
   // or a stop already requested) credits nothing: the caller was running.
   if (sched_->wait_until_done()) causal::on_resume();
 }

@@ -64,7 +64,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     : rt_(rt), tuning_(tuning), spin_park_(tuning.effective_workers()), registry_(tuning.effective_workers()) {
   const uint32_t n = tuning_.effective_workers();
   // Calibrate tsc_hz at boot (once per process; cached, or pinned by
-  // COACT_TSC_HZ) so timer shifts never stall a scheduler loop (seed 003).
+  // COACT_TSC_HZ) so timer shifts never stall a scheduler loop.
   (void)calibrate::tsc_hz();
   // Hand-off cost: pinned by COACT_HANDOFF_COST_NS (resolved into the
   // tuning), else the boot value, live-refined by EWMA from real wakes.
@@ -193,11 +193,9 @@ void Scheduler::discard_burst(Burst* b) {
 // refresh the hint and to feed the cost cells (only claimed mail does). A
 // burst pays per group a claim, two group locks, a seize, and per mail a
 // reference taken and dropped and a ring region, where a direct send pays
-// an inbox push: measured (burst bench, fan-out width 8, 0 us handlers, 16
-// pairs) burst on ran at 0.83 of off with 1 worker and 0.95 with 2
-// (callgrind, 1 worker: 5.7 locked instructions per message on, 4.3 off,
-// with fewer instructions). Inline: out of line, its call in post_on's
-// first-send path cost ping-pong 9 % with burst on. bp is the running
+// an inbox push, so a narrow, cheap burst is slower than direct sends.
+// Inline: it is on post_on's first-send path, which every reply and chain
+// hop takes with burst on. bp is the running
 // producer's (w->current->producer, loaded once by the caller: after the
 // in_handler store the compiler must load it again): this worker's to
 // touch. Worker::direct_left = the width gate - 1: the invocation's sends
@@ -321,10 +319,9 @@ inline bool Scheduler::post_burst(Worker* w, ActorCell* target, Envelope* e) {
 // send inline (no call into post), the rest in Scheduler::post. Burst off:
 // post_off (post_direct inline); burst on: post_on (post_burst inline), so
 // that a burst of one mail (a reply, a chain hop) costs what it costs with
-// burst off (callgrind, ping-pong, 1 worker: post 63 instructions per send
-// with burst on against post_off's 50 before). Post_direct inline here (its
-// frame: six registers saved) made burst on pay 25 more instructions per
-// fan-out message: each mode gets its own out-of-line door.
+// burst off. Each mode gets its own out-of-line door: post_direct inlined
+// into a shared one would give every burst-on send its frame (six registers
+// saved).
 void post(ActorCell* target, Envelope* e) {
   Scheduler* const s = target->sched;
   if (s->direct_sends()) [[likely]] {
@@ -444,8 +441,8 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
   trace::on_flush_end(w, producer, t_sent, mails, traced);
 }
 
-// Inlined into flush (out of line it cost ~20 instructions per flush: the
-// call, and registers saved twice).
+// Inlined into flush (out of line it would add the call, and registers saved
+// twice, to every flush).
 [[gnu::always_inline]] inline void Scheduler::flush_route(Worker& w, ActorCell* producer) {
   // w.batched: some send of this invocation was buffered (buffer_send). If
   // none was, every entry is a direct send that took its recipient's
@@ -656,10 +653,8 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
   // push's backlog check would spill the drainer, every group of this burst
   // with it, to a sibling woken for it, cold, while this worker idles. The
   // burst restarts the cascade clock: the valve spills only a cascade that
-  // runs on past its own period after this. Measured (burst bench, fan-out
-  // width 512, 0 us handlers, 2 workers, recruitment off, 6 trials): 11.4-
-  // 28.6 M msgs/s with 46-99 parks and 91-156 injector pushes per trial
-  // before, 30.9-32.4 M with 0-3 parks and 1-3 pushes after.
+  // runs on past its own period after this (without it, a wide zero-work
+  // fan-out's rounds woke a parked sibling and ran cold there).
   if (confident && extra == 0) w.cascade_start_ns = w.clock_ns;
   extra = std::min(extra, tuning_.burst_recruit_max);
   if (w.tracing()) [[unlikely]] trace::on_recruit(w, p, staged, extra, !confident);
@@ -693,9 +688,8 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
   // group and doubles after each run in which no recipient published a
   // burst of its own, up to kMaxRun, and at most a 2 x workers share of
   // what is unclaimed (guided self-scheduling: a recruited sibling still
-  // finds groups, and runs shrink to one toward the end). Measured: peers
-  // fan-out and 64-wide zero-work fan-outs, one-mail groups, paid one CAS
-  // per mail for the claim.
+  // finds groups, and runs shrink to one toward the end). Why: a fan-out's
+  // groups hold one mail each, so one CAS per group is one per mail.
   constexpr uint32_t kMaxRun = 8;
   const uint32_t share = 2 * worker_count();
   uint32_t want = 1;
@@ -800,7 +794,7 @@ void Scheduler::deliver_claimed(Worker& w, ActorCell* t, Envelope* e) {
 void Scheduler::schedule_backlog(Worker& w, int64_t n) {
   // The valve is at least 6 µs unless pinned: a younger cascade cannot trip
   // it, so the estimate is read only when it could (every spawn-and-send in a
-  // fan-out handler lands here; valve_ns() was ~20 instructions of each).
+  // fan-out handler lands here, and valve_ns() is not free).
   const uint64_t elapsed = w.clock_ns - w.cascade_start_ns;
   const uint64_t valve = valve_pin_ns_ || elapsed > kMinValveNs ? valve_ns() : 0;
   const bool valve_tripped = valve != 0 && elapsed > valve;
@@ -842,7 +836,7 @@ void Scheduler::publish_job(Job c) {
 
 // Step 1.
 inline Job Scheduler::acquire(Worker& w) {
-  // Busy-path due check (seed 003): under saturation nobody parks and no
+  // Busy-path due check (timer_heap.hpp): under saturation nobody parks and no
   // timekeeper exists, yet due timers must fire. One relaxed load per loop.
   uint64_t now = 0;
   if (timers_due(now)) [[unlikely]] fire_due(&w, now);
@@ -1171,11 +1165,8 @@ drain:
       // step 5 does instead of publishing an actor that has no mail: a
       // publish is an injector push and a sibling wake (a futex wake) on the
       // fired timer's path, and the woken sibling finds nothing to do.
-      // Measured (bench `timers` lateness idle, 2 workers, one run each way):
-      // a timer fired here waited 11.4 µs (median) between its fire and its
-      // handler before, 0.9 µs after; futex wakes per 10^4 timers 401 -> 2.
-      // Its own branch, apart from the budget test below: as one flag in
-      // that test it cost 3 instructions per dispatch (callgrind, ping-pong).
+      // Its own branch, apart from the budget test below, so that the
+      // common dispatch pays nothing for it.
       if (mails < tuning_.batch_max_mails && now - batch_start < batch_max_ns_ &&
           (c->waiting != nullptr || c->stash == nullptr || c->stash->q.empty()) &&
           c->inbox.empty_for_consumer() && c->inbox.try_release())
@@ -1201,14 +1192,10 @@ drain:
         // off slot or deque and nothing in the injector, nobody waits for
         // this worker, and publishing c would only hand it (and the cache
         // lines of everything it touches) to a sibling woken for it, or
-        // wake a sibling that finds nothing while this worker takes c back.
-        // Measured (burst bench, fan-out width 512, 0 us handlers, 2 workers,
-        // recruitment off): the fan drains 512 replies a round, a publish
-        // every 64 (1366 injector pushes a trial, each with a notify);
-        // trials where the sibling parked and was woken about once a round
-        // ran 8.8-17.7 M msgs/s, those where it did not 29.9-31.2 M (the
-        // keep-local valve's spills, see flush_burst_groups, woke it too).
-        // A new batch starts here instead (fairness is unchanged: anything
+        // wake a sibling that finds nothing while this worker takes c back
+        // (a wide fan-out's actor drains a round of replies: a publish every
+        // budget would wake the sibling about once a round, and the round
+        // would run cold there). A new batch starts here instead (fairness is unchanged: anything
         // that arrives in the injector or is pushed locally ends it).
         mails = 0;
         w.clock_ns = sync::now_ns();
@@ -1249,9 +1236,7 @@ void Scheduler::dispatch_traced(Worker& w, ActorCell* c, Envelope* e) { dispatch
 // Burst recruitment's cost estimates (CostTable) come from the handlers that
 // recruitment asks about: mail claimed from a burst group and run in place
 // (burst step 6), every 16th one timed (two clock reads). Other dispatches -
-// a chain hop, a reply, a drained inbox - pay nothing for it (with every
-// 16th dispatch timed, the stride count was 5 of the 36 instructions per
-// ping-pong message that burst on cost over off; callgrind, 1 worker).
+// a chain hop, a reply, a drained inbox - pay nothing for it.
 // The stride is drawn per sample from 8..23 (xorshift32, Marsaglia 2003),
 // not a fixed 16: a producer whose invocations claim a fixed number of
 // mails (4 here: three to sinks and a bounce) made a fixed stride time the
@@ -1376,8 +1361,7 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
       c->destroy_actor(c);
     }
   }
-  // Most actors never waited: skip the out-of-line call (27 instructions
-  // per actor in skynet, callgrind).
+  // Most actors never waited: skip the out-of-line call.
   if (c->wait_timer != 0 || c->waiting_env != nullptr || c->stash != nullptr) drop_wait_state(c);
   delete c->producer;  // releases the active burst; queued drainers keep theirs
   c->producer = nullptr;
@@ -1541,13 +1525,12 @@ void* alloc_envelope(size_t bytes, RingRegion** region) {
     // Only from the second send of an invocation on (make_envelope's
     // t_ring_armed): the first takes a small-object envelope (a thread-local
     // free-list pop): a one-mail handler - a chain hop, a reply - gains
-    // nothing from a ring region (header, seal, reclaim, atomic release) and
-    // measured +12% instructions per hop with it.
+    // nothing from a ring region (header, seal, reclaim, atomic release).
     // A ring that refused once stays full for the rest of this invocation
     // (regions are reclaimed in ring order, and the oldest one is still
-    // live): the later sends skip the attempt. skynet with burst on found
-    // the ring full for 99.6% of its ring sends (a breadth-first tree keeps
-    // old regions live), each attempt a seal, a reclaim walk and a failed open.
+    // live): the later sends skip the attempt, each a seal, a reclaim walk
+    // and a failed open (a breadth-first spawn tree keeps old regions live,
+    // so its ring is full for nearly every send).
     if (!w->ring_refused) {
       if (void* p = w->ring.alloc(bytes, region)) return p;
       w->ring_refused = true;

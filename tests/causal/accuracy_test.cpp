@@ -368,15 +368,11 @@ namespace {
 // 1.4-3 ms; a scheduler trace of `sleepers` showed the forking worker stalled
 // 2-4 ms while its woken sibling ran A, which then also ran B: 16.0 ms per
 // round instead of 14, and A 75% faster really gives 14.2 ms). There A is on
-// the critical path of the real program, the prediction follows it
-// (`coact-profile validate`, 2026-11-30, quiet: sleepers_send A predicted
-// 0.032 / 0.059 / 0.081 vs really-faster 0.101 / 0.107 / 0.114), and a check
-// against 0 cannot pass. Where wakes are prompt (the same machine loaded,
-// the program at SCHED_FIFO priority: period 14.0 ms) A predicted 0.005 /
-// 0.009 / 0.011 (sleepers) and -0.003 / -0.005 / -0.007 (sleepers_send), B
-// within 1 point; sleepers_spin, whose idle worker never parks, on the quiet
-// machine: A 0.003 / 0.003 / -0.001 vs really-faster -0.002 / -0.005 / 0.000,
-// B 0.140 vs 0.143.
+// the critical path of the real program, the prediction follows it (and the
+// really-faster program agrees: coact-profile validate's sleepers rows), and
+// a check against 0 cannot pass. Where wakes are prompt (the program at
+// SCHED_FIFO priority, or sleepers_spin, whose idle worker never parks) A
+// predicts about 0 and B stays within a point.
 void check_sleepers(ka::Workload w) {
   if (skip_if_sanitized()) return;
   std::lock_guard lock(ca::test_ledger_mutex());

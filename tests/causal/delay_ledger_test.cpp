@@ -185,8 +185,9 @@ TEST_CASE("ledger calls are cheap no-ops on a thread with nothing owed", "[ledge
   CHECK(elapsed < 100ms);  // ~1 ns per call unloaded; the bound only catches a syscall or sleep
 }
 
-// Not run by default: measures pay_debt's overshoot distribution (the table in
-// delay_ledger.hpp). Run with: <test binary> "[ledger][measure]".
+// Not run by default: measures pay_debt's overshoot distribution (a table
+// per debt size; earlier results: docs/perf/history/). Run with:
+// <test binary> "[ledger][measure]".
 TEST_CASE("measure pay_debt overshoot distribution", "[.][ledger][measure]") {
   std::lock_guard lock(ca::test_ledger_mutex());
   settle();

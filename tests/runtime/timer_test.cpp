@@ -1,5 +1,5 @@
-// Timers (seed 003): the seed's tests by name, plus send_after(0), the
-// cancel-versus-fire sweep, periodic cancellation, saturation and idle CPU.
+// Timers (timer_heap.hpp): sleep, send_after, cancel and wait timeouts, plus
+// send_after(0), the cancel-versus-fire sweep, periodic cancellation, saturation and idle CPU.
 // Timing bounds hold on a loaded 2-core machine: lateness is asserted as a
 // distribution (median) or with generous maxima, never "exactly on time".
 // Delta-sensitive tests serialize on the process-global ledger.

@@ -76,7 +76,7 @@ std::string error_of(const TuningSources& s) {
 
 }  // namespace
 
-TEST_CASE("tuning defaults equal seed 000's", "[tuning]") {
+TEST_CASE("tuning defaults are the documented ones", "[tuning]") {
   cerr_capture err;
   const SchedulerTuning t = resolve_tuning(isolated());
   CHECK(t.workers == 0);

@@ -1,5 +1,5 @@
 // runtime/src/detail/burst.hpp: the burst, one handler invocation's output as
-// the unit of dispatch (seed 000), and its packed lifecycle word.
+// the unit of dispatch under COACT_BURST=on, and its packed lifecycle word.
 //
 // The burst lifecycle (COACT_BURST=on; scheduler.cpp implements the steps):
 //   1. Sends buffer into the ring. Inside a handler each send constructs its
@@ -197,11 +197,10 @@ class Lifecycle {
   /// group and taking the next: run_burst). The next group index, or
   /// nullopt when the cursor reached len; `retired` is complete()'s result
   /// (a completion that retires finds nothing to claim: done <= cursor <=
-  /// len). One locked instruction per group instead of two: on a 64-wide
+  /// len). One locked instruction per group instead of two: on a wide
   /// fan-out of zero-work handlers each group's atomics (claim, two group
   /// locks, complete, seize, the target's reference, the ring region) are
-  /// what burst on pays over off (callgrind, 1 worker: 5.5 locked
-  /// instructions per message on, 3.5 off, with 18 % fewer instructions).
+  /// what burst on pays over off.
   std::optional<uint32_t> complete_and_claim(bool& retired) noexcept {
     uint64_t w = word_.load(std::memory_order_acquire);
     for (;;) {
@@ -482,13 +481,11 @@ struct BurstProducer : SmallAllocated {
 /// its estimate is then the mean plus the mean absolute deviation: an upper
 /// estimate, so a cell whose timings spread (a zero-work handler's do: the
 /// clock reads and cache misses are most of it, and one preempted run moves
-/// mean and deviation alike) recruits only if even that pays. Until
-/// 2026-12-01 a cell with deviation > mean was not trusted, and the width
-/// gate then recruited a sibling for a 64-wide fan-out of zero-work
-/// handlers in ~5 % of its flushes (peers fan-out, 2 workers: 2,444
-/// injector pushes in 46,876 bursts against 22 with recruitment off), each
-/// moving the round's groups to a cold sibling: burst on ran 13 % behind
-/// off (perf-compare, 16 pairs). Kind ids beyond kCells are never trusted
+/// mean and deviation alike) recruits only if even that pays. Such a cell
+/// is trusted all the same: left to the width gate, a wide fan-out of
+/// zero-work handlers would recruit a cold sibling now and then, and each
+/// recruitment moves the round's groups away from their warm caches. Kind
+/// ids beyond kCells are never trusted
 /// (the width gate decides for them).
 class CostTable {
  public:
@@ -539,10 +536,10 @@ class CostTable {
 
 /// The cost of moving one group to a recruited sibling, beyond its work:
 /// the recipient's cell, inbox and state, and the mail, are cold there, and
-/// its reply crosses back. Measured here (burst bench, fan-out width 512,
-/// 0 us handlers, 2 workers, 195 rounds): rounds where a sibling was
-/// recruited ran 10.5 M msgs/s against 31 M where it was not, ~64 us more
-/// per round of 1024 messages with ~256 groups moved: 250 ns per group.
+/// its reply crosses back. The value is the burst bench's fan-out (width
+/// 512, zero-work handlers, 2 workers): the extra time of a round with a
+/// recruited sibling over one without, divided by the groups it moved (the
+/// run: docs/perf/history/).
 inline constexpr uint64_t kGroupMoveNs = 250;
 
 /// Recruitment target K (workers, the producer's included) for a flush

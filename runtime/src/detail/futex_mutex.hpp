@@ -6,10 +6,9 @@
 //
 // Why not std::mutex: a periodic timer on an otherwise idle pool takes four
 // uncontended lock/unlock pairs per tick (heap insert and pop_due, idle-list
-// register and unregister); pthread_mutex_lock / _unlock cost ~55
-// instructions a pair out of line in libc (callgrind, bench `timers`
-// idle_cpu at 5 ms: 219 instructions per tick) and their code lines are cold
-// misses after every sleep. Here the uncontended pair is one CAS and one
+// register and unregister); pthread_mutex_lock / _unlock are a call pair out
+// of line in libc each, and their code lines are cold misses after every
+// sleep. Here the uncontended pair is one CAS and one
 // exchange, inline.
 //
 // States of the word: 0 unlocked; 1 locked, no waiter; 2 locked, maybe

@@ -1,6 +1,6 @@
 // runtime/src/detail/mail_ring.hpp: MailRing, the outbound byte ring that a
-// handler's sends are written into in place (seed 000, "The burst
-// lifecycle", steps 1 and 7).
+// handler's sends are written into in place (the burst lifecycle's steps 1
+// and 7, burst.hpp).
 //
 // One producer, many consumers, no loss, reclaiming:
 //  - The producer is the worker thread running handlers (the ring belongs to
@@ -32,7 +32,7 @@
 //    envelope (small_alloc): the producer never blocks and never waits for
 //    readers. An envelope larger than the ring always falls back.
 //
-// Why per worker, not per actor. The seed keeps one 64 KiB ring per actor. A
+// Why per worker, not per actor. One 64 KiB ring per actor would not do: a
 // spawn tree (skynet: 10^6 actors, each sending once) would then hold up to
 // 64 GiB of rings, or allocate and free one per actor. A worker is also a
 // single producer (one handler at a time), so the ring is per worker: memory

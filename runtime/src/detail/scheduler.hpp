@@ -1,5 +1,5 @@
-// runtime/src/detail/scheduler.hpp: the pool (seed 000, "Wakeup and
-// fairness"): N workers, each with a LIFO own deque, a shared injector,
+// runtime/src/detail/scheduler.hpp: the pool (wakeup and fairness:
+// docs/DESIGN.md, "Pool"): N workers, each with a LIFO own deque, a shared injector,
 // optional peer steal and SpinPark; the registry; the dispatch loop.
 //
 // Worker loop, numbered as scheduler.cpp implements it:
@@ -93,7 +93,7 @@ inline constexpr uint8_t kInHandlerSent = 3;
 /// envelope) whose growth is a call out of line. Owner thread only. With
 /// std::vector, the send path's inline reallocation made every send save and
 /// restore six registers (the growth path needs them; GCC sets up the frame
-/// at entry), ~12 instructions per ping-pong message. Only the operations
+/// at entry). Only the operations
 /// the scheduler and the trace use.
 class OutboundList {
  public:
@@ -310,8 +310,7 @@ class Scheduler {
   /// The flush point: `producer` is the actor whose handler (or destructor) ran.
   void flush(Worker& w, ActorCell* producer);
   /// flush() after the pay point and the seal: routes the outbound mail.
-  /// Inlined into flush() (an out-of-line call cost 23 instructions per
-  /// ping-pong message in callgrind).
+  /// Inlined into flush(): it is on every handler's exit path.
   [[gnu::always_inline]] inline void flush_route(Worker& w, ActorCell* producer);
   [[gnu::noinline]] void flush_traced(Worker& w, ActorCell* producer);
   /// flush() with the trace off (dispatch's untraced copy calls it directly).
@@ -407,7 +406,7 @@ class Scheduler {
   /// first, or the actor stops); the holder's thread.
   void cancel_wait_timer(ActorCell* c);
   /// Keep-local time valve (ns, 0 = off): pinned, or 6x the live hand-off
-  /// cost estimate clamped to 6..60 µs (seed 000).
+  /// cost estimate clamped to 6..60 µs (the keep-local valve's default).
   uint64_t valve_ns() const noexcept;
   static constexpr uint64_t kMinValveNs = 6000;  ///< valve_ns()'s floor when not pinned
 

@@ -1,5 +1,5 @@
 // runtime/src/detail/spin_park.hpp: SpinPark, the idle-worker coordinator
-// (seed 000, "Wakeup and fairness"): an idle worker spins for a bounded
+// (wakeup and fairness: docs/DESIGN.md, "Pool"): an idle worker spins for a bounded
 // window re-scanning for shared work, then parks on its own futex parker.
 // Producers of shared work call notify(), which skips the futex entirely when
 // some worker is spinning (route-to-spinner: the spinner's scan finds the

@@ -35,68 +35,34 @@
 // timed park returns L ns after the requested instant (the kernel timer and
 // the wake-up path; on a virtual machine also the host waking the vCPU). It
 // parks until deadline - m and spins the remainder, so a wake costs
-// (m - L)+ ns of spinning and is max(L - m, 0) late. A fixed margin (the
-// earlier rule: an EWMA of L plus twice its deviation, capped at the 50 µs
-// ceiling) pays m - L on every early wake: on the 2-vCPU KVM machine that was
-// the cap on every period, 1.35 % of a core at 5 ms where the timed park
-// itself costs 20-50 µs of CPU (bench `timers` coact_breakdown: a bare thread in the same
-// timed futex wait).
-// The margin is therefore derived from the measured distribution of L, not
-// from a point estimate: a histogram of L (2 µs buckets up to 128 µs, an
-// overflow bucket, counts halved every 512 samples so it follows a changing
-// machine; seeded with one sample at the calibrated hand-off cost, the same
-// kernel wake path) gives the expected spin of a margin m,
+// (m - L)+ ns of spinning and is max(L - m, 0) late. m is derived from the
+// measured distribution of L, not from a point estimate: a histogram of L
+// (2 µs buckets up to 128 µs, an overflow bucket, counts halved every 512
+// samples so it follows a changing machine; seeded with one sample at the
+// calibrated hand-off cost, the same kernel wake path) gives the expected
+// spin of a margin m,
 //   S(m) = E[(m - L)+] = sum over samples below m of (m - L),
 // and the tail a margin leaves, q99(L) - m. Two parts, the larger wins
 // (I: the parked interval; both m <= min(I / 8, q99(L)): spinning past
 // nearly every wake buys nothing):
 //   free:  the largest m with S(m) <= min(I / 5000, 2 µs) (at most 0.02 %
-//          of a core). Where L has a floor -- every wake at least 30 µs
-//          late, say -- a margin up to that floor costs nothing, so
-//          lateness falls by the free part of L at no measurable CPU. The
-//          2 µs cap: past it the free part only buys lateness a long period
-//          does not need (its tail target I / 64 is 312 µs at 20 ms, the
-//          bare wake meets it) at a price the idle budget does notice: at
-//          100 ms, I / 5000 let the margin spin 13.8 µs per park, a quarter
-//          of the whole idle tick (0.057 % of a core against a bare timed
-//          wait's 0.043 %; quiet run of 2026-12-01).
+//          of a core): the part of L every wake pays anyway, at no
+//          measurable CPU; the 2 µs cap keeps long periods from spinning
+//          for lateness their tail target does not need.
 //   tail:  m = q99(L) - I / 64, cut to the largest m with S(m) <= I / 25
 //          (4 % of a core). The lateness target is relative to the
-//          interval, as the kernel's own select/poll slack is (0.1 % of the
-//          timeout, fs/select.c select_estimate_accuracy; too tight for a
-//          VM's 30-150 µs wakes): a 1 ms timer gets p99 wake lateness
-//          <= 16 µs, a 5 ms timer 78 µs, 20 ms 312 µs (which the VM's
-//          bare wake already meets, so long periods spin only the free
-//          part). I / 32 before (31 µs at 1 ms) left too little room for
-//          the histogram's estimate of q99 (256-512 decayed samples: its
-//          q99 is the 3rd-5th largest) and for the fire and handler after
-//          the wake: replayed against this VM's bare 1 ms wake (L = 18 µs +
-//          Exp(12 µs): p50 26, p99 73 µs; spin_window_test), the rule's own
-//          p99 wake lateness was 37-42 µs at 7-13 µs of spin per period,
-//          and the quiet bench measured timer p99 47-58 µs (10.5 µs of spin
-//          per park); with I / 64 the replay gives 22-26 µs at 20-27 µs of
-//          spin per period (+1.3 % of a core at 1 kHz; no change at 5 ms
-//          and longer, where the free part is the larger).
-// The arithmetic (idle CPU = (F + S) / I, F = the kernel's CPU per timed
-// park, 25-75 µs on the 2-vCPU VM, more at longer periods; L quiet at 5 ms:
-// p5 33, p50 57, p99 115 µs):
-//   I = 1 ms:   tail part up to S = 40 µs (+4 % of a core; a 1 kHz timer is
-//               not idle); with the VM's 1 ms L about 20-27 µs (+2-2.7 %)
-//   I = 5 ms:   free part only: S <= 1 µs  (+0.02 %)
-//   I = 20 ms:  S <= 2 µs  (+0.01 %)
-//   I = 100 ms: S <= 2 µs  (+0.002 %)
+//          interval, as the kernel's own select/poll slack is: a 1 ms
+//          timer gets p99 wake lateness <= 16 µs, 20 ms 312 µs; I / 64
+//          leaves room for the histogram's estimate of q99 and for the fire
+//          and handler after the wake.
 // Where the tail and the budget conflict (q99(L) - I / 64 costs more than
 // I / 25), the budget wins and the timer stays late by the rest.
 // An interval no longer than q05(L) is spun whole (m = I): a park would be
-// late by more than the interval and cost a kernel timer wake (timers a few
-// µs apart, as a cluster of 1 ms timers armed together is, took one timed
-// park each before). The margin is recomputed after samples/8 new samples
-// (every sample while the histogram fills, every 32-64 once it is full) or
-// for an interval more than 1/16 away and above the cached q05
-// (margin_cached_ns).
-// The earlier rule (S(m) <= min(I / 100, 10 µs), m <= spin_window_us)
-// spent 3-9 µs per period at 5 ms where the tail needed none, and could not
-// reach a 1 ms timer's tail (the 50 µs cap): p99 110-172 µs on the idle VM.
+// late by more than the interval and cost a kernel timer wake. The margin is
+// recomputed after samples/8 new samples (every sample while the histogram
+// fills, every 32-64 once it is full) or for an interval more than 1/16 away
+// and above the cached q05 (margin_cached_ns). Why each constant is what it
+// is, with the arithmetic per interval: docs/design/wake-latency-margin.md.
 // Samples come from the timekeeper only (one worker at a time, handed over
 // through the timekeeper_ CAS); the buckets are relaxed atomics anyway, so a
 // reader on another thread (stats) sees a lost or stale count, never a torn
@@ -202,18 +168,16 @@ class WakeLatency {
   /// above the q05 it was computed with (a periodic timer parks for
   /// nearly the same interval every period). Between recomputations the
   /// margin scales with the interval where it was the whole interval (spun
-  /// whole), and is never more than the interval. Saves ~1800 instructions
-  /// per timed park (callgrind, bench `timers` idle_cpu at 5 ms: 4300 -> ~2500
-  /// per period). Timekeeper thread only (the role is handed over through
+  /// whole), and is never more than the interval, so most timed parks skip
+  /// the histogram scan. Timekeeper thread only (the role is handed over through
   /// the timekeeper_ CAS, which orders these plain members).
   uint64_t margin_cached_ns(uint64_t interval_ns, uint64_t ceiling_ns) noexcept {
     if (ceiling_ns == 0) return 0;
-    // Fresh enough: fewer new samples than 1/8 of those held (256-512 once
-    // the histogram is full, so every 32-64 timed parks: the recomputation
-    // every 16 was ~80 of the ~1250 instructions of an idle 5 ms tick; while
-    // it fills, after every sample at first, so the first periods' margins
-    // are not the seed's: replayed, 2-3 of the first 100 periods of a 1 ms
-    // timer woke more than 45 µs late with a recomputation every 16, 0-1 now).
+    // Fresh enough: fewer new samples than 1/8 of those held (every 32-64
+    // timed parks once the histogram is full, which keeps the recomputation
+    // off most idle ticks); while it fills, after every sample, so the first
+    // periods' margins come from measured lateness, not from the boot
+    // hand-off cost the histogram starts with.
     const bool fresh = cache_valid_ && observed_ - cache_observed_ < std::max<uint32_t>(1, cache_total_ / 8);
     if (fresh && interval_ns >= cache_lo_ && interval_ns <= cache_hi_)
       return cache_whole_ ? interval_ns : std::min(cache_margin_, interval_ns);

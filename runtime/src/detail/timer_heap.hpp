@@ -1,5 +1,5 @@
 // runtime/src/detail/timer_heap.hpp: the one min-heap of timer entries
-// (seed 003). Reasons: Sleep (resume a sleeping actor), WaitTimeout (resume
+// (docs/DESIGN.md, "Timers"). Reasons: Sleep (resume a sleeping actor), WaitTimeout (resume
 // a waiting actor with a timeout), Send (deliver mail, resolved at fire time).
 //
 // Virtual time: every virtual entry carries delay_stamp: at arming, the
@@ -53,11 +53,10 @@ enum class TimerReason : uint8_t { sleep, wait_timeout, send };
 
 /// The armed set of TimerHeap: seqs (never 0) in one open-addressed array,
 /// linear probing, deletion by backward shift (no tombstones; Knuth, TAOCP
-/// vol. 3, 6.4, Algorithm R). It replaced a std::unordered_set, whose node
-/// allocation on insert and free on erase cost ~300 instructions and the
-/// malloc code and arena lines per periodic tick (callgrind, bench `timers`
-/// idle_cpu at 5 ms); on an idle pool every cache line a tick touches is a
-/// miss (~0.1 µs each after a 5 ms sleep on the 2-vCPU VM), so a tick's CPU
+/// vol. 3, 6.4, Algorithm R). Not a std::unordered_set: its node allocation
+/// on insert and free on erase would put malloc's code and arena lines on
+/// every periodic tick; on an idle pool every cache line a tick touches is a
+/// miss after the sleep, so a tick's CPU
 /// grows with its footprint. Capacity is a power of two, at least 64; the
 /// load stays at most 1/2 (grows by doubling). Seqs are consecutive, so the
 /// slot is a Fibonacci hash (the multiplicative hash, TAOCP 6.4) of the seq.

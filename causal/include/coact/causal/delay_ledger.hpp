@@ -37,26 +37,9 @@
 // G slightly older than its waker's; then it owes the difference and pays it
 // at its next pay point (conservative, never lost).
 //
-// pay_debt() accuracy (measured with the [ledger][measure] test: 1000
-// payments per debt, overshoot = cycles actually waited − cycles owed; 2-core
-// KVM guest, Xeon @ 2.80 GHz, tsc_hz 2793438 kHz, other engineers' builds
-// sharing both cores):
-//
-//   load avg ~2      p50      p90      p99       max
-//     debt    1 µs   39 ns    53 ns    63 ns     122 µs
-//     debt   10 µs   45 ns    57 ns   113 ns     142 µs
-//     debt  100 µs   46 ns    63 ns    51 µs     273 µs
-//     debt    1 ms  282 ns    16 µs   1.8 ms     8.6 ms
-//   load avg ~5.8
-//     debt    1 µs   33 ns    33 ns    43 ns     0.3 µs
-//     debt   10 µs   42 ns    42 ns   142 ns      16 ms
-//     debt  100 µs   39 ns    52 ns   8.0 ms      12 ms
-//     debt    1 ms  232 ns   1.7 µs   6.4 ms     8.4 ms
-//
-// Across runs the medians stay below 400 ns at every size; the p90 of
-// spin-paid debts (up to ~100 µs: sleeping is skipped while the debt is
-// within the sleep margin) stays below 200 ns; the p90 of sleep-paid debts
-// ranged from 0.5 µs to 44 µs, and to 1.3 ms in one run at load ~5.6.
+// pay_debt() accuracy (overshoot = cycles actually waited − cycles owed) is
+// measured by the [ledger][measure] test, 1000 payments per debt size; a
+// debt within the sleep margin is spun, a larger one slept and then spun.
 //
 // Under-pay: never (it waits until now_cycles() >= entry + debt).
 // Overshoot bound: while the paying thread keeps its CPU, the spin-loop

@@ -248,9 +248,9 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   FastEntry& e = fast_cache_entry(t_fast.gate, type, kind);
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
   // and whose `visits` and `slot` are set (region.cpp sets it only then).
-  // (Tested first, and decremented last: with the decrement first, as one
-  // `subw` and a branch on its borrow, one instruction fewer, ping-pong
-  // under a sweep ran 3 % slower on this Zen 5 VM, 1 worker.)
+  // (Tested first, and decremented last: the decrement first, as one `subw`
+  // and a branch on its borrow, is one instruction fewer but ran slower;
+  // docs/results/sweep-cost-history.md.)
   if (e.countdown == 0 || e.type != type || e.kind != kind) return nullptr;
   const uint32_t word = e.slot_word;
   // The slot before the live word ("The handshake" in the file comment):

@@ -137,8 +137,8 @@ inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
 /// either case is one load; the sweep flag is read only once G != 0.)
 // always_inline (this and the two below): one or two loads each, but GCC
 // stopped inlining on_pay_point into the scheduler's dispatch once
-// scheduler.cpp grew (the claimed-run drainer), an out-of-line call per
-// message: +3 instructions per ping-pong message with burst off (callgrind).
+// scheduler.cpp grew (the claimed-run drainer): an out-of-line call per
+// message.
 [[gnu::always_inline]] inline void on_pay_point() noexcept {
   if (detail::g_global_delay.load(std::memory_order_relaxed) != 0 && g_sweep_active.load(std::memory_order_relaxed))
       [[unlikely]]

@@ -96,7 +96,7 @@ class Symbolizer {
   /// libdw's CFI once per address and cached; a sample meeting a rule of
   /// another form (a DWARF expression, a CFA in another register past frame
   /// 0, an address without CFI) is unwound by libdwfl's own unwinder
-  /// (~10^4 instructions per frame: it evaluates every register's rule),
+  /// (far costlier per frame: it evaluates every register's rule),
   /// which gives the same frames.
   Sample unwind(const RawSample& raw, bool to_first_in_scope = false);
 

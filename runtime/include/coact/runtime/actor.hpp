@@ -155,10 +155,9 @@ void abandon_envelope(void* mem, size_t bytes, RingRegion* region) noexcept;
 /// the next envelope goes to the ring. A handler's first send takes a
 /// small-object envelope (a one-mail handler - a chain hop, a reply - gains
 /// nothing from a ring region); this flag lets make_envelope decide that
-/// inline (burst on, thread-ring at 1 worker: the out-of-line decision was
-/// +49 instructions per hop). While it is false (always, on every thread,
-/// with COACT_BURST=off) no send asks the worker for ring memory (an
-/// out-of-line alloc_envelope was +57 instructions per ping-pong message).
+/// inline, with no out-of-line call on the send path. While it is false
+/// (always, on every thread, with COACT_BURST=off) no send asks the worker
+/// for ring memory.
 /// Written by the scheduler (set by its buffered send, cleared by its flush)
 /// on this thread only.
 inline thread_local bool t_ring_armed = false;

@@ -30,8 +30,8 @@ namespace detail {
 /// A type-erased send-timer action: fire() delivers (resolving the address
 /// now), destruction without fire() drops it. Allocated from the per-thread
 /// free lists (small_alloc.hpp): a periodic timer arms one per period, and
-/// glibc's malloc and free were ~130 instructions and several cold cache
-/// lines of each idle tick (callgrind, bench `timers` idle_cpu). Freed on
+/// glibc's malloc and free would put their instructions and cold cache
+/// lines on every idle tick. Freed on
 /// the firing worker (or the thread that cancels or shuts down).
 struct TimerAction : SmallAllocated {
   virtual ~TimerAction() = default;

@@ -12,8 +12,9 @@
 //                  points at mail.
 //   Held  (bit 1)  exactly one party holds the actor: the queue (deque or
 //                  injector) it was published on, or the worker draining it.
-//                  The seed's Ready and Running are both Held here; which one
-//                  is a matter of where the actor is, not of the bit.
+//                  A Ready (queued) and a Running (being drained) actor
+//                  are both Held; which one is a matter of where the actor
+//                  is, not of the bit.
 //
 //             push (sender's exchange read Idle: it schedules the actor)
 //   Idle ------------------------------------------------------------> Held
@@ -50,8 +51,8 @@
 //    modification order changed head_ away from stub|Held, so the CAS fails
 //    and the holder drains that mail. A push after it reads Idle and
 //    schedules the actor itself. Either way no mail waits in the inbox of an
-//    Idle actor: the stranded-mail race that the seed's mark_idle +
-//    try_self_requeue recheck closes cannot arise here, and the holder never
+//    Idle actor: the stranded-mail race that a separate mark_idle and a
+//    re-queue recheck would have to close cannot arise here, and the holder never
 //    touches the cell after a successful release (another worker may own it,
 //    stop it and free it from then on).
 //  - Ordering of the actor's state: try_release is seq_cst (release half)

@@ -4,8 +4,8 @@
 // Every mail outside a burst is one envelope allocation and one free (burst
 // dispatch writes a handler's further sends into its MailRing), a burst
 // flush allocates one Burst (its group array inline), and a spawn tree
-// allocates and frees a cell per actor; glibc's malloc was ~25% of the
-// instructions of ping-pong and ~45% of skynet (callgrind). Blocks are kept in
+// allocates and frees a cell per actor: glibc's malloc would be a large share
+// of every message's and every spawn's instructions. Blocks are kept in
 // 16-byte size classes up to kMaxSmallBytes on a thread-local free list of at
 // most kMaxCachedPerClass blocks; beyond that (or for larger sizes) the
 // global operator new/delete is used. A block freed on another thread than
