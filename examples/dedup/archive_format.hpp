@@ -18,7 +18,10 @@
 //     magic[8]      "CDAR\r\n\x1a\n"  (PNG-style: catches text-mode and
 //                                      truncated transfers)
 //     version u32   1
-//     flags   u32   0 (reserved; readers reject non-zero)
+//     flags   u32   bit 0 (kFlagSha1Fingerprints): the chunk fingerprints
+//                   are SHA-1 (20 bytes, zero-padded to 32; written by
+//                   `coact-dedup archive --fingerprint sha1`), else SHA-256;
+//                   other bits reserved (readers reject them)
 //   Chunk data (offset 16): the stored bytes of every unique chunk, back to
 //     back, in chunk-id order. Chunk ids are assigned in stream order (the
 //     first occurrence of each content), so the data section is
@@ -41,7 +44,8 @@
 //       stored_size u32   bytes stored
 //       raw_size    u32   bytes after decoding (1..max chunk size)
 //       method      u8    0 stored raw (zstd did not shrink it), 1 zstd frame
-//       fingerprint [32]  SHA-256 of the raw bytes
+//       fingerprint [32]  SHA-256 of the raw bytes (SHA-1, zero-padded, with
+//                         header flag bit 0)
 //     chunk lists    for each regular file in file-table order, chunk_count
 //                    u32 chunk ids; the raw sizes of a file's chunks sum to
 //                    its `size`.
@@ -78,11 +82,14 @@ class dedup_error : public std::runtime_error {
 inline constexpr std::array<uint8_t, 8> kMagic = {'C', 'D', 'A', 'R', '\r', '\n', 0x1a, '\n'};
 inline constexpr std::array<uint8_t, 8> kEndMagic = {'C', 'D', 'A', 'R', 'E', 'N', 'D', 0};
 inline constexpr uint32_t kVersion = 1;
+/// Header flag: chunk fingerprints are SHA-1, zero-padded (see the layout).
+inline constexpr uint32_t kFlagSha1Fingerprints = 1;
+inline constexpr uint32_t kKnownFlags = kFlagSha1Fingerprints;
 inline constexpr uint64_t kHeaderBytes = 16;
 inline constexpr uint64_t kFooterBytes = 56;
 inline constexpr uint64_t kChecksumBytes = 32;
 
-/// SHA-256 digest of a chunk (fingerprint.hpp computes it).
+/// Digest of a chunk: SHA-256, or SHA-1 zero-padded (fingerprint.hpp computes both).
 using Fingerprint = std::array<uint8_t, 32>;
 
 enum class EntryType : uint8_t { regular = 1, directory = 2, symlink = 3 };
@@ -175,13 +182,13 @@ class ByteSource {
   const char* what_;
 };
 
-/// The 16-byte header.
-inline std::vector<uint8_t> encode_header() {
+/// The 16-byte header; `flags` a combination of kKnownFlags.
+inline std::vector<uint8_t> encode_header(uint32_t flags = 0) {
   std::vector<uint8_t> out;
   ByteSink s(out);
   s.bytes(kMagic.data(), kMagic.size());
   s.u32(kVersion);
-  s.u32(0);
+  s.u32(flags);
   return out;
 }
 

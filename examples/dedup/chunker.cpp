@@ -3,6 +3,7 @@
 
 #include <array>
 #include <bit>
+#include <cstring>
 #include <string>
 
 #include "dedup/archive_format.hpp"
@@ -87,6 +88,59 @@ CutResult fastcdc_cut(std::span<const uint8_t> data, const ChunkParams& params) 
     fp = (fp << 1) + kGear[p[i]];
     if ((fp & m.large) == 0) return {i + 1, true};
   }
+  if (limit == params.max_bytes) return {limit, true};  // forced cut at max
+  return {n, false};
+}
+
+namespace {
+
+// Gear-hashes p[i..end) from `fp`, stopping after the first position whose
+// hash has no bit of `mask` set: returns that position + 1, or 0 if none (fp
+// is then the hash after end - 1). Eight positions per iteration: the
+// masks lie below bit 50, so (h & mask) - 1 has bit 63 set exactly when
+// h & mask == 0, and one OR over the eight tells whether any cut is there.
+inline size_t scan_unrolled(const uint8_t* p, size_t i, size_t end, uint64_t& fp, uint64_t mask) noexcept {
+  const uint64_t* g = kGear.data();
+  for (; i + 8 <= end; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    const uint64_t f0 = (fp << 1) + g[w & 255];
+    const uint64_t f1 = (f0 << 1) + g[(w >> 8) & 255];
+    const uint64_t f2 = (f1 << 1) + g[(w >> 16) & 255];
+    const uint64_t f3 = (f2 << 1) + g[(w >> 24) & 255];
+    const uint64_t f4 = (f3 << 1) + g[(w >> 32) & 255];
+    const uint64_t f5 = (f4 << 1) + g[(w >> 40) & 255];
+    const uint64_t f6 = (f5 << 1) + g[(w >> 48) & 255];
+    const uint64_t f7 = (f6 << 1) + g[w >> 56];
+    const uint64_t any = ((f0 & mask) - 1) | ((f1 & mask) - 1) | ((f2 & mask) - 1) | ((f3 & mask) - 1) |
+                         ((f4 & mask) - 1) | ((f5 & mask) - 1) | ((f6 & mask) - 1) | ((f7 & mask) - 1);
+    if ((any >> 63) != 0) [[unlikely]] {
+      const uint64_t f[8] = {f0, f1, f2, f3, f4, f5, f6, f7};
+      for (size_t k = 0; k < 8; ++k) {
+        if ((f[k] & mask) == 0) return i + k + 1;
+      }
+    }
+    fp = f7;
+  }
+  for (; i < end; ++i) {
+    fp = (fp << 1) + g[p[i]];
+    if ((fp & mask) == 0) return i + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CutResult fastcdc_cut_unrolled(std::span<const uint8_t> data, const ChunkParams& params) noexcept {
+  const size_t n = data.size();
+  if (n <= params.min_bytes) return {n, false};
+  const size_t limit = n < params.max_bytes ? n : params.max_bytes;
+  const size_t normal = params.avg_bytes < limit ? params.avg_bytes : limit;
+  const Masks m = masks_for(params.avg_bytes);
+  static_assert(kPaperMaskS < (1ULL << 63) && kPaperMaskL < (1ULL << 63));  // the bit-63 test in scan_unrolled
+  uint64_t fp = 0;
+  if (const size_t cut = scan_unrolled(data.data(), params.min_bytes, normal, fp, m.small); cut != 0) return {cut, true};
+  if (const size_t cut = scan_unrolled(data.data(), normal, limit, fp, m.large); cut != 0) return {cut, true};
   if (limit == params.max_bytes) return {limit, true};  // forced cut at max
   return {n, false};
 }

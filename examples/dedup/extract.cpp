@@ -87,7 +87,8 @@ ArchiveReader::ArchiveReader(const std::filesystem::path& path) : path_(path) {
     if (version != kVersion)
       throw dedup_error(where() + " has format version " + std::to_string(version) + "; this coact-dedup reads version " +
                         std::to_string(kVersion));
-    if (flags != 0) throw dedup_error(where() + " has unknown header flags " + std::to_string(flags));
+    if ((flags & ~kKnownFlags) != 0) throw dedup_error(where() + " has unknown header flags " + std::to_string(flags));
+    sha1_fingerprints_ = (flags & kFlagSha1Fingerprints) != 0;
 
     uint8_t foot[kFooterBytes];
     pread_all(foot, sizeof foot, size_ - kFooterBytes);
@@ -292,9 +293,10 @@ VerifyStats verify(const std::filesystem::path& archive) {
   std::vector<uint8_t> buf;
   for (uint32_t id = 0; id < m.chunks.size(); ++id) {
     ar.read_chunk(id, buf);
-    if (sha256(buf) != m.chunks[id].fingerprint)
-      throw dedup_error("archive " + quoted(archive) + ": chunk " + std::to_string(id) +
-                        " does not match its SHA-256 fingerprint");
+    const bool sha1 = ar.sha1_fingerprints();
+    if ((sha1 ? sha1_fingerprint(buf) : sha256(buf)) != m.chunks[id].fingerprint)
+      throw dedup_error("archive " + quoted(archive) + ": chunk " + std::to_string(id) + " does not match its " +
+                        (sha1 ? "SHA-1" : "SHA-256") + " fingerprint");
     st.unique_bytes += buf.size();
   }
   for (const FileRecord& f : m.files)

@@ -35,6 +35,9 @@ class ArchiveReader {
   const Metadata& metadata() const noexcept { return meta_; }
   uint64_t file_bytes() const noexcept { return size_; }
   const std::filesystem::path& path() const noexcept { return path_; }
+  /// True when the header says the chunk fingerprints are SHA-1 (zero-padded;
+  /// archive_format.hpp), false for SHA-256.
+  bool sha1_fingerprints() const noexcept { return sha1_fingerprints_; }
 
   /// Decodes chunk `id` (< metadata().chunks.size()) into `out` (resized to
   /// its raw size). Throws dedup_error on a read error or a frame that does
@@ -48,6 +51,7 @@ class ArchiveReader {
   std::filesystem::path path_;
   int fd_ = -1;
   uint64_t size_ = 0;
+  bool sha1_fingerprints_ = false;
   Metadata meta_;
   ZSTD_DCtx_s* dctx_ = nullptr;
   std::vector<uint8_t> stored_;
@@ -87,8 +91,8 @@ struct VerifyStats {
 };
 
 /// Verifies `archive`: checksum, metadata consistency, and that every chunk
-/// decodes to its raw size and SHA-256 fingerprint. Throws dedup_error on
-/// the first failure.
+/// decodes to its raw size and fingerprint (SHA-256, or SHA-1 when the
+/// header says so). Throws dedup_error on the first failure.
 VerifyStats verify(const std::filesystem::path& archive);
 
 }  // namespace coact::dedup

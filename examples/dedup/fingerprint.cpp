@@ -44,6 +44,36 @@ Fingerprint Sha256Stream::finish() {
   return out;
 }
 
+Sha1Fingerprinter::Sha1Fingerprinter() : md_(EVP_MD_fetch(nullptr, "SHA1", nullptr)), ctx_(EVP_MD_CTX_new()) {
+  if (!md_ || !ctx_) {
+    EVP_MD_free(md_);
+    EVP_MD_CTX_free(ctx_);
+    throw dedup_error("SHA-1 init failed (OpenSSL EVP_MD_fetch)");
+  }
+}
+
+Sha1Fingerprinter::~Sha1Fingerprinter() {
+  EVP_MD_CTX_free(ctx_);
+  EVP_MD_free(md_);
+}
+
+Fingerprint Sha1Fingerprinter::operator()(std::span<const uint8_t> data) {
+  Fingerprint out{};
+  unsigned int len = 0;
+  if (EVP_DigestInit_ex(ctx_, md_, nullptr) != 1 || EVP_DigestUpdate(ctx_, data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx_, out.data(), &len) != 1 || len != 20)
+    throw dedup_error("SHA-1 failed (OpenSSL EVP)");
+  return out;  // bytes 20..31 stay zero
+}
+
+Fingerprint sha1_fingerprint(std::span<const uint8_t> data) {
+  Fingerprint out{};
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha1(), nullptr) != 1 || len != 20)
+    throw dedup_error("SHA-1 failed (OpenSSL EVP_Digest)");
+  return out;
+}
+
 std::string to_hex(const Fingerprint& fp) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s;

@@ -2,7 +2,9 @@
 //
 //   coact-dedup archive [DIR] [-o OUT.cdar] [--level N] [--compressors N]
 //                       [--fingerprinters N] [--workers N] [--passes N]
-//                       [--seconds S] [--inflight-mb N]
+//                       [--seconds S] [--inflight-mb N] [--fingerprint sha1]
+//                       [--fast-chunker] [--fast-index] [--fast-reader]
+//                       [--fast-writer]
 //   coact-dedup extract OUT.cdar [-C DESTDIR]
 //   coact-dedup verify OUT.cdar
 //
@@ -12,7 +14,9 @@
 // (a second signal kills). Runtime knobs come from --coact-* arguments,
 // COACT_* / COACT_CONFIG as for every coact program (coact::options::init
 // takes the --coact-* arguments out of argv before CLI11 parses the rest);
-// --workers overrides COACT_WORKERS.
+// --workers overrides COACT_WORKERS. --fingerprint sha1 and --fast-* are
+// really-faster variants of one stage each (pipeline.hpp, ArchiveOptions),
+// what `coact-profile validate` compares the profiler's predictions with.
 // Exit status: 0 success, 1 error (message on stderr naming the input),
 // 2 for a bad COACT_* option, CLI11's codes for other usage errors.
 #include <zstd.h>
@@ -78,6 +82,22 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   ar->add_flag("-q,--quiet", quiet, "no summary");
+  std::string fingerprint = "sha256";
+  ar->add_option("--fingerprint", fingerprint,
+                 "chunk fingerprint: sha256, or sha1 (cheaper per chunk: a really-faster Fingerprinter; the archive's "
+                 "fingerprints and header flag differ, the chunks, deduplication and stored data are the same; SHA-1 is "
+                 "not collision resistant against crafted input)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sha256", "sha1"}));
+  ar->add_flag("--fast-chunker", opt.fast_chunker,
+               "really-faster Chunker: unrolled FastCDC loop, no per-block erase (same chunks, same archive)");
+  ar->add_flag("--fast-index", opt.fast_index,
+               "really-faster Index: open-addressing fingerprint table, ring reorder window (same archive)");
+  ar->add_flag("--fast-reader", opt.fast_reader,
+               "really-faster Reader: lookups relative to open directories, no fadvise for one-block files (same "
+               "archive)");
+  ar->add_flag("--fast-writer", opt.fast_writer,
+               "really-faster Writer: ring reorder window, 8 MiB output buffer (same archive)");
 
   std::string archive_path, dest = ".";
   auto* ex = app.add_subcommand("extract", "restore a .cdar archive into a directory");
@@ -95,6 +115,8 @@ int main(int argc, char** argv) {
       opt.input = input;
       opt.output = output;
       opt.inflight_bytes = inflight_mb << 20;
+      opt.fingerprint = fingerprint == "sha1" ? dd::ArchiveOptions::FingerprintAlgo::sha1
+                                              : dd::ArchiveOptions::FingerprintAlgo::sha256;
       opt.min_duration = std::chrono::duration<double>(seconds);
       if (seconds > 0 && passes_opt->count() == 0) opt.passes = 0;  // --seconds alone: time decides
       install_signal_handlers();

@@ -32,6 +32,7 @@ constexpr int kPumpBlocks = 4;                      // blocks read per Pump hand
 constexpr int kPumpEntries = 256;                   // walk entries per Pump handler
 constexpr uint64_t kMinInflight = 1 << 20;
 constexpr size_t kOutBufferBytes = 1 << 20;
+constexpr size_t kFastOutBufferBytes = 8 << 20;  // fast_writer: one write call per 8 MiB
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -81,7 +82,15 @@ struct PassContext {
 
 Reader::Reader(std::shared_ptr<PassContext> ctx) : ctx_(std::move(ctx)) {}
 
-Reader::~Reader() { close_file(); }
+Reader::~Reader() {
+  close_file();
+  while (!stack_.empty()) pop_frame();
+}
+
+void Reader::pop_frame() {
+  if (stack_.back().fd >= 0) ::close(stack_.back().fd);
+  stack_.pop_back();
+}
 
 void Reader::close_file() {
   if (fd_ >= 0) ::close(fd_);
@@ -92,7 +101,7 @@ void Reader::on(const Start& s) {
   chunker_ = s.chunker;
   writer_ = s.writer;
   Frame root;
-  if (!list_dir("", root)) {
+  if (!(ctx_->opt.fast_reader ? list_dir_at(AT_FDCWD, ctx_->root.string(), "", root) : list_dir("", root))) {
     ctx_->fail(runtime(), "input directory '" + ctx_->root.string() + "' cannot be listed: " + errno_text(errno));
     stop();
     return;
@@ -123,6 +132,41 @@ bool Reader::list_dir(const std::string& rel, Frame& out) {
   return true;
 }
 
+// fast_reader: lists directory `name` under the open directory `parent_fd`
+// (or a path for AT_FDCWD) and keeps it open in out.fd, so that its entries
+// are looked up by one path component (fstatat/openat/readlinkat).
+bool Reader::list_dir_at(int parent_fd, const std::string& name, const std::string& rel, Frame& out) {
+  const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  const int list_fd = ::dup(fd);  // closedir closes the one fdopendir took
+  DIR* d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!d) {
+    const int err = errno;
+    if (list_fd >= 0) ::close(list_fd);
+    ::close(fd);
+    errno = err;
+    return false;
+  }
+  out.rel = rel;
+  out.names.clear();
+  out.next = 0;
+  errno = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    out.names.emplace_back(e->d_name);
+  }
+  const int err = errno;
+  ::closedir(d);
+  if (err != 0) {
+    ::close(fd);
+    errno = err;
+    return false;
+  }
+  std::sort(out.names.begin(), out.names.end());
+  out.fd = fd;
+  return true;
+}
+
 void Reader::schedule_pump() {
   if (pump_pending_ || done_) return;
   pump_pending_ = true;
@@ -133,10 +177,11 @@ void Reader::schedule_pump() {
 // FileEntry sent) or a regular file (opened, FileEntry sent; an empty one is
 // closed at once). Returns false when the walk is exhausted.
 bool Reader::next_entry() {
+  if (ctx_->opt.fast_reader) return next_entry_fast();
   while (!stack_.empty()) {
     Frame& f = stack_.back();
     if (f.next == f.names.size()) {
-      stack_.pop_back();
+      pop_frame();
       continue;
     }
     std::string rel = f.rel.empty() ? f.names[f.next] : f.rel + "/" + f.names[f.next];
@@ -214,6 +259,100 @@ bool Reader::next_entry() {
       fd_ = fd;
     else
       ::close(fd);  // empty: an entry with no chunks
+    return true;
+  }
+  return false;
+}
+
+// next_entry() for fast_reader: the same entries, records and warnings in
+// the same order, with each entry looked up relative to its open directory
+// and no fadvise for a file that one block reads whole.
+bool Reader::next_entry_fast() {
+  while (!stack_.empty()) {
+    Frame& f = stack_.back();
+    if (f.next == f.names.size()) {
+      pop_frame();
+      continue;
+    }
+    const std::string& name = f.names[f.next];
+    std::string rel = f.rel.empty() ? name : f.rel + "/" + name;
+    ++f.next;
+    const int dfd = f.fd;
+    auto full = [&] { return (ctx_->root / rel).string(); };
+    struct stat st {};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      ctx_->warn("skipping '" + full() + "': " + errno_text(errno));
+      ++skipped_;
+      continue;
+    }
+    FileEntry e;
+    e.record.mode = static_cast<uint32_t>(st.st_mode & 07777);
+    e.record.mtime_ns = mtime_ns(st);
+    if (S_ISDIR(st.st_mode)) {
+      Frame sub;
+      if (!list_dir_at(dfd, name, rel, sub)) {
+        ctx_->warn("skipping directory '" + full() + "': " + errno_text(errno));
+        ++skipped_;
+        continue;
+      }
+      e.record.path = rel;
+      e.record.type = EntryType::directory;
+      e.file = next_file_++;
+      writer_.send(std::move(e));
+      stack_.push_back(std::move(sub));  // invalidates f and name
+      return true;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      std::string target(static_cast<size_t>(st.st_size > 0 ? st.st_size : 4096) + 1, '\0');
+      const ssize_t n = ::readlinkat(dfd, name.c_str(), target.data(), target.size());
+      if (n <= 0 || static_cast<size_t>(n) >= target.size() || n > 4096) {
+        ctx_->warn("skipping symlink '" + full() + "': " + (n < 0 ? errno_text(errno) : "target changed or too long"));
+        ++skipped_;
+        continue;
+      }
+      target.resize(static_cast<size_t>(n));
+      e.record.path = rel;
+      e.record.type = EntryType::symlink;
+      e.record.size = target.size();
+      e.record.link_target = std::move(target);
+      e.file = next_file_++;
+      writer_.send(std::move(e));
+      return true;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ctx_->warn("skipping special file '" + full() + "' (socket, FIFO or device)");
+      ++skipped_;
+      continue;
+    }
+    const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    struct stat fst {};
+    if (fd < 0 || ::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      ctx_->warn("skipping unreadable file '" + full() + "': " + errno_text(err));
+      ++skipped_;
+      continue;
+    }
+    if (std::find(ctx_->skip_inodes.begin(), ctx_->skip_inodes.end(), std::pair{fst.st_dev, fst.st_ino}) !=
+        ctx_->skip_inodes.end()) {
+      ::close(fd);
+      continue;
+    }
+    if (static_cast<uint64_t>(fst.st_size) > kBlockBytes) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    e.record.path = rel;
+    e.record.type = EntryType::regular;
+    e.record.mode = static_cast<uint32_t>(fst.st_mode & 07777);
+    e.record.mtime_ns = mtime_ns(fst);
+    e.file = next_file_++;
+    cur_file_ = e.file;
+    cur_size_ = static_cast<uint64_t>(fst.st_size);
+    cur_read_ = 0;
+    cur_path_ = full();
+    writer_.send(std::move(e));
+    if (cur_size_ > 0)
+      fd_ = fd;
+    else
+      ::close(fd);
     return true;
   }
   return false;
@@ -301,6 +440,10 @@ Chunker::Chunker(std::shared_ptr<PassContext> ctx, std::vector<ActorRef<Fingerpr
 
 void Chunker::on(Block& b) {
   if (ctx_->is_aborted()) return;
+  if (ctx_->opt.fast_chunker) {
+    on_block_fast(b);
+    return;
+  }
   if (!pending_.empty() && b.file != file_) {
     ctx_->fail(runtime(), "internal error: chunker got file " + std::to_string(b.file) + " before the end of file " +
                               std::to_string(file_));
@@ -328,6 +471,38 @@ void Chunker::on(Block& b) {
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pos));
 }
 
+// on(Block) for fast_chunker: the same chunks in the same order, cut by
+// fastcdc_cut_unrolled; the bytes already cut are skipped by offset
+// (pending_pos_) and dropped only when the next block arrives, instead of a
+// front erase after every block.
+void Chunker::on_block_fast(Block& b) {
+  if (pending_pos_ < pending_.size() && b.file != file_) {
+    ctx_->fail(runtime(), "internal error: chunker got file " + std::to_string(b.file) + " before the end of file " +
+                              std::to_string(file_));
+    return;
+  }
+  file_ = b.file;
+  if (pending_pos_ == pending_.size()) {
+    pending_ = std::move(b.data);
+  } else {
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pending_pos_));
+    pending_.insert(pending_.end(), b.data.begin(), b.data.end());
+  }
+  pending_pos_ = 0;
+  const std::span<const uint8_t> all(pending_);
+  size_t pos = 0;
+  while (pos < all.size()) {
+    const std::span<const uint8_t> rest = all.subspan(pos);
+    const CutResult r = fastcdc_cut_unrolled(rest, ctx_->opt.chunking);
+    if (!r.hash_cut && !b.last) break;
+    const uint64_t seq = seq_++;
+    fps_[seq % fps_.size()].send(
+        RawChunk{seq, file_, std::vector<uint8_t>(rest.begin(), rest.begin() + static_cast<ptrdiff_t>(r.length))});
+    pos += r.length;
+  }
+  pending_pos_ = pos;
+}
+
 void Chunker::on(EndOfStream) {
   for (auto& f : fps_) f.send(EndOfStream{});
   stop();
@@ -336,11 +511,13 @@ void Chunker::on(EndOfStream) {
 // ---- Fingerprinter ----------------------------------------------------------
 
 Fingerprinter::Fingerprinter(std::shared_ptr<PassContext> ctx, ActorRef<Index> index)
-    : ctx_(std::move(ctx)), index_(std::move(index)) {}
+    : ctx_(std::move(ctx)), index_(std::move(index)) {
+  if (ctx_->opt.fingerprint == ArchiveOptions::FingerprintAlgo::sha1) sha1_ = std::make_unique<Sha1Fingerprinter>();
+}
 
 void Fingerprinter::on(RawChunk& c) {
   if (ctx_->is_aborted()) return;
-  const Fingerprint fp = sha256(c.data);
+  const Fingerprint fp = sha1_ ? (*sha1_)(c.data) : sha256(c.data);
   index_.send(HashedChunk{c.seq, c.file, fp, std::move(c.data)});
 }
 
@@ -358,6 +535,10 @@ Index::Index(std::shared_ptr<PassContext> ctx, std::vector<ActorRef<Compressor>>
 
 void Index::on(HashedChunk& c) {
   if (ctx_->is_aborted()) return;
+  if (ctx_->opt.fast_index) {
+    on_fast(c);
+    return;
+  }
   const uint64_t seq = c.seq;
   if (seq != next_seq_) {
     reorder_.emplace(seq, std::move(c));
@@ -382,10 +563,73 @@ void Index::on(HashedChunk& c) {
   }
 }
 
+// fast_index: the chunk with seq next_seq_, given its id (fresh: first seen).
+void Index::assign(HashedChunk& c) {
+  bool fresh = false;
+  const uint32_t id = find_or_add_fast(c.fp, fresh);
+  if (fresh) {
+    compressors_[id % compressors_.size()].send(NewChunk{c.seq, c.file, id, c.fp, std::move(c.data)});
+  } else {
+    writer_.send(DupChunk{c.seq, c.file, id, static_cast<uint32_t>(c.data.size())});
+  }
+  ++next_seq_;
+}
+
+// The id of `fp` in the open-addressing table, adding the next id if it is
+// new (fresh = true); ids follow first occurrence, as in on(HashedChunk).
+uint32_t Index::find_or_add_fast(const Fingerprint& fp, bool& fresh) {
+  constexpr uint32_t kNoId = UINT32_MAX;
+  if (slots_.empty() || 2 * (static_cast<size_t>(unique_) + 1) > slots_.size()) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? size_t{1} << 16 : old.size() * 2, Slot{{}, kNoId});
+    const size_t m = slots_.size() - 1;
+    for (const Slot& o : old) {
+      if (o.id == kNoId) continue;
+      size_t i = FingerprintHash{}(o.fp) & m;
+      while (slots_[i].id != kNoId) i = (i + 1) & m;
+      slots_[i] = o;
+    }
+  }
+  const size_t m = slots_.size() - 1;
+  for (size_t i = FingerprintHash{}(fp) & m;; i = (i + 1) & m) {
+    Slot& sl = slots_[i];
+    if (sl.id == kNoId) {
+      sl = Slot{fp, unique_};
+      fresh = true;
+      return unique_++;
+    }
+    if (sl.fp == fp) {
+      fresh = false;
+      return sl.id;
+    }
+  }
+}
+
+// on(HashedChunk) for fast_index: the same ids and messages in the same
+// order; out-of-order chunks wait in a window indexed by seq - next_seq_
+// instead of a node-based map.
+void Index::on_fast(HashedChunk& c) {
+  const uint64_t k = c.seq - next_seq_;
+  if (k != 0) {
+    if (k >= window_.size()) window_.resize(k + 1);
+    window_[k] = std::move(c);
+    return;
+  }
+  assign(c);
+  if (!window_.empty()) window_.pop_front();  // slot 0 was c's (empty)
+  while (!window_.empty() && window_.front()) {
+    HashedChunk next = std::move(*window_.front());
+    window_.pop_front();
+    assign(next);
+  }
+}
+
 void Index::on(EndOfStream) {
   if (--ends_needed_ > 0) return;
-  if (!reorder_.empty() && !ctx_->is_aborted())
-    ctx_->fail(runtime(), "internal error: index ended with " + std::to_string(reorder_.size()) + " chunks out of order");
+  const size_t waiting =
+      reorder_.size() + static_cast<size_t>(std::count_if(window_.begin(), window_.end(), [](const auto& w) { return w.has_value(); }));
+  if (waiting != 0 && !ctx_->is_aborted())
+    ctx_->fail(runtime(), "internal error: index ended with " + std::to_string(waiting) + " chunks out of order");
   for (auto& c : compressors_) c.send(EndOfStream{});
   writer_.send(EndOfStream{});
   stop();
@@ -430,7 +674,8 @@ void Compressor::on(EndOfStream) {
 
 Writer::Writer(std::shared_ptr<PassContext> ctx, ActorRef<Reader> reader, std::FILE* out, uint32_t compressors)
     : ctx_(std::move(ctx)), reader_(std::move(reader)), out_(out), ends_needed_(compressors + 1) {
-  const auto hdr = encode_header();
+  const auto hdr =
+      encode_header(ctx_->opt.fingerprint == ArchiveOptions::FingerprintAlgo::sha1 ? kFlagSha1Fingerprints : 0);
   put(hdr.data(), hdr.size());
 }
 
@@ -470,12 +715,18 @@ void Writer::on(const FilesDone& d) {
 
 void Writer::on(PackedChunk& c) {
   if (ctx_->is_aborted()) return;
-  accept(c.seq, Pending{false, c.file, c.id, c.raw_size, c.method, c.fp, std::move(c.stored)});
+  if (ctx_->opt.fast_writer)
+    accept_fast(c.seq, Pending{false, c.file, c.id, c.raw_size, c.method, c.fp, std::move(c.stored)});
+  else
+    accept(c.seq, Pending{false, c.file, c.id, c.raw_size, c.method, c.fp, std::move(c.stored)});
 }
 
 void Writer::on(const DupChunk& d) {
   if (ctx_->is_aborted()) return;
-  accept(d.seq, Pending{true, d.file, d.id, d.raw_size, ChunkMethod::raw, {}, {}});
+  if (ctx_->opt.fast_writer)
+    accept_fast(d.seq, Pending{true, d.file, d.id, d.raw_size, ChunkMethod::raw, {}, {}});
+  else
+    accept(d.seq, Pending{true, d.file, d.id, d.raw_size, ChunkMethod::raw, {}, {}});
 }
 
 // Retires chunks in seq order: a new chunk's bytes go to the data section
@@ -524,6 +775,55 @@ void Writer::accept(uint64_t seq, Pending p) {
   }
 }
 
+// accept() for fast_writer: the same chunks retired in the same order;
+// out-of-order ones wait in a window indexed by seq - next_seq_ instead of a
+// node-based map.
+void Writer::accept_fast(uint64_t seq, Pending p) {
+  const uint64_t k = seq - next_seq_;
+  if (k != 0) {
+    if (k >= window_.size()) window_.resize(k + 1);
+    window_[k] = std::move(p);
+    return;
+  }
+  retire(p);
+  if (!window_.empty()) window_.pop_front();  // slot 0 was p's (empty)
+  while (!ctx_->is_aborted() && !window_.empty() && window_.front()) {
+    Pending next = std::move(*window_.front());
+    window_.pop_front();
+    retire(next);
+  }
+  if (credit_ >= kCreditBatchBytes) {
+    reader_.send(Credit{credit_});
+    credit_ = 0;
+  }
+}
+
+// fast_writer: retires the chunk with seq next_seq_ (what accept's loop body does).
+void Writer::retire(Pending& p) {
+  if (!p.dup) {
+    if (p.id != meta_.chunks.size()) {
+      ctx_->fail(runtime(), "internal error: chunk id " + std::to_string(p.id) + " arrived, expected " +
+                                std::to_string(meta_.chunks.size()));
+      return;
+    }
+    meta_.chunks.push_back(ChunkRecord{pos_, static_cast<uint32_t>(p.stored.size()), p.raw_size, p.method, p.fp});
+    put(p.stored.data(), p.stored.size());
+    stats_.unique_bytes += p.raw_size;
+    stats_.stored_bytes += p.stored.size();
+  }
+  if (meta_.files.size() <= p.file) {
+    meta_.files.resize(p.file + 1);
+    meta_.chunk_lists.resize(p.file + 1);
+  }
+  meta_.files[p.file].size += p.raw_size;
+  meta_.chunk_lists[p.file].push_back(p.id);
+  stats_.bytes_in += p.raw_size;
+  ++stats_.chunks;
+  credit_ += p.raw_size;
+  DEDUP_PROGRESS_CHUNK();
+  ++next_seq_;
+}
+
 void Writer::on(EndOfStream) {
   ++ends_;
   maybe_finish();
@@ -532,8 +832,10 @@ void Writer::on(EndOfStream) {
 void Writer::maybe_finish() {
   if (ends_ < ends_needed_ || !files_done_) return;
   if (!ctx_->is_aborted()) {
-    if (!reorder_.empty())
-      ctx_->fail(runtime(), "internal error: writer ended with " + std::to_string(reorder_.size()) + " chunks out of order");
+    const size_t waiting = reorder_.size() + static_cast<size_t>(std::count_if(
+                                                 window_.begin(), window_.end(), [](const auto& w) { return w.has_value(); }));
+    if (waiting != 0)
+      ctx_->fail(runtime(), "internal error: writer ended with " + std::to_string(waiting) + " chunks out of order");
     else if (meta_.files.size() != entries_expected_)
       ctx_->fail(runtime(), "internal error: writer has " + std::to_string(meta_.files.size()) + " entries, reader sent " +
                                 std::to_string(entries_expected_));
@@ -628,7 +930,7 @@ ArchiveStats archive(Runtime& rt, const ArchiveOptions& opt) {
     ctx->tmp_path = tmp.string();
     std::FILE* out = std::fopen(tmp.c_str(), "wb");
     if (!out) throw dedup_error("cannot create '" + tmp.string() + "': " + errno_text(errno));
-    std::setvbuf(out, nullptr, _IOFBF, kOutBufferBytes);
+    std::setvbuf(out, nullptr, _IOFBF, opt.fast_writer ? kFastOutBufferBytes : kOutBufferBytes);
     add_inode(ctx->skip_inodes, tmp);
     add_inode(ctx->skip_inodes, opt.output);
 

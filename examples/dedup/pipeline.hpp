@@ -63,10 +63,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -90,6 +92,21 @@ struct ArchiveOptions {
   uint32_t fingerprinters = 2;        ///< Fingerprinter actors, 1..256
   uint64_t inflight_bytes = 32 << 20; ///< backpressure budget, >= 1 MiB
   ChunkParams chunking{};
+  // Really-faster variants of single stages (coact-dedup archive
+  // --fingerprint sha1, --fast-chunker, --fast-index, --fast-reader,
+  // --fast-writer; the Compressor's is `level`): each changes only its
+  // stage's handler, so that `coact-profile validate` can hold the causal
+  // profiler's prediction for that handler against a program that really is
+  // faster there. The defaults are the baseline code. Every variant but
+  // sha1 writes the same archive bytes; sha1 writes different fingerprints
+  // (and header flag bit 0) but cuts, deduplicates, compresses and writes
+  // the same chunks.
+  enum class FingerprintAlgo { sha256, sha1 };
+  FingerprintAlgo fingerprint = FingerprintAlgo::sha256;  ///< sha1: Sha1Fingerprinter (fingerprint.hpp)
+  bool fast_chunker = false;  ///< Chunker: fastcdc_cut_unrolled, pending bytes consumed by offset
+  bool fast_index = false;    ///< Index: open-addressing fingerprint table, ring reorder window
+  bool fast_reader = false;   ///< Reader: openat/fstatat relative to open directories, no fadvise within one block
+  bool fast_writer = false;   ///< Writer: ring reorder window, 8 MiB output buffer
   /// Passes over the input: stop after this many (0 = no pass limit).
   /// The run ends after the first pass that meets any condition that is set
   /// (passes, min_duration, keep_going, the Runtime's stop request).
@@ -227,9 +244,13 @@ struct Reader : Actor<Reader> {
     std::string rel;                 ///< directory relative to the root ("" = root)
     std::vector<std::string> names;  ///< its entries, sorted
     size_t next = 0;
+    int fd = -1;  ///< fast_reader: the directory, open while it is on the stack (closed by pop_frame)
   };
   bool list_dir(const std::string& rel, Frame& out);
+  bool list_dir_at(int parent_fd, const std::string& name, const std::string& rel, Frame& out);
+  void pop_frame();
   bool next_entry();
+  bool next_entry_fast();
   void read_block();
   void finish();
   void schedule_pump();
@@ -259,7 +280,10 @@ struct Chunker : Actor<Chunker> {
  private:
   std::shared_ptr<PassContext> ctx_;
   std::vector<ActorRef<Fingerprinter>> fps_;
-  std::vector<uint8_t> pending_;  ///< bytes of the current file not yet cut
+  void on_block_fast(Block& b);
+
+  std::vector<uint8_t> pending_;  ///< bytes of the current file not yet cut (from pending_pos_ with fast_chunker)
+  size_t pending_pos_ = 0;        ///< fast_chunker: bytes of pending_ already cut
   uint32_t file_ = 0;
   uint64_t seq_ = 0;
 };
@@ -272,6 +296,7 @@ struct Fingerprinter : Actor<Fingerprinter> {
  private:
   std::shared_ptr<PassContext> ctx_;
   ActorRef<Index> index_;
+  std::unique_ptr<Sha1Fingerprinter> sha1_;  ///< set when ctx->opt.fingerprint is sha1
 };
 
 struct FingerprintHash {
@@ -292,10 +317,24 @@ struct Index : Actor<Index> {
   std::shared_ptr<PassContext> ctx_;
   std::vector<ActorRef<Compressor>> compressors_;
   ActorRef<Writer> writer_;
+  void assign(HashedChunk& c);  // the chunk next in seq order: an id, then NewChunk or DupChunk
+  void on_fast(HashedChunk& c);
+  uint32_t find_or_add_fast(const Fingerprint& fp, bool& fresh);
+
   uint32_t ends_needed_;
   std::unordered_map<uint64_t, HashedChunk> reorder_;
   uint64_t next_seq_ = 0;
   std::unordered_map<Fingerprint, uint32_t, FingerprintHash> ids_;
+  // fast_index: window_[k] holds seq next_seq_ + k once it arrived; the
+  // fingerprint table is open addressing with linear probing (slots_ a
+  // power of two, at most half full; id kNoId = empty).
+  std::deque<std::optional<HashedChunk>> window_;
+  struct Slot {
+    Fingerprint fp;
+    uint32_t id;
+  };
+  std::vector<Slot> slots_;
+  uint32_t unique_ = 0;
 };
 
 struct Compressor : Actor<Compressor> {
@@ -330,6 +369,8 @@ struct Writer : Actor<Writer> {
     std::vector<uint8_t> stored;
   };
   void accept(uint64_t seq, Pending p);
+  void accept_fast(uint64_t seq, Pending p);
+  void retire(Pending& p);
   void put(const void* p, size_t n);
   void maybe_finish();
   void finalize();
@@ -343,6 +384,7 @@ struct Writer : Actor<Writer> {
   uint32_t entries_expected_ = 0;
   uint64_t skipped_ = 0;
   std::unordered_map<uint64_t, Pending> reorder_;
+  std::deque<std::optional<Pending>> window_;  ///< fast_writer: window_[k] holds seq next_seq_ + k
   uint64_t next_seq_ = 0;
   uint64_t credit_ = 0;
   uint64_t pos_ = 0;

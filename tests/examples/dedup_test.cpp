@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -513,4 +514,147 @@ TEST_CASE("a wide pipeline under a tight budget always produces the same archive
       REQUIRE(bytes == first);
     }
   }
+}
+
+// ---- really-faster stage variants (ArchiveOptions; coact-profile validate) ------
+
+TEST_CASE("fastcdc_cut_unrolled cuts exactly where fastcdc_cut does", "[dedup][chunker]") {
+  // Random data (cuts anywhere), text (low-entropy), zeros (no content cut:
+  // forced at max) and lengths that are not a multiple of the unroll.
+  std::vector<std::vector<uint8_t>> inputs{random_bytes(3 << 20, 11), text_bytes(1 << 20, 12),
+                                           std::vector<uint8_t>(300'000, 0), random_bytes(70'001, 13)};
+  std::vector<dd::ChunkParams> params(3);
+  params[1] = dd::ChunkParams{64, 256, 1024};
+  params[2] = dd::ChunkParams{1000, 4096, 20'000};
+  for (const auto& p : params) {
+    for (const auto& data : inputs) {
+      INFO("min " << p.min_bytes << " avg " << p.avg_bytes << " max " << p.max_bytes << ", " << data.size() << " bytes");
+      size_t pos = 0, cuts = 0;
+      while (pos < data.size()) {
+        // Every suffix length near the end too: the buffer may end anywhere in the unrolled loop.
+        const auto rest = std::span<const uint8_t>(data).subspan(pos);
+        const auto a = dd::fastcdc_cut(rest, p);
+        const auto b = dd::fastcdc_cut_unrolled(rest, p);
+        REQUIRE(a.length == b.length);
+        REQUIRE(a.hash_cut == b.hash_cut);
+        for (size_t cut_short : {size_t{1}, size_t{7}, size_t{9}}) {
+          if (a.length <= cut_short) continue;
+          const auto shorter = rest.first(a.length - cut_short);
+          const auto sa = dd::fastcdc_cut(shorter, p);
+          const auto sb = dd::fastcdc_cut_unrolled(shorter, p);
+          REQUIRE(sa.length == sb.length);
+          REQUIRE(sa.hash_cut == sb.hash_cut);
+        }
+        pos += a.length;
+        ++cuts;
+      }
+      CHECK(cuts > 1);
+    }
+  }
+}
+
+TEST_CASE("each really-faster stage variant archives the same chunks, and the archive extracts and verifies",
+          "[dedup]") {
+  Watchdog wd(120, "dedup variants");
+  TempDir tmp("variants");
+  const fs::path src = tmp.path / "src";
+  make_tree(src);
+  write_file(src / "many" / "f0", text_bytes(400'000, 30));  // multi-block: the fast Chunker's carried tail
+  for (int i = 1; i < 40; ++i) write_file(src / "many" / ("f" + std::to_string(i)), text_bytes(900 * i, 30 + i));
+  const auto want = snapshot(src);
+
+  auto archive_with = [&](const std::string& name, const std::function<void(dd::ArchiveOptions&)>& set) {
+    coact::Runtime rt(tuning_for(2));
+    dd::ArchiveOptions opt;
+    opt.input = src;
+    opt.output = tmp.path / (name + ".cdar");
+    opt.compressors = 3;
+    opt.fingerprinters = 3;
+    opt.inflight_bytes = 1 << 20;  // tight: chunks arrive out of order at the Index and the Writer
+    std::vector<std::string> warnings;
+    opt.warn = [&](const std::string& w) { warnings.push_back(w); };
+    set(opt);
+    const auto st = dd::archive(rt, opt);
+    CHECK(warnings.empty());
+    return std::pair{st, read_file(opt.output)};
+  };
+  const auto [base_st, base] = archive_with("base", [](dd::ArchiveOptions&) {});
+  REQUIRE(base.size() > 0);
+
+  const std::vector<std::pair<std::string, std::function<void(dd::ArchiveOptions&)>>> same_bytes{
+      {"fast_chunker", [](dd::ArchiveOptions& o) { o.fast_chunker = true; }},
+      {"fast_index", [](dd::ArchiveOptions& o) { o.fast_index = true; }},
+      {"fast_reader", [](dd::ArchiveOptions& o) { o.fast_reader = true; }},
+      {"fast_writer", [](dd::ArchiveOptions& o) { o.fast_writer = true; }},
+  };
+  for (const auto& [name, set] : same_bytes) {
+    INFO(name);
+    const auto [st, bytes] = archive_with(name, set);
+    CHECK(st.last.chunks == base_st.last.chunks);
+    CHECK(bytes == base);  // byte for byte: the variant changes no output
+  }
+
+  // SHA-1: other fingerprints (and header flag), the same chunks, dedup and stored data.
+  const auto [st, bytes] =
+      archive_with("sha1", [](dd::ArchiveOptions& o) { o.fingerprint = dd::ArchiveOptions::FingerprintAlgo::sha1; });
+  CHECK(st.last.chunks == base_st.last.chunks);
+  CHECK(st.last.unique_chunks == base_st.last.unique_chunks);
+  CHECK(st.last.stored_bytes == base_st.last.stored_bytes);
+  CHECK(bytes.size() == base.size());
+  CHECK(bytes != base);
+  const fs::path sha1_archive = tmp.path / "sha1.cdar";
+  dd::ArchiveReader ar(sha1_archive);
+  CHECK(ar.sha1_fingerprints());
+  CHECK_FALSE(dd::ArchiveReader(tmp.path / "base.cdar").sha1_fingerprints());
+  std::vector<uint8_t> chunk;
+  ar.read_chunk(0, chunk);
+  const auto& fp = ar.metadata().chunks[0].fingerprint;
+  CHECK(fp == dd::sha1_fingerprint(chunk));
+  CHECK(std::all_of(fp.begin() + 20, fp.end(), [](uint8_t b) { return b == 0; }));
+  dd::Sha1Fingerprinter fast_sha1;
+  CHECK(fast_sha1(chunk) == fp);
+  CHECK(dd::verify(sha1_archive).raw_bytes == st.last.bytes_in);
+  const fs::path dest = tmp.path / "sha1-x";
+  dd::extract(sha1_archive, dest);
+  CHECK(snapshot(dest) == want);
+}
+
+TEST_CASE("SHA-1 fingerprints match the FIPS 180-4 known answer, zero-padded", "[dedup]") {
+  const std::string abc = "abc";
+  const std::span<const uint8_t> in{reinterpret_cast<const uint8_t*>(abc.data()), abc.size()};
+  CHECK(dd::to_hex(dd::sha1_fingerprint(in)) ==
+        "a9993e364706816aba3e25717850c26c9cd0d89d" + std::string(24, '0'));
+  dd::Sha1Fingerprinter f;
+  CHECK(f(in) == dd::sha1_fingerprint(in));
+  CHECK(f(in) == dd::sha1_fingerprint(in));  // the reused context restarts
+}
+
+TEST_CASE("the fast Reader skips and warns about the same entries as the baseline Reader", "[dedup]") {
+  Watchdog wd(60, "dedup fast reader skip");
+  TempDir tmp("fastskip");
+  const fs::path src = tmp.path / "src";
+  write_file(src / "ok", text_bytes(5000, 20));
+  write_file(src / "sub" / "secret", text_bytes(100, 21), fs::perms(0));
+  REQUIRE(::mkfifo((src / "sub" / "fifo").c_str(), 0644) == 0);
+  fs::create_symlink("/nonexistent/target", src / "dangling");
+  auto run = [&](bool fast) {
+    coact::Runtime rt(tuning_for(2));
+    dd::ArchiveOptions opt;
+    opt.input = src;
+    opt.output = tmp.path / (fast ? "fast.cdar" : "base.cdar");
+    opt.fast_reader = fast;
+    std::vector<std::string> warnings;
+    opt.warn = [&](const std::string& w) { warnings.push_back(w); };
+    const auto st = dd::archive(rt, opt);
+    return std::tuple{st.last.files, st.last.skipped, warnings, read_file(opt.output)};
+  };
+  const auto [files0, skipped0, warn0, bytes0] = run(false);
+  const auto [files1, skipped1, warn1, bytes1] = run(true);
+  CHECK(files1 == files0);
+  CHECK(skipped1 == skipped0);
+  CHECK(warn1 == warn0);
+  CHECK(std::any_of(warn1.begin(), warn1.end(), [&](const std::string& w) {
+    return w.find("skipping special file '" + (src / "sub" / "fifo").string() + "'") != std::string::npos;
+  }));
+  CHECK(bytes1 == bytes0);
 }
