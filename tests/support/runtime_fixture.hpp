@@ -23,7 +23,7 @@
 
 namespace coact::test {
 
-/// The worker counts runtime tests sweep (CONVENTIONS.md "Tests").
+/// The worker counts runtime tests sweep (CONTRIBUTING.md, "Test").
 inline constexpr uint32_t kTestWorkerCounts[] = {1, 2, 4, 8};
 
 /// Drops a test expects to leave in the stats (default: none).

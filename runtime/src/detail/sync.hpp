@@ -1,6 +1,6 @@
 // runtime/src/detail/sync.hpp: the one import point for atomics, fences,
-// CPU relax and the futex syscall used by the scheduler (CONVENTIONS.md,
-// "Concurrency code"; model: tokio src/loom/mod.rs). A model or stress build
+// CPU relax and the futex syscall used by the scheduler (CONTRIBUTING.md,
+// "Code"; model: tokio src/loom/mod.rs). A model or stress build
 // swaps what is behind these names; counting futex wakes here is how the
 // "one post wakes at most 2 workers" test observes the scheduler.
 #pragma once
