@@ -16,7 +16,10 @@ exits 1 if there is any, 0 otherwise, 2 on a usage error.
    reports, scripts, tests) refers to the seed documents.
 5. No source file or installed header names a CAPITALS.md document the
    repository does not have (CONVENTIONS.md, say).
-6. No comment under runtime/, causal/ or calibrate/ carries a date
+6. A code block marked as an excerpt (`<!-- excerpt: PATH -->` on the line
+   before its fence) quotes PATH: each of its lines but `// ...` and blank
+   ones is a line of PATH (leading and trailing blanks aside).
+7. No comment under runtime/, causal/ or calibrate/ carries a date
    (YYYY-MM-DD; an ISO-8601 timestamp given as a format example,
    YYYY-MM-DDThh:mm, is not a date of something that happened).
 
@@ -46,6 +49,7 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 HEX_WORD = re.compile(r"(?<![\w./-])[0-9a-f]{7,40}(?![\w/-])")
 DOC_NAME = re.compile(r"(?<![\w.-])((?:[\w.-]+/)*[A-Z][A-Z_]+\.md)\b")
 DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b(?!T\d\d:)")
+EXCERPT = re.compile(r"^<!-- excerpt: (\S+) -->$")
 SOURCE_EXT = (".cpp", ".hpp", ".h", ".py", ".sh", ".cmake", ".in", "CMakeLists.txt")
 
 
@@ -127,6 +131,26 @@ def main(argv):
                     rel = target.split("#", 1)[0]
                     if not os.path.exists(os.path.join(os.path.dirname(path), rel)):
                         bad(path, n, f"a link to '{target}', which does not exist", line)
+
+    for path in sorted(set(docs)):
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        for i, line in enumerate(lines):
+            m = EXCERPT.match(line.strip())
+            if not m:
+                continue
+            src = os.path.join(root, m.group(1))
+            if not os.path.isfile(src):
+                bad(path, i + 1, f"an excerpt of '{m.group(1)}', which does not exist", line)
+                continue
+            with open(src, encoding="utf-8") as f:
+                have = {l.strip() for l in f}
+            j = i + 2  # past the fence
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                q = lines[j].strip()
+                if q and q != "// ..." and q not in have:
+                    bad(path, j + 1, f"not a line of {m.group(1)} (the excerpt's source)", lines[j])
+                j += 1
 
     readme = os.path.join(root, "README.md")
     with open(readme, encoding="utf-8") as f:
