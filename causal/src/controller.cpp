@@ -82,6 +82,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -97,6 +98,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
@@ -106,6 +108,8 @@
 #include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
 #include <coact/options.hpp>
+
+#include "evidence.hpp"
 
 namespace coact::causal {
 
@@ -134,6 +138,19 @@ constexpr std::string_view kSamplePeriodUs = "COACT_CAUSAL_SAMPLE_PERIOD_US";
 constexpr std::string_view kSourceScope = "COACT_CAUSAL_SOURCE_SCOPE";
 constexpr std::string_view kLineExperimentPeriodUs = "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US";
 constexpr std::string_view kProfileOnly = "COACT_CAUSAL_PROFILE_ONLY";
+constexpr std::string_view kMinExperiments = "COACT_CAUSAL_MIN_EXPERIMENTS";
+constexpr std::string_view kTimeShareFloorPct = "COACT_CAUSAL_TIME_SHARE_FLOOR_PCT";
+constexpr std::string_view kUntilSettled = "COACT_CAUSAL_UNTIL_SETTLED";
+constexpr std::string_view kSettleWidthPct = "COACT_CAUSAL_SETTLE_WIDTH_PCT";
+
+std::string_view to_string(RegionWeight w) {
+  switch (w) {
+    case RegionWeight::evidence: return "evidence";
+    case RegionWeight::time: return "time";
+    case RegionWeight::uniform: return "uniform";
+  }
+  return "evidence";
+}
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
   throw options::option_error(fmt::format("{}='{}': expected {}", key, value, accepted));
@@ -182,7 +199,14 @@ std::optional<Options> options_from(const options::Values& v) {
   o.max_experiments = *v.integer(kExperiments);
   o.min_delta = *v.integer(kMinDelta);
   o.seed = *v.integer(kSeed);
-  o.time_weighted = v.text(kRegionWeight) == "time";
+  const std::string weight = v.text(kRegionWeight);
+  o.region_weight = weight == "time"      ? RegionWeight::time
+                    : weight == "uniform" ? RegionWeight::uniform
+                                          : RegionWeight::evidence;
+  o.min_experiments = static_cast<uint32_t>(*v.integer(kMinExperiments));
+  o.time_share_floor_pct = static_cast<uint32_t>(*v.integer(kTimeShareFloorPct));
+  o.until_settled = v.boolean(kUntilSettled);
+  o.settle_width_pct = static_cast<uint32_t>(*v.integer(kSettleWidthPct));
   o.sampling = v.boolean(kSampling);
   o.sample_period = std::chrono::microseconds(*v.integer(kSamplePeriodUs));
   o.source_scope = v.list(kSourceScope);
@@ -195,11 +219,16 @@ std::optional<Options> options_from(const options::Values& v) {
   if (o.profile_only) {
     for (auto [key, set] : {std::pair{kFixedRegion, !o.fixed_region.empty()},
                             std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
-                            std::pair{kExperiments, o.max_experiments != 0}}) {
+                            std::pair{kExperiments, o.max_experiments != 0},
+                            std::pair{kUntilSettled, o.until_settled}}) {
       if (set) {
         bad_value(kProfileOnly, "1", fmt::format("0 when {} is set (a profile-only run has no experiments)", key));
       }
     }
+  }
+  if (o.until_settled && (!o.fixed_region.empty() || o.fixed_speedup_pct)) {
+    bad_value(kUntilSettled, "1",
+              fmt::format("0 when {} or {} is set (a fixed experiment never ranks regions)", kFixedRegion, kFixedSpeedup));
   }
   o.output = v.text(kOutput);
   o.json_output = v.is_set(kJsonOutput) ? v.text(kJsonOutput)
@@ -236,7 +265,13 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   if (o.max_experiments != d.max_experiments) add(kExperiments, std::to_string(o.max_experiments));
   if (o.min_delta != d.min_delta) add(kMinDelta, std::to_string(o.min_delta));
   if (o.seed != d.seed) add(kSeed, std::to_string(o.seed));
-  if (o.time_weighted != d.time_weighted) add(kRegionWeight, o.time_weighted ? "time" : "uniform");
+  if (o.region_weight != d.region_weight) add(kRegionWeight, std::string(to_string(o.region_weight)));
+  if (o.min_experiments != d.min_experiments) add(kMinExperiments, std::to_string(o.min_experiments));
+  if (o.time_share_floor_pct != d.time_share_floor_pct) {
+    add(kTimeShareFloorPct, std::to_string(o.time_share_floor_pct));
+  }
+  if (o.until_settled != d.until_settled) add(kUntilSettled, o.until_settled ? "1" : "0");
+  if (o.settle_width_pct != d.settle_width_pct) add(kSettleWidthPct, std::to_string(o.settle_width_pct));
   if (o.sampling != d.sampling) add(kSampling, o.sampling ? "1" : "0");
   if (o.sample_period != d.sample_period) add(kSamplePeriodUs, std::to_string(o.sample_period.count()));
   if (!o.source_scope.empty()) add(kSourceScope, join(o.source_scope, ","));
@@ -254,13 +289,15 @@ std::string options_json(const Options& o) {
       "{{\"progress\":{},\"progress_handlers\":{},\"region_filter\":{},\"fixed_region\":{},\"fixed_speedup\":{},"
       "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
       "\"min_delta\":{},\"region_weight\":\"{}\",\"sampling\":{},\"sample_period_us\":{},\"source_scope\":{},"
-      "\"output\":{},\"json_output\":{},\"line_experiment_period_us\":{},\"profile_only\":{}}}",
+      "\"output\":{},\"json_output\":{},\"line_experiment_period_us\":{},\"profile_only\":{},"
+      "\"min_experiments\":{},\"time_share_floor_pct\":{},\"until_settled\":{},\"settle_width_pct\":{}}}",
       json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
       json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
       o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
-      o.min_delta, o.time_weighted ? "time" : "uniform", o.sampling ? "true" : "false", o.sample_period.count(),
+      o.min_delta, to_string(o.region_weight), o.sampling ? "true" : "false", o.sample_period.count(),
       json_array(o.source_scope), json_quote(o.output), json_quote(o.json_output), o.line_experiment_period.count(),
-      o.profile_only ? "true" : "false");
+      o.profile_only ? "true" : "false", o.min_experiments, o.time_share_floor_pct,
+      o.until_settled ? "true" : "false", o.settle_width_pct);
 }
 
 // ---- the sweep ----------------------------------------------------------------
@@ -280,6 +317,14 @@ constexpr int kGraceWindows = 3;
 // "no_progress" error (16 s with the defaults): a server whose progress point
 // is never reached, or whose filter matches nothing, is told so while it runs.
 constexpr std::chrono::seconds kGiveUpMin{5};
+// The ranking compares regions at this virtual speedup (coact-plot's default
+// --rank-at): a handler made a quarter faster.
+constexpr double kRankAt = 0.25;
+// Evidence draw: the share of draws made by running time among every region
+// that ran (so regions below the time-share floor are looked at too), and of
+// the rest, the share spent on the leader or its closest challenger.
+constexpr double kBelowFloorDraws = 0.05;
+constexpr double kLeaderDraws = 0.75;
 constexpr int kGiveUpWindows = 2;
 
 struct State {
@@ -354,7 +399,10 @@ class Sweep {
         std::fprintf(stderr, "coact causal: sampling did not start: %s\n", e.what());
       }
     }
-    for (const auto& r : region_snapshot()) last_[r.id] = {r.visits, r.cycles};
+    for (const auto& r : region_snapshot()) {
+      last_[r.id] = {r.visits, r.cycles};
+      start_cycles_[r.id] = r.cycles;
+    }
     for (ProgressPoint* p : progress_points()) start_counts_[p] = p->visits() + p->departures();
     std::string reason = "stopped";
     if (o_.profile_only) {
@@ -455,6 +503,7 @@ class Sweep {
         experimented_.insert(e.region);
         ++summary_.experiments;
         summary_.progress_reached = true;
+        observe(region, e);
       } else {
         ++summary_.empty_experiments;
         note_miss();
@@ -466,6 +515,7 @@ class Sweep {
         window_ /= 2;
       }
       if (o_.max_experiments != 0 && summary_.experiments >= o_.max_experiments) return "experiments";
+      if (o_.until_settled && settled_) return "settled";
       // Step 10.
       if (!sleep_until(s_, steady::now() + o_.cooldown)) return "stopped";
     }
@@ -498,8 +548,167 @@ class Sweep {
     }
     if (!o_.fixed_region.empty()) return resolve_fixed(regions);
     if (ran.empty()) return kNoRegion;
-    if (o_.time_weighted) return ran[std::discrete_distribution<size_t>(weight.begin(), weight.end())(rng_)];
-    return ran[std::uniform_int_distribution<size_t>(0, ran.size() - 1)(rng_)];
+    switch (o_.region_weight) {
+      case RegionWeight::time: return ran[std::discrete_distribution<size_t>(weight.begin(), weight.end())(rng_)];
+      case RegionWeight::uniform: return ran[std::uniform_int_distribution<size_t>(0, ran.size() - 1)(rng_)];
+      case RegionWeight::evidence: break;
+    }
+    return pick_by_evidence(regions, ran, weight);
+  }
+
+  // The share of all matching regions' running time since the sweep began
+  // that each region in `regions` has had (0 for regions that did not run).
+  std::unordered_map<uint32_t, double> time_shares(const std::vector<RegionStats>& regions) const {
+    std::unordered_map<uint32_t, double> share;
+    double total = 0;
+    for (const auto& r : regions) {
+      if (!o_.region_filter.empty() && !matches_any(r.name, o_.region_filter)) continue;
+      auto it = start_cycles_.find(r.id);
+      const uint64_t c0 = it == start_cycles_.end() ? 0 : std::min(it->second, r.cycles);
+      share[r.id] = static_cast<double>(r.cycles - c0);
+      total += static_cast<double>(r.cycles - c0);
+    }
+    for (auto& [id, v] : share) v = total > 0 ? v / total : 0;
+    return share;
+  }
+
+  // Options::region_weight = evidence (controller.hpp says what it favours).
+  // `ran`: the regions that ran since the previous pick, `time_weight`
+  // their running time in that interval.
+  uint32_t pick_by_evidence(const std::vector<RegionStats>& regions, const std::vector<uint32_t>& ran,
+                            const std::vector<double>& time_weight) {
+    std::uniform_real_distribution<double> u01(0.0, 1.0);
+    const auto share = time_shares(regions);
+    const double floor = static_cast<double>(o_.time_share_floor_pct) / 100.0;
+    std::vector<uint32_t> above;
+    for (uint32_t id : ran) {
+      auto it = share.find(id);
+      if (it != share.end() && it->second >= floor) above.push_back(id);
+    }
+    // Now and then, and whenever nothing above the floor ran, a draw by time
+    // among every region that ran: the small ones are looked at too.
+    if (above.empty() || u01(rng_) < kBelowFloorDraws) {
+      return ran[std::discrete_distribution<size_t>(time_weight.begin(), time_weight.end())(rng_)];
+    }
+    // 1. Regions without enough evidence at some progress point first.
+    std::vector<uint32_t> unexplored;
+    for (uint32_t id : above) {
+      if (!ranked_everywhere(id)) unexplored.push_back(id);
+    }
+    if (!unexplored.empty()) return unexplored[std::uniform_int_distribution<size_t>(0, unexplored.size() - 1)(rng_)];
+    // 2. At one progress point (each equally often): mostly the leader or
+    // its closest challenger, whichever interval is wider; else any region
+    // in proportion to its interval's squared width.
+    const detail::PointEstimates& pe = estimates_[std::uniform_int_distribution<size_t>(0, estimates_.size() - 1)(rng_)];
+    auto find = [&](uint32_t id) -> const detail::RegionEstimate* {
+      for (const auto& r : pe.regions) {
+        if (r.region == id) return &r;
+      }
+      return nullptr;
+    };
+    const bool in_above_leader =
+        pe.leader >= 0 && std::find(above.begin(), above.end(), pe.regions[size_t(pe.leader)].region) != above.end();
+    if (in_above_leader && u01(rng_) < kLeaderDraws) {
+      const detail::RegionEstimate& l = pe.regions[size_t(pe.leader)];
+      const detail::RegionEstimate* c = nullptr;
+      for (uint32_t id : above) {
+        const detail::RegionEstimate* r = find(id);
+        if (r != nullptr && r->region != l.region && r->ranked && (c == nullptr || r->slope + r->half > c->slope + c->half)) {
+          c = r;
+        }
+      }
+      return c != nullptr && c->half > l.half ? c->region : l.region;
+    }
+    std::vector<double> w;
+    for (uint32_t id : above) {
+      const detail::RegionEstimate* r = find(id);
+      w.push_back(r != nullptr && std::isfinite(r->half) ? std::max(r->half * r->half, 1e-12) : 1.0);
+    }
+    return above[std::discrete_distribution<size_t>(w.begin(), w.end())(rng_)];
+  }
+
+  // True when `id` is ranked at every progress point with estimates.
+  bool ranked_everywhere(uint32_t id) const {
+    if (estimates_.empty()) return false;
+    for (const auto& pe : estimates_) {
+      const auto it = std::find_if(pe.regions.begin(), pe.regions.end(),
+                                   [&](const detail::RegionEstimate& r) { return r.region == id; });
+      if (it == pe.regions.end() || !it->ranked) return false;
+    }
+    return true;
+  }
+
+  // Adds a written experiment to the running estimates, writes the
+  // "estimates" record and updates settled_ (Options::until_settled's rule).
+  void observe(uint32_t region, const ExperimentRecord& e) {
+    detail::Observation ob;
+    ob.region = region;
+    ob.speedup = static_cast<double>(e.speedup_pct) / 100.0;
+    ob.duration_ns = static_cast<double>(e.effective_ns);
+    const double dur = static_cast<double>(e.effective_ns);
+    for (const auto& t : e.throughput) {
+      ob.points.push_back(t.name);
+      ob.num.push_back(dur);
+      ob.den.push_back(static_cast<double>(t.delta));
+    }
+    for (const auto& l : e.latency) {
+      ob.points.push_back(l.name);
+      ob.num.push_back(static_cast<double>(l.difference) * dur);
+      ob.den.push_back(static_cast<double>(l.arrivals));
+    }
+    observations_.push_back(std::move(ob));
+    names_[region] = e.region;
+    estimates_ = detail::estimate(observations_, names_, o_.min_experiments);
+
+    const std::vector<RegionStats> regions = region_snapshot();
+    const auto share = time_shares(regions);
+    const double floor = static_cast<double>(o_.time_share_floor_pct) / 100.0;
+    const double width = static_cast<double>(o_.settle_width_pct) / 100.0;
+    bool settled = !estimates_.empty();
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& pe : estimates_) {
+      bool all_ranked = true;  // every region above the floor that ran in the sweep
+      for (const auto& [id, sh] : share) {
+        if (sh < floor || sh <= 0) continue;
+        const auto it = std::find_if(pe.regions.begin(), pe.regions.end(),
+                                     [&](const detail::RegionEstimate& r) { return r.region == id; });
+        if (it == pe.regions.end() || !it->ranked) all_ranked = false;
+      }
+      const bool narrow = width > 0 && pe.leader >= 0 && pe.widest * kRankAt < width;
+      const bool ok = pe.leader >= 0 && all_ranked && (pe.separated || narrow);
+      settled = settled && ok;
+      nlohmann::json rs = nlohmann::json::array();
+      for (const auto& r : pe.regions) {
+        auto it = share.find(r.region);
+        rs.push_back({{"name", r.name},
+                      {"experiments", r.experiments},
+                      {"outliers", r.outliers},
+                      {"ranked", r.ranked},
+                      {"key", r.key(kRankAt)},
+                      {"ci", std::isfinite(r.half) ? nlohmann::json::array({r.lo(kRankAt), r.hi(kRankAt)})
+                                                   : nlohmann::json::array({nullptr, nullptr})},
+                      {"time_share", it == share.end() ? 0.0 : it->second}});
+      }
+      points.push_back({{"point", pe.point},
+                        {"baseline_experiments", pe.baseline_experiments},
+                        {"leader", pe.leader >= 0 ? nlohmann::json(pe.regions[size_t(pe.leader)].name) : nullptr},
+                        {"settled", ok},
+                        {"regions", std::move(rs)}});
+    }
+    settled_ = settled;
+    summary_.settled = settled;
+    summary_.leader.clear();
+    if (!estimates_.empty() && estimates_.front().leader >= 0) {
+      summary_.leader = estimates_.front().regions[size_t(estimates_.front().leader)].name;
+    }
+    w_->json_line(nlohmann::json{{"type", "estimates"},
+                                 {"experiments", summary_.experiments},
+                                 {"rank_at", kRankAt},
+                                 {"min_experiments", o_.min_experiments},
+                                 {"time_share_floor", floor},
+                                 {"settled", settled},
+                                 {"points", std::move(points)}}
+                      .dump());
   }
 
   uint32_t resolve_fixed(const std::vector<RegionStats>& regions) {
@@ -723,10 +932,16 @@ class Sweep {
   // The "summary" record; tells stop() and wait() the sweep is over.
   void finish_summary(const std::string& reason) {
     summary_.reason = reason;
-    w_->json_line(fmt::format(
-        "{{\"type\":\"summary\",\"experiments\":{},\"empty_experiments\":{},\"progress_reached\":{},\"reason\":{}}}",
-        summary_.experiments, summary_.empty_experiments, summary_.progress_reached ? "true" : "false",
-        json_quote(reason)));
+    nlohmann::json rec{{"type", "summary"},
+                       {"experiments", summary_.experiments},
+                       {"empty_experiments", summary_.empty_experiments},
+                       {"progress_reached", summary_.progress_reached},
+                       {"reason", reason}};
+    if (!o_.profile_only) {
+      rec["settled"] = summary_.settled;
+      rec["leader"] = summary_.leader.empty() ? nlohmann::json(nullptr) : nlohmann::json(summary_.leader);
+    }
+    w_->json_line(rec.dump());
     w_.reset();  // close the files before anyone is told we are done
     std::lock_guard lk(s_.mu);
     s_.summary = summary_;
@@ -747,6 +962,11 @@ class Sweep {
   // region id -> (visits, exclusive cycles) at the previous pick
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> last_;
   std::unordered_map<ProgressPoint*, uint64_t> start_counts_;  // point -> visits + departures at sweep start
+  std::unordered_map<uint32_t, uint64_t> start_cycles_;        // region id -> exclusive cycles at sweep start
+  std::vector<detail::Observation> observations_;               // every written experiment (observe())
+  std::unordered_map<uint32_t, std::string> names_;            // region id -> name, of the observations
+  std::vector<detail::PointEstimates> estimates_;              // after the last written experiment
+  bool settled_ = false;                                       // Options::until_settled's rule held then
   uint32_t fixed_id_ = kNoRegion;
   std::vector<std::string> fixed_ambiguous_;
   uint64_t windows_ = 0;       // finished experiment windows (written or empty)

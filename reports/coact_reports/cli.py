@@ -43,20 +43,12 @@ def _build_parser() -> argparse.ArgumentParser:
     pp.add_argument("profiles", nargs="+", metavar="PROFILE",
                     help="profile.coz or .jsonl file(s); several are pooled")
     pp.add_argument("-o", "--output", help="plot file, .png or .svg (default: no plot)")
-    pp.add_argument("-p", "--progress-point", action="append", dest="points",
-                    metavar="NAME", help="progress point to use (repeatable; default all)")
     pp.add_argument("-n", "--top", type=int, default=10,
                     help="show the N best regions (0 = all; default 10)")
-    pp.add_argument("--min-points", type=int, default=3,
-                    help="distinct speedups, baseline included, a curve needs "
-                         "(default 3; Coz's viewer defaults to 10)")
-    pp.add_argument("--degree", type=int, default=2, choices=(1, 2, 3),
-                    help="degree of the fitted polynomial through the origin (default 2)")
-    pp.add_argument("--sort", choices=SORT_KEYS, default="slope",
-                    help="ranking key (default slope)")
-    pp.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                    help="bootstrap replicates for the 95%% band (0 = no band; default 1000)")
-    pp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    pp.add_argument("--sort", choices=SORT_KEYS, default="rank",
+                    help="order: rank (default: ranked regions by the prediction at --rank-at, "
+                         "then those without enough evidence), area (Coz's impact), name")
+    _estimate.add_common_arguments(pp)
     pp.add_argument("-t", "--title", help="figure title")
     pp.add_argument("--json", action="store_true", help="print the ranking as JSON")
 
@@ -101,18 +93,21 @@ def _run_trace(a) -> int:
 
 
 def _run_profile(a) -> int:
-    if a.top < 0 or a.min_points < 2 or a.bootstrap < 0:
-        raise ValueError("--top must be >= 0, --min-points >= 2, --bootstrap >= 0")
+    if a.top < 0 or a.min_points < 2 or a.min_experiments < 2:
+        raise ValueError("--top must be >= 0, --min-points and --min-experiments >= 2")
+    if not (0 < a.rank_at <= 1):
+        raise ValueError(f"--rank-at {a.rank_at:g}: want a virtual speedup in (0, 1], a fraction")
     if a.output:
         _check_output(a.output)
     profile = load_profiles(a.profiles)
-    results = analyze(profile, a.points, a.min_points, a.degree, a.sort,
-                      a.bootstrap, a.seed)
+    results = analyze(profile, a.points, a.min_points, a.sort, a.fit, a.baseline,
+                      a.min_experiments, a.rank_at)
     shown = group_by_handler(results[:a.top] if a.top else results)
     if a.json:
-        sys.stdout.write(ranking_json(shown, profile, a.sort) + "\n")
+        sys.stdout.write(ranking_json(shown, profile, a.sort, _estimate.estimator_json(a),
+                                      a.rank_at) + "\n")
     else:
-        sys.stdout.write(format_ranking(shown))
+        sys.stdout.write(format_ranking(shown, a.rank_at))
     if a.output:
         plot_profile(shown, a.output, a.title)
         print(f"{_prog()}: wrote {a.output}", file=sys.stderr)

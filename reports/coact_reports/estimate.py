@@ -2,89 +2,78 @@
 region: the plots, the ranking table, ``coact-plot estimate`` and
 ``coact-profile validate`` all use :func:`analyze` / :func:`predict`.
 
-The math (same as Coz's viewer)
+Data points (as Coz's viewer, ``viewer/ts/profile.ts``)
+=======================================================
+1. Each experiment gives one value per progress point, a quantity where lower
+   is better: throughput period = duration / delta (time per visit); latency,
+   by Little's law, difference / (arrivals / duration). Both are num / den with
+   num = duration, den = delta (throughput) and num = difference * duration,
+   den = arrivals (latency); ``duration`` is the experiment's effective time
+   (wall time minus the delay injected during it).
+2. The baseline is the speedup-0 experiments pooled, sum(num) / sum(den).
+   By default (``baseline="pooled"``) they are pooled over *every* region: at
+   speedup 0 nothing is delayed, so which region the controller named does
+   not change what is measured, and a region's curve then rests on all ~29%
+   of the sweep's experiments that are baselines instead of its own handful.
+   ``baseline="region"`` is Coz's rule (the region's own speedup-0
+   experiments). Speedup-0 experiments whose value is an outlier (below) are
+   left out of the baseline.
+3. program speedup y = (baseline - value) / baseline per experiment; values
+   outside [-1, 2] are dropped, as the viewer does. A latency reduction is a
+   positive program speedup (the viewer shows it negated: coz issue #104).
+
+One model per region (the rule)
 ===============================
-Source: ``viewer/ts/profile.ts`` (compiled to ``viewer/js/profile.js``),
-``Profile.addThroughputMeasurement``, ``addLatencyMeasurement``,
-``getDataPoint`` and ``getSpeedupData``.
+A program's time per visit is the longest of its paths, each linear in the
+region's virtual speedup s, so a speedup curve is concave and piecewise
+linear through the origin. Two models are fitted to the per-experiment points
+(duration-weighted least squares, weights normalised to mean 1):
 
-1. Experiments are pooled per (selected region, progress point, speedup):
-   throughput sums ``delta`` and ``duration``; latency sums ``arrivals``,
-   ``departures`` and ``duration`` and keeps a duration-weighted mean of
-   ``difference``.
-2. Each pool gives one data point, a quantity where lower is better:
-   throughput period = duration / delta (time per visit; the progress rate is
-   its inverse, delta / duration); latency, by Little's law,
-   difference / (arrivals / duration) (mean number in flight divided by the
-   arrival rate). Pooled, both are sum(num) / sum(den) with num = duration,
-   den = delta (throughput) and num = difference * duration, den = arrivals
-   (latency).
-3. The baseline is the speedup = 0 pool of the *same region and progress
-   point*, i.e. the duration-pooled value over all of that region's speedup-0
-   experiments (sum of durations over sum of deltas, not the mean of the
-   per-experiment periods). A region without speedup-0 experiments, or whose
-   baseline is not a finite positive number, has no curve (as in Coz).
-4. program speedup = (baseline - value) / baseline. Values outside [-1, 2] are
-   dropped, as the viewer does.
-5. Deliberate difference: for latency points the viewer then negates the
-   result (``shouldMaximize`` is false for latency), which shows a latency
-   *reduction* as a program *slow-down* (plasma-umass/coz issue #104 reports
-   exactly that symptom). Here a latency reduction is a positive program
-   speedup, the same sign convention as throughput.
-6. ``points`` of a curve counts distinct speedup values including 0, which is
-   what the viewer's "minimum points" slider compares against.
+* ``line``: y = b * s;
+* ``bend``: y = a * min(s, k) + c * max(s - k, 0) with a >= c (concave), for
+  each measured speedup k with at least two measured levels on each side.
 
-Fit and confidence band
-=======================
-The curve is a weighted least-squares polynomial *through the origin*,
-``y = c1*s + c2*s^2 + ... + cd*s^d`` (``--degree``, default 2; lowered so
-that there are at least two distinct non-zero speedups per coefficient: a
-quadratic through two levels bends freely between them, e.g. an archiver
-region measured only at 80% and 90% dipped to -65% at 45%), fitted to the
-per-experiment program speedups ``(baseline - value_i) / baseline`` of all
-non-zero-speedup experiments, weighted by each experiment's duration. It goes
-through the origin because program speedup is 0 at speedup 0 by definition of
-the baseline. ``slope`` is the separate degree-1 fit, sum(w*s*y)/sum(w*s^2):
-the average program speedup per unit of virtual speedup (1.0 = the region is
-the whole critical path).
+The bend is kept only when it is significantly better than the line: the
+F statistic of its residual reduction, with 1 and n - 2 degrees of freedom,
+has a p-value below 0.01 divided by the number of knees tried (Bonferroni:
+the knee is chosen from the data), and there are at least 8 experiments.
+Otherwise the curve is the line. Everything printed for a region (the
+prediction at each s, the ranking key, the band in the plot) comes from that
+one model. A prediction beyond the largest measured speedup is marked as
+extrapolated.
 
-The bend (``--fit auto``, the default, with degree >= 2): a program's period
-is the longest of its paths, each linear in s, so a speedup curve is concave
-and piecewise linear (min(s, 1/2) for a fork-join), and a polynomial through
-the origin rounds its knee off (degree 2 on exact min(s, 1/2) data at s =
-0.05..1.0: 0.448 at s = 0.5). So the fit also tries ``y = a*min(s, k) +
-b*max(s - k, 0)`` for every measured speedup k with at least two measured
-levels on each side and a concave bend (a >= b: a convex one only fits
-noise), and keeps whichever of these and the polynomial has the smallest
-weighted residual (``Curve.knee``: the k kept, None for the
-polynomial). The bootstrap refits keep k. Simulated (40 experiments over the
-20 levels, noise 4 points per experiment): bias at a knee -5.3 -> -0.9
-points (farm W at 0.75: -5.4 -> -1.2), RMSE on a straight line 0.7-0.9 ->
-0.9 points.
+Outliers: with at least 6 experiments, a point whose residual from the
+model chosen on all points is more than 3.5 robust standard deviations (1.4826 x the median absolute
+deviation) from the median residual is excluded and the models are refitted
+(Hampel's rule); the same rule on log values picks out outlying baselines.
+Excluded points are kept in ``Curve.outliers`` and drawn as crosses.
 
-The 95% band is a pointwise percentile bootstrap (``--bootstrap`` replicates,
-default 1000, ``--seed`` fixed so output is reproducible): each replicate
-resamples with replacement (a) the speedup-0 experiments, recomputing the
-pooled baseline, so baseline noise is carried into every point, and (b) the
-other experiments within each speedup value (stratified, so every replicate
-has the same design and the fit stays identifiable); it then refits. The band
-is the 2.5th..97.5th percentile of the refitted curves at each speedup; the
-same replicates give the CIs of ``slope`` and of the predictions. With one
-experiment per speedup value and one baseline experiment the band has zero
-width: the tool cannot invent noise it did not observe.
+95% interval (honest at small n)
+================================
+Student's t on the fit's residuals: the model's coefficient covariance is
+s^2 (X'WX)^-1 with s^2 the weighted residual variance on n - p degrees of
+freedom; the baseline's own uncertainty (the ratio estimator's relative
+standard error over its m experiments) is propagated through the fit
+(every y moves by (1 - y) times a relative baseline error) and added in
+quadrature; the t quantile uses min(n - p, m - 1) degrees of freedom. With
+too few points for degrees of freedom (n <= p, or m < 2) there is no
+interval, never a zero-width one.
 
-Ranking (``--sort``): ``slope`` (default), ``max`` (largest value of the fitted
-curve over the observed speedup range), ``area`` (Coz's "impact":
-``max_normalized_area`` of the pooled points, ported from profile.ts) or
-``name``. A region ranks by its best curve among the selected progress points.
-Predictions at 10/25/50% beyond the largest observed speedup are marked as
-extrapolated (``*`` in the table)."""
+Ranked or not
+=============
+A region is *ranked* when its curve has at least ``min_experiments``
+non-zero-speedup experiments (default 6) at 3 or more distinct speedups, a
+baseline of at least 3 experiments and a finite interval. Ranked regions are
+ordered by the prediction at ``rank_at`` (default 25%: a handler made a
+quarter faster); the others are listed after them as "not enough evidence".
+The ranking is *settled* when the leader's lower bound at ``rank_at`` is
+above every other ranked region's upper bound (:func:`settlement`)."""
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -92,8 +81,19 @@ import numpy as np
 from .profile import Experiment, Profile, ProfileError, ProfileWarning, Throughput
 
 PREDICT_AT = (0.10, 0.25, 0.50)
+RANK_AT = 0.25                     # default ranking speedup
+MIN_EXPERIMENTS = 6                # non-zero-speedup experiments a ranked region needs
+MIN_LEVELS = 3                     # ... at this many distinct speedups
+MIN_BASELINE = 3                   # speedup-0 experiments a ranked region's baseline needs
 SPEEDUP_RANGE = (-1.0, 2.0)        # viewer: keep -1 <= progress_speedup <= 2
+OUTLIER_MADS = 3.5                 # Hampel's rule
+OUTLIER_MIN_N = 6                  # fewer points: no outlier rule (the MAD is meaningless)
+BEND_ALPHA = 0.01                  # family-wise level of the line-vs-bend F test
+BEND_MIN_N = 8
+MIN_SE = 1e-9                      # a coefficient's standard error below this is no interval (exact data)
 _SPEEDUP_KEY_DIGITS = 6            # speedups equal to 1e-6 share one pool
+_Z = 0.975                         # two-sided 95%
+
 
 @dataclass
 class Measurement:
@@ -110,35 +110,62 @@ class Curve:
     point: str
     kind: str                          # "throughput" | "latency"
     baseline: float                    # ns per visit, or ns of latency
+    baseline_experiments: int
     measurements: List[Measurement]    # sorted by speedup, baseline included
     exp_speedup: np.ndarray            # per-experiment points used by the fit
     exp_program_speedup: np.ndarray
-    degree: int
-    coef: np.ndarray                   # c1..cd
-    slope: float
-    slope_ci: Tuple[float, float]
+    model: str                         # "line" | "bend"
+    coef: np.ndarray                   # line: (b,); bend: (a, c)
+    cov: Optional[np.ndarray]          # coefficient covariance incl. the baseline's; None: no interval
+    df: int                            # degrees of freedom of the t quantile (0: no interval)
     grid: np.ndarray
     fit: np.ndarray
     band: Optional[Tuple[np.ndarray, np.ndarray]]
     predicted: Dict[float, Tuple[float, float, float]]  # s -> (value, lo, hi)
     max_speedup: float                 # largest observed speedup
-    coef_boot: Optional[np.ndarray] = None   # (R, d) bootstrap refits; None: no band
-    knee: Optional[float] = None       # the bend of a hinge fit (coef: slopes below, above); None: polynomial
+    knee: Optional[float] = None       # the bend's k; None for the line
+    outliers: List[Tuple[float, float]] = field(default_factory=list)  # excluded (s, y)
+    baseline_outliers: int = 0
+    levels: int = 0                    # distinct non-zero speedups behind the fit
+    rank_at: float = RANK_AT
+    ranked: bool = False
+    why_unranked: str = ""
+
+    def _x(self, s: float) -> np.ndarray:
+        return _basis(np.array([float(s)]), self.knee)[0]
 
     def predict(self, s: float) -> Tuple[float, float, float]:
-        """The fitted program speedup at virtual speedup s (a fraction, 0..1),
-        with the 2.5th and 97.5th percentiles of the bootstrap refits (NaN
-        when run without bootstrap). Beyond max_speedup it is an
-        extrapolation (see extrapolated())."""
-        x = np.array([float(s)])
-        value = float((_basis(x, self.degree, self.knee) @ self.coef)[0])
-        if self.coef_boot is None:
+        """The model's program speedup at virtual speedup s (a fraction,
+        0..1), with its 95% interval (NaN, NaN when there is none). Beyond
+        max_speedup it is an extrapolation (see extrapolated())."""
+        x = self._x(s)
+        value = float(x @ self.coef)
+        if self.cov is None or self.df < 1:
             return value, math.nan, math.nan
-        preds = self.coef_boot @ _basis(x, self.degree, self.knee)[0]
-        if not np.isfinite(preds).any():
-            return value, math.nan, math.nan
-        return (value, float(np.nanpercentile(preds, 2.5)),
-                float(np.nanpercentile(preds, 97.5)))
+        half = _t(self.df) * math.sqrt(max(float(x @ self.cov @ x), 0.0))
+        return value, value - half, value + half
+
+    @property
+    def key(self) -> Tuple[float, float, float]:
+        """The ranking key: the prediction at rank_at with its interval."""
+        return self.predict(self.rank_at)
+
+    @property
+    def slope(self) -> float:
+        """Program speedup per unit of virtual speedup near 0 (the line's b,
+        the bend's slope below its knee)."""
+        return float(self.coef[0])
+
+    @property
+    def slope_ci(self) -> Tuple[float, float]:
+        if self.cov is None or self.df < 1:
+            return math.nan, math.nan
+        half = _t(self.df) * math.sqrt(max(float(self.cov[0, 0]), 0.0))
+        return self.slope - half, self.slope + half
+
+    @property
+    def degree(self) -> int:
+        return len(self.coef)
 
     def measurement_at(self, s: float) -> Optional["Measurement"]:
         for m in self.measurements:
@@ -148,7 +175,8 @@ class Curve:
 
     @property
     def experiments(self) -> int:
-        return int(sum(m.experiments for m in self.measurements))
+        """Non-zero-speedup experiments behind the fit (outliers excluded)."""
+        return int(len(self.exp_speedup))
 
     @property
     def points(self) -> int:
@@ -156,6 +184,9 @@ class Curve:
 
     def extrapolated(self, s: float) -> bool:
         return s > self.max_speedup + 1e-9
+
+    def describe_model(self) -> str:
+        return "line" if self.knee is None else f"bend@{self.knee * 100:g}%"
 
     def max_normalized_area(self) -> float:
         """Coz's "impact" sort key, ported from viewer/ts/profile.ts."""
@@ -169,16 +200,34 @@ class Curve:
                 best = max(best, area / cur.speedup)
         return best
 
-    def max_fitted(self) -> float:
-        inside = self.grid <= self.max_speedup + 1e-9
-        return float(np.max(self.fit[inside])) if inside.any() else 0.0
-
 
 @dataclass
 class RegionResult:
     region: str
     curves: List[Curve]
     score: float = 0.0
+    rank: Optional[int] = None   # 1.. among ranked regions by the key; None: not ranked
+
+    @property
+    def ranked(self) -> bool:
+        return any(c.ranked for c in self.curves)
+
+    def best(self) -> "Curve":
+        """The curve that ranks the region: its best ranked curve by the
+        ranking key (else its best curve)."""
+        pool = [c for c in self.curves if c.ranked] or self.curves
+        return max(pool, key=lambda c: c.key[0] if math.isfinite(c.key[0]) else -math.inf)
+
+
+_T_CACHE: Dict[int, float] = {}
+
+
+def _t(df: int) -> float:
+    """Two-sided 95% quantile of Student's t with df degrees of freedom."""
+    if df not in _T_CACHE:
+        from scipy.stats import t
+        _T_CACHE[df] = float(t.ppf(_Z, df))
+    return _T_CACHE[df]
 
 
 def _num_den(kind: str, p, duration: float) -> Tuple[float, float]:
@@ -187,147 +236,167 @@ def _num_den(kind: str, p, duration: float) -> Tuple[float, float]:
     return p.difference * duration, p.arrivals        # Little: diff / (arr / dur)
 
 
-def _basis(s: np.ndarray, degree: int, knee: Optional[float] = None) -> np.ndarray:
+def _basis(s: np.ndarray, knee: Optional[float] = None) -> np.ndarray:
+    s = np.asarray(s, dtype=float)
     if knee is not None:  # a line through the origin that bends at s = knee
         return np.stack([np.minimum(s, knee), np.maximum(s - knee, 0.0)], axis=-1)
-    return np.stack([s ** k for k in range(1, degree + 1)], axis=-1)
+    return s[..., None]
 
 
-def _wsse(X: np.ndarray, y: np.ndarray, w: np.ndarray, coef: np.ndarray) -> float:
-    r = y - X @ coef
-    return float(np.sum(w * r * r))
-
-
-def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> Tuple[np.ndarray, float]:
+    """Weighted least squares: coefficients and the weighted residual sum."""
     sw = np.sqrt(w)
     coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
-    return coef
+    r = y - X @ coef
+    return coef, float(np.sum(w * r * r))
+
+
+def _hampel(values: np.ndarray) -> np.ndarray:
+    """True where a value is an outlier by Hampel's rule (needs
+    OUTLIER_MIN_N values; a zero MAD flags nothing)."""
+    if len(values) < OUTLIER_MIN_N:
+        return np.zeros(len(values), dtype=bool)
+    med = np.median(values)
+    mad = 1.4826 * np.median(np.abs(values - med))
+    if not (mad > 0):
+        return np.zeros(len(values), dtype=bool)
+    return np.abs(values - med) > OUTLIER_MADS * mad
+
+
+def _baseline(arr: np.ndarray) -> Tuple[float, float, int, int]:
+    """(pooled value, its relative standard error, experiments used,
+    outliers left out) of speedup-0 rows (num, den, duration)."""
+    arr = arr[arr[:, 1] > 0]
+    if len(arr) == 0:
+        return math.nan, math.nan, 0, 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logv = np.log(arr[:, 0] / arr[:, 1])
+    ok = np.isfinite(logv)
+    out = _hampel(logv[ok])
+    keep = np.flatnonzero(ok)[~out]
+    arr = arr[keep]
+    m = len(arr)
+    value = arr[:, 0].sum() / arr[:, 1].sum()
+    if m < 2 or not (value > 0):
+        return float(value), math.nan, m, int(out.sum())
+    # Ratio estimator: Var(R) ~ sum((num - R den)^2) / (m (m - 1) mean(den)^2).
+    resid = arr[:, 0] - value * arr[:, 1]
+    var = float(np.sum(resid ** 2)) / (m * (m - 1) * float(np.mean(arr[:, 1])) ** 2)
+    return float(value), math.sqrt(var) / value, m, int(out.sum())
+
+
+def _fit(xs, ys, ws, allow_bend: bool):
+    """The model by the rule above: (knee or None, coef, weighted RSS)."""
+    coef, rss = _wls(_basis(xs), ys, ws)
+    n = len(xs)
+    distinct = np.unique(xs)
+    if not allow_bend or n < BEND_MIN_N:
+        return None, coef, rss
+    knees = [k for k in distinct
+             if np.count_nonzero(distinct <= k) >= 2 and np.count_nonzero(distinct > k) >= 2]
+    best = None
+    for k in knees:
+        ck, rk = _wls(_basis(xs, float(k)), ys, ws)
+        if ck[0] >= ck[1] and (best is None or rk < best[2]):
+            best = (float(k), ck, rk)
+    if best is None or n <= 2:
+        return None, coef, rss
+    from scipy.stats import f
+    if best[2] <= 0:
+        p = 0.0 if rss > 0 else 1.0
+    else:
+        F = (rss - best[2]) / (best[2] / (n - 2))
+        p = float(f.sf(F, 1, n - 2)) if F > 0 else 1.0
+    if p * len(knees) < BEND_ALPHA:
+        return best
+    return None, coef, rss
 
 
 def _curve(region: str, point: str, kind: str, exps: List[Experiment],
-           degree: int, n_boot: int, rng: np.random.Generator,
-           grid: np.ndarray, model: str = "auto") -> Optional[Curve]:
+           base_rows: np.ndarray, grid: np.ndarray, model: str = "auto",
+           min_experiments: int = MIN_EXPERIMENTS, rank_at: float = RANK_AT) -> Optional[Curve]:
+    """The curve of one region at one progress point. base_rows: the
+    baseline's speedup-0 rows (num, den, duration). None without a usable
+    baseline or any usable non-zero-speedup experiment."""
     key = lambda s: round(s, _SPEEDUP_KEY_DIGITS)
-    pools: Dict[float, List[Tuple[float, float, float]]] = {}
-    for e in exps:
-        num, den = _num_den(kind, e.points[point], e.duration_ns)
-        pools.setdefault(key(e.speedup), []).append((num, den, e.duration_ns))
-    if 0.0 not in pools:
-        return None
-    base_arr = np.array(pools[0.0], dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        baseline = base_arr[:, 0].sum() / base_arr[:, 1].sum()
+    baseline, base_rse, m, base_out = _baseline(base_rows)
     if not (math.isfinite(baseline) and baseline > 0):
         return None
     lo_y, hi_y = SPEEDUP_RANGE
-    measurements = []
-    for s in sorted(pools):
-        arr = np.array(pools[s], dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value = arr[:, 0].sum() / arr[:, 1].sum()
-            y = (baseline - value) / baseline
-        if math.isfinite(y) and lo_y <= y <= hi_y:
-            measurements.append(Measurement(s, float(y), len(arr), float(arr[:, 2].sum())))
-
-    # Per-experiment points for the fit (non-zero speedups only).
-    xs, vs, ws = [], [], []
-    for s in sorted(pools):
+    pools: Dict[float, List[Tuple[float, float, float]]] = {}
+    for e in exps:
+        s = key(e.speedup)
         if s == 0.0:
             continue
+        num, den = _num_den(kind, e.points[point], e.duration_ns)
+        pools.setdefault(s, []).append((num, den, e.duration_ns))
+
+    xs, ys, ws = [], [], []
+    for s in sorted(pools):
         for num, den, dur in pools[s]:
             if den <= 0:
                 continue
-            v = num / den
-            y = (baseline - v) / baseline
+            y = (baseline - num / den) / baseline
             if math.isfinite(y) and lo_y <= y <= hi_y:
-                xs.append(s), vs.append(v), ws.append(dur)
-    xs, vs, ws = (np.array(a, dtype=float) for a in (xs, vs, ws))
+                xs.append(s), ys.append(y), ws.append(dur)
+    xs, ys, ws = (np.array(a, dtype=float) for a in (xs, ys, ws))
     if len(xs) == 0:
         return None
-    if ws.sum() <= 0:
-        ws = np.ones_like(ws)
+    ws = ws / ws.mean() if ws.sum() > 0 else np.ones_like(ws)
+
+    # Outliers: residuals from the model chosen on every point (Hampel),
+    # then the model is chosen again without them.
+    k0, c0, _ = _fit(xs, ys, ws, model == "auto")
+    out = _hampel(ys - _basis(xs, k0) @ c0)
+    outliers = list(zip(xs[out].tolist(), ys[out].tolist()))
+    xs, ys, ws = xs[~out], ys[~out], ws[~out]
     ws = ws / ws.mean()
-    ys = (baseline - vs) / baseline
-    distinct = np.unique(xs)
-    deg = max(1, min(degree, int(np.count_nonzero(distinct)) // 2))
-    coef = _wls(_basis(xs, deg), ys, ws)
-    # The hinge: a line through the origin that bends once, at a measured
-    # speedup with at least two measured levels on each side, when its
-    # weighted residual is smaller than the polynomial's. A program's period
-    # is the longest of its paths, each linear in s, so its speedup curve is
-    # concave and piecewise linear (min(s, 1/2) for a fork-join); a polynomial
-    # through the origin rounds the bend off and misses there by several
-    # points even on exact data (degree 2 on min(s, 1/2) measured at
-    # 0.05..1.0: 0.448 at s = 0.5; on min(0.8 s, 0.6): 0.546 at 0.75).
-    knee = None
-    if degree >= 2 and model == "auto":
-        nz = distinct[distinct > 0]
-        best = _wsse(_basis(xs, deg), ys, ws, coef)
-        for k in nz:
-            if np.count_nonzero(nz <= k) < 2 or np.count_nonzero(nz > k) < 2:
-                continue
-            Xk = _basis(xs, 2, float(k))
-            ck = _wls(Xk, ys, ws)
-            e = _wsse(Xk, ys, ws, ck)
-            if e < best and ck[0] >= ck[1]:  # concave only: a convex bend fits noise
-                best, knee, coef = e, float(k), ck
-        if knee is not None:
-            deg = 2
-    slope = float(np.sum(ws * xs * ys) / np.sum(ws * xs * xs))
-    fit = _basis(grid, deg, knee) @ coef
-    pred_s = np.array(PREDICT_AT)
-    pred = _basis(pred_s, deg, knee) @ coef
 
-    band = None
-    coef_boot = None
-    slope_ci = (math.nan, math.nan)
-    pred_ci = np.full((2, len(pred_s)), np.nan)
-    if n_boot > 0:
-        # (a) baseline: resample speedup-0 experiments, re-pool.
-        n0 = len(base_arr)
-        i0 = rng.integers(0, n0, size=(n_boot, n0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b_star = base_arr[i0, 0].sum(axis=1) / base_arr[i0, 1].sum(axis=1)
-        b_star[~(np.isfinite(b_star) & (b_star > 0))] = np.nan
-        # (b) other experiments: resample within each speedup value.
-        cols = []
-        for s in distinct:
-            members = np.flatnonzero(xs == s)
-            cols.append(members[rng.integers(0, len(members),
-                                             size=(n_boot, len(members)))])
-        J = np.concatenate(cols, axis=1)                      # (R, m)
-        xs_b, ws_b = xs[J], ws[J]
-        ys_b = (b_star[:, None] - vs[J]) / b_star[:, None]
-        X = _basis(xs_b, deg, knee)                                  # (R, m, d)
-        A = np.einsum("rmi,rm,rmj->rij", X, ws_b, X)
-        rhs = np.einsum("rmi,rm,rm->ri", X, ws_b, np.nan_to_num(ys_b))
-        try:
-            coef_b = np.linalg.solve(A, rhs[..., None])[..., 0]    # (R, d)
-        except np.linalg.LinAlgError:                          # zero-weight strata
-            coef_b = np.stack([np.linalg.lstsq(A[r], rhs[r], rcond=None)[0]
-                               for r in range(n_boot)])
-        ok = np.isfinite(b_star)
-        coef_b[~ok] = np.nan
-        slope_b = np.sum(ws_b * xs_b * ys_b, axis=1) / np.sum(ws_b * xs_b ** 2, axis=1)
-        slope_b[~ok] = np.nan
-        if ok.any():
-            coef_boot = coef_b
-            fits_b = coef_b @ _basis(grid, deg, knee).T
-            band = (np.nanpercentile(fits_b, 2.5, axis=0),
-                    np.nanpercentile(fits_b, 97.5, axis=0))
-            slope_ci = (float(np.nanpercentile(slope_b, 2.5)),
-                        float(np.nanpercentile(slope_b, 97.5)))
-            preds_b = coef_b @ _basis(pred_s, deg, knee).T
-            pred_ci = np.stack([np.nanpercentile(preds_b, 2.5, axis=0),
-                                np.nanpercentile(preds_b, 97.5, axis=0)])
-    predicted = {float(s): (float(pred[i]), float(pred_ci[0, i]), float(pred_ci[1, i]))
-                 for i, s in enumerate(pred_s)}
-    return Curve(region, point, kind, float(baseline), measurements, xs, ys, deg,
-                 coef, slope, slope_ci, grid, fit, band, predicted,
-                 float(distinct.max()), coef_boot, knee)
+    knee, coef, rss = _fit(xs, ys, ws, model == "auto")
+    X = _basis(xs, knee)
+    n, p = X.shape
+    cov, df = None, 0
+    if n > p and math.isfinite(base_rse) and m >= 2:
+        XtWX_inv = np.linalg.pinv(X.T @ (X * ws[:, None]))
+        s2 = rss / (n - p)
+        # The baseline's relative error e moves every y by (1 - y) e.
+        g = XtWX_inv @ (X.T @ (ws * (1 - ys)))
+        cov = s2 * XtWX_inv + np.outer(g, g) * base_rse ** 2
+        df = min(n - p, m - 1)
+        if not np.all(np.isfinite(cov)) or not np.all(np.sqrt(np.maximum(np.diag(cov), 0)) > MIN_SE):
+            cov, df = None, 0   # never a zero-width interval: no residual, no baseline spread
+
+    # Pooled points per speedup, for the table and the plot (outliers out).
+    measurements = [Measurement(0.0, 0.0, m, float(base_rows[:, 2].sum()))]
+    for s in np.unique(xs):
+        sel = xs == s
+        measurements.append(Measurement(float(s), float(np.average(ys[sel], weights=ws[sel])),
+                                        int(sel.sum()), 0.0))
+    curve = Curve(region, point, kind, float(baseline), m, measurements, xs, ys,
+                  "line" if knee is None else "bend", coef, cov, df, grid,
+                  _basis(grid, knee) @ coef, None, {}, float(xs.max()), knee,
+                  outliers, base_out, int(len(np.unique(xs))), rank_at)
+    if cov is not None:
+        band = np.array([curve.predict(s) for s in grid])
+        curve.band = (band[:, 1], band[:, 2])
+    curve.predicted = {float(s): curve.predict(s) for s in PREDICT_AT}
+    reasons = []
+    if n < min_experiments:
+        reasons.append(f"{n} experiment{'s' if n != 1 else ''} (needs {min_experiments})")
+    if curve.levels < MIN_LEVELS:
+        reasons.append(f"{curve.levels} speedup level{'s' if curve.levels != 1 else ''} (needs {MIN_LEVELS})")
+    if m < MIN_BASELINE:
+        reasons.append(f"{m} baseline experiment{'s' if m != 1 else ''} (needs {MIN_BASELINE})")
+    if not reasons and cov is None:
+        reasons.append("no interval")
+    curve.ranked = not reasons
+    curve.why_unranked = "; ".join(reasons)
+    return curve
 
 
-SORT_KEYS = ("slope", "max", "area", "name")
+SORT_KEYS = ("rank", "area", "name")
+BASELINES = ("pooled", "region")
+FITS = ("auto", "line")
 
 
 def _listed(names: List[str], most: int = 5) -> str:
@@ -337,17 +406,31 @@ def _listed(names: List[str], most: int = 5) -> str:
 
 
 def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
-            min_points: int = 3, degree: int = 2, sort: str = "slope",
-            n_boot: int = 1000, seed: int = 0, model: str = "auto") -> List[RegionResult]:
-    """Compute speedup curves and rank regions (best first).
+            min_points: int = 3, sort: str = "rank", model: str = "auto",
+            baseline: str = "pooled", min_experiments: int = MIN_EXPERIMENTS,
+            rank_at: float = RANK_AT) -> List[RegionResult]:
+    """Compute one curve per (region, progress point) and order the regions.
 
     points: progress-point names to use (default: all). min_points: a curve
-    needs this many distinct speedups including the baseline. Raises
-    ProfileError if a named point does not exist or no region has a curve."""
+    is shown at all when it has this many distinct speedups including the
+    baseline. sort "rank" (default): ranked regions first, by the prediction
+    at rank_at, best first, then the regions without enough evidence by the
+    same key; "area": Coz's impact; "name". model: "auto" (the rule in the
+    module comment) or "line". baseline: "pooled" or "region". Raises
+    ProfileError if a named point does not exist or no region has a curve;
+    ValueError on a bad argument."""
     if min_points < 2:
         raise ValueError("min_points must be >= 2 (the baseline plus one speedup)")
     if sort not in SORT_KEYS:
-        raise ValueError(f"sort must be one of {SORT_KEYS}")
+        raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}")
+    if model not in FITS:
+        raise ValueError(f"fit must be one of {', '.join(FITS)}")
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {', '.join(BASELINES)}")
+    if min_experiments < 2:
+        raise ValueError("min_experiments must be >= 2")
+    if not (math.isfinite(rank_at) and 0 < rank_at <= 1):
+        raise ValueError(f"rank_at {rank_at:g}: want a virtual speedup in (0, 1]")
     where = ", ".join(profile.paths)
     available = profile.progress_points()
     if points:
@@ -358,11 +441,22 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
         chosen = list(points)
     else:
         chosen = available
-    rng = np.random.default_rng(seed)
     grid = np.linspace(0.0, 1.0, 101)
     by_region: Dict[str, List[Experiment]] = {}
     for e in profile.experiments:
         by_region.setdefault(e.region, []).append(e)
+    kinds: Dict[str, str] = {}
+    pooled_base: Dict[str, np.ndarray] = {}
+    for point in chosen:
+        types = {type(e.points[point]) for e in profile.experiments if point in e.points}
+        if len(types) > 1:
+            raise ProfileError(f"progress point {point!r} is both a throughput "
+                               "and a latency point", where)
+        kinds[point] = "throughput" if types == {Throughput} else "latency"
+        rows = [(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
+                for e in profile.experiments
+                if point in e.points and round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0]
+        pooled_base[point] = np.array(rows, dtype=float).reshape(-1, 3)
     no_baseline: List[str] = []  # "region @ point" left out for want of a speedup-0 experiment
     too_few: List[str] = []      # ... for want of --min-points distinct speedups
     results = []
@@ -370,17 +464,19 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
         curves = []
         for point in chosen:
             exps = [e for e in by_region[region] if point in e.points]
-            kinds = {type(e.points[point]) for e in exps}
             if not exps:
                 continue
-            if len(kinds) > 1:
-                raise ProfileError(f"progress point {point!r} is both a throughput "
-                                   "and a latency point", where)
-            kind = "throughput" if kinds == {Throughput} else "latency"
-            if not any(round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0 for e in exps):
+            if baseline == "pooled":
+                base = pooled_base[point]
+            else:
+                base = np.array([(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
+                                 for e in exps if round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0],
+                                dtype=float).reshape(-1, 3)
+            if len(base) == 0:
                 no_baseline.append(f"{region} @ {point}")
                 continue
-            c = _curve(region, point, kind, exps, degree, n_boot, rng, grid, model)
+            c = _curve(region, point, kinds[point], exps, base, grid, model,
+                       min_experiments, rank_at)
             if c is not None and c.points >= min_points:
                 curves.append(c)
             else:
@@ -401,17 +497,61 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
                            f"{', '.join(map(repr, chosen))}; nothing to plot "
                            "(lower --min-points, or run the sweep longer)", where)
     for r in results:
-        if sort == "slope":
-            r.score = max(c.slope for c in r.curves)
-        elif sort == "max":
-            r.score = max(c.max_fitted() for c in r.curves)
-        elif sort == "area":
+        if sort == "area":
             r.score = max(c.max_normalized_area() for c in r.curves)
+        else:
+            v = r.best().key[0]
+            r.score = v if math.isfinite(v) else -math.inf
+    keyed = lambda r: r.best().key[0] if math.isfinite(r.best().key[0]) else -math.inf
+    for i, r in enumerate(sorted((r for r in results if r.ranked), key=lambda r: (-keyed(r), r.region))):
+        r.rank = i + 1
     if sort == "name":
         results.sort(key=lambda r: r.region)
+    elif sort == "rank":
+        results.sort(key=lambda r: (not r.ranked, -r.score, r.region))
     else:
         results.sort(key=lambda r: (-r.score, r.region))
     return results
+
+
+@dataclass
+class Settlement:
+    """Whether a ranking has settled (see settlement())."""
+    settled: bool
+    leader: Optional[str]
+    rank_at: float
+    message: str
+    overlapping: List[str] = field(default_factory=list)   # ranked regions the leader is not above
+    unranked: List[str] = field(default_factory=list)      # regions without enough evidence
+
+
+def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Settlement:
+    """Settled: at least one region is ranked, and the best ranked region's
+    lower bound at rank_at is above every other ranked region's upper bound.
+    Regions without enough evidence do not block it but are named."""
+    ranked = [r for r in results if r.ranked]
+    unranked = [r.region for r in results if not r.ranked]
+    if not ranked:
+        return Settlement(False, None, rank_at,
+                          f"not settled: no region has enough evidence to rank "
+                          f"({len(unranked)} listed without a rank)", [], unranked)
+    keyed = sorted(ranked, key=lambda r: -r.best().key[0])
+    leader = keyed[0]
+    _, lo, _ = leader.best().key
+    overlapping = [r.region for r in keyed[1:] if not (r.best().key[2] < lo)]
+    at = f"{rank_at * 100:g}%"
+    if overlapping:
+        msg = (f"not settled: the leader {leader.region} (@{at} lower bound {lo * 100:+.1f}%) "
+               f"is not above {_listed(overlapping, 3)}; run the sweep longer "
+               f"(coact-profile run --until-settled)")
+    else:
+        msg = (f"settled: {leader.region} leads; its @{at} lower bound ({lo * 100:+.1f}%) is above "
+               f"every other ranked region's upper bound")
+        if len(keyed) == 1:
+            msg = f"settled: {leader.region} is the only ranked region"
+    if unranked:
+        msg += f"; {len(unranked)} region(s) without enough evidence to rank"
+    return Settlement(not overlapping, leader.region, rank_at, msg, overlapping, unranked)
 
 
 # --------------------------------------------------------------------------
@@ -426,9 +566,9 @@ DEFINITION = ("program speedup = (baseline - value) / baseline, value = time per
 
 def predictions(results: Sequence[RegionResult],
                 at: Sequence[float] = ()) -> List[dict]:
-    """One dict per (region, progress point): the fitted program speedup at
+    """One dict per (region, progress point): the model's program speedup at
     every measured non-zero virtual speedup s, and at each extra s in `at`
-    (fractions), with the bootstrap 95% CI and the number of experiments
+    (fractions), with its 95% interval and the number of experiments
     measured at that s. JSON-ready (NaN -> None)."""
     def clean(x):
         return None if isinstance(x, float) and not math.isfinite(x) else x
@@ -437,7 +577,6 @@ def predictions(results: Sequence[RegionResult],
         for c in r.curves:
             levels = sorted({m.speedup for m in c.measurements if m.speedup > 0}
                             | {round(float(s), _SPEEDUP_KEY_DIGITS) for s in at})
-            base = c.measurement_at(0.0)
             rows = []
             for s in levels:
                 v, lo, hi = c.predict(s)
@@ -453,9 +592,12 @@ def predictions(results: Sequence[RegionResult],
                 })
             out.append({
                 "region": c.region, "point": c.point, "kind": c.kind,
-                "degree": c.degree, "knee": c.knee, "baseline_ns": clean(c.baseline),
-                "baseline_experiments": base.experiments if base else 0,
+                "model": c.model, "knee": c.knee, "baseline_ns": clean(c.baseline),
+                "baseline_experiments": c.baseline_experiments,
                 "experiments": c.experiments,
+                "outliers": len(c.outliers),
+                "ranked": c.ranked,
+                "why_unranked": c.why_unranked or None,
                 "slope": clean(c.slope),
                 "slope_ci": [clean(c.slope_ci[0]), clean(c.slope_ci[1])],
                 "predictions": rows,
@@ -463,40 +605,64 @@ def predictions(results: Sequence[RegionResult],
     return out
 
 
+def estimator_json(args) -> dict:
+    """What the estimator did, for the JSON outputs."""
+    return {"baseline": ("speedup-0 experiments of every region pooled" if args.baseline == "pooled"
+                         else "speedup-0 experiments of the same region pooled (Coz)"),
+            "model": ("line through the origin, or a concave bend at a measured speedup when an "
+                      f"F test prefers it (p < {BEND_ALPHA:g} / knees tried, n >= {BEND_MIN_N})"
+                      if args.fit == "auto" else "line through the origin"),
+            "weights": "effective duration",
+            "outliers": f"Hampel: |residual - median| > {OUTLIER_MADS:g} x 1.4826 MAD (n >= {OUTLIER_MIN_N})",
+            "ci": "95% Student t on the fit's residuals, the baseline's error propagated",
+            "fit": args.fit, "min_points": args.min_points,
+            "min_experiments": args.min_experiments, "rank_at": args.rank_at}
+
+
 def estimate_json(rows: List[dict], profile: Profile, args) -> str:
     import json
     return json.dumps({
-        "tool": "coact-plot estimate", "version": 1, "files": profile.paths,
-        "definition": DEFINITION,
-        "estimator": {"fit": "duration-weighted least squares through the origin: polynomial"
-                             + (", or a line bending once at a measured speedup when that "
-                                "fits better (the curve's knee)" if args.fit == "auto" else ""),
-                      "degree": args.degree,
-                      "baseline": "pooled speedup-0 experiments of the same region "
-                                  "and progress point",
-                      "ci": "95% percentile bootstrap", "bootstrap": args.bootstrap,
-                      "seed": args.seed, "min_points": args.min_points},
+        "tool": "coact-plot estimate", "version": 2, "files": profile.paths,
+        "definition": DEFINITION, "estimator": estimator_json(args),
         "regions": rows}, indent=2)
 
 
 def format_estimates(rows: List[dict]) -> str:
     def pc(x):
         return "n/a" if x is None else f"{x * 100:+.1f}%"
-    head = ["region", "progress point", "s", "exps", "predicted", "95% CI", "measured"]
+    head = ["region", "progress point", "model", "s", "exps", "predicted", "95% CI", "measured"]
     table = [head]
     for r in rows:
         point = r["point"] + (" (latency)" if r["kind"] == "latency" else "")
+        model = "line" if r["knee"] is None else f"bend@{r['knee'] * 100:g}%"
         for p in r["predictions"]:
             ci = "n/a" if p["ci"][0] is None else f"[{pc(p['ci'][0])}, {pc(p['ci'][1])}]"
-            table.append([r["region"], point, f"{p['s'] * 100:g}%", str(p["experiments"]),
+            table.append([r["region"], point, model, f"{p['s'] * 100:g}%", str(p["experiments"]),
                           pc(p["program_speedup"]) + ("*" if p["extrapolated"] else ""),
                           ci, pc(p["measured"])])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
+    lines = ["  ".join(c.ljust(widths[i]) if i < 3 else c.rjust(widths[i])
                        for i, c in enumerate(row)).rstrip() for row in table]
-    return ("\n".join(lines) + "\npredicted: the fitted curve at virtual speedup s; "
-            "measured: the pooled experiments at s; * = extrapolated.\n"
+    return ("\n".join(lines) + "\npredicted: the region's one model (line, or a bend at k) at "
+            "virtual speedup s; measured: the mean of the experiments at s; * = extrapolated.\n"
             + DEFINITION + ".\n")
+
+
+def add_common_arguments(p) -> None:
+    """The estimator's options, shared by `coact-plot profile` and `estimate`."""
+    p.add_argument("-p", "--progress-point", action="append", dest="points",
+                   metavar="NAME", help="progress point to use (repeatable; default all)")
+    p.add_argument("--min-points", type=int, default=3,
+                   help="distinct speedups, baseline included, a curve needs to be shown (default 3)")
+    p.add_argument("--min-experiments", type=int, default=MIN_EXPERIMENTS, metavar="N",
+                   help=f"non-zero-speedup experiments a region needs to be ranked (default {MIN_EXPERIMENTS})")
+    p.add_argument("--rank-at", type=float, default=RANK_AT, metavar="S",
+                   help=f"virtual speedup the ranking compares at (a fraction; default {RANK_AT:g})")
+    p.add_argument("--fit", choices=FITS, default="auto",
+                   help="auto (default): a line through the origin, or a concave bend when an F test "
+                        "prefers it; line: the line only")
+    p.add_argument("--baseline", choices=BASELINES, default="pooled",
+                   help="pooled (default): every region's speedup-0 experiments; region: the region's own (Coz)")
 
 
 def add_arguments(p) -> None:
@@ -504,36 +670,25 @@ def add_arguments(p) -> None:
     p.add_argument("profiles", nargs="+", metavar="PROFILE",
                    help="profile.coz or .jsonl file(s); several are pooled")
     p.add_argument("--json", action="store_true", help="print JSON (see reports/README.md)")
-    p.add_argument("-p", "--progress-point", action="append", dest="points",
-                   metavar="NAME", help="progress point to use (repeatable; default all)")
     p.add_argument("-r", "--region", action="append", dest="regions", metavar="NAME",
                    help="only this region (exact name; repeatable; default all)")
     p.add_argument("--at", action="append", type=float, default=[], metavar="S",
                    help="also predict at virtual speedup S (a fraction 0..1; repeatable)")
-    p.add_argument("--min-points", type=int, default=3,
-                   help="distinct speedups, baseline included, a curve needs (default 3)")
-    p.add_argument("--degree", type=int, default=2, choices=(1, 2, 3),
-                   help="degree of the polynomial through the origin (default 2)")
-    p.add_argument("--fit", choices=("auto", "poly"), default="auto",
-                   help="auto (default): the polynomial, or a line through the origin that bends once "
-                        "at a measured speedup when that fits better (degree >= 2); poly: the polynomial only")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                   help="bootstrap replicates for the CI (0 = no CI; default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_common_arguments(p)
 
 
 def run(a) -> int:
     import sys
     from .profile import load_profiles
-    if a.min_points < 2 or a.bootstrap < 0:
-        raise ValueError("--min-points must be >= 2, --bootstrap >= 0")
-    bad = [s for s in a.at if not (math.isfinite(s) and 0 < s <= 1)]
+    if a.min_points < 2 or a.min_experiments < 2:
+        raise ValueError("--min-points and --min-experiments must be >= 2")
+    bad = [s for s in a.at + [a.rank_at] if not (math.isfinite(s) and 0 < s <= 1)]
     if bad:
-        raise ValueError(f"--at {bad[0]:g}: want a virtual speedup in (0, 1], "
+        raise ValueError(f"--at/--rank-at {bad[0]:g}: want a virtual speedup in (0, 1], "
                          "a fraction (0.25 = 25%)")
     profile = load_profiles(a.profiles)
-    results = analyze(profile, a.points, a.min_points, a.degree, "name",
-                      a.bootstrap, a.seed, a.fit)
+    results = analyze(profile, a.points, a.min_points, "name", a.fit, a.baseline,
+                      a.min_experiments, a.rank_at)
     if a.regions:
         known = [r.region for r in results]
         missing = [x for x in a.regions if x not in known]

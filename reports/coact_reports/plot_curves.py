@@ -42,24 +42,38 @@ def plot_profile(results: Sequence[RegionResult], output: str,
                         lw=1.2, ls="--")
             ax.scatter(c.exp_speedup * 100, c.exp_program_speedup * 100, s=6,
                        color=col, alpha=0.3, lw=0)
+            if c.outliers:
+                ox, oy = zip(*c.outliers)
+                ax.scatter([x * 100 for x in ox], [min(max(y, -1.0), 2.0) * 100 for y in oy],
+                           s=18, marker="x", color=col, alpha=0.7, lw=0.9)
             ms = c.measurements
             ax.scatter([m.speedup * 100 for m in ms],
                        [m.program_speedup * 100 for m in ms],
                        s=[14 + 10 * math.sqrt(m.experiments) for m in ms],
                        color=col, edgecolor="black", lw=0.5, zorder=3, clip_on=False)
             handles.setdefault(c.point + (" (latency)" if c.kind == "latency" else ""), line)
-            vals = [m.program_speedup for m in ms] + list(c.fit)
-            if c.band is not None:
+            vals = [m.program_speedup for m in ms] + list(c.fit[inside])
+            if c.band is not None and c.ranked:
                 vals += list(c.band[0][inside]) + list(c.band[1][inside])
             finite = [v for v in vals if math.isfinite(v)]
             ylo, yhi = min([ylo] + finite), max([yhi] + finite)
-        best = max(r.curves, key=lambda c: c.slope)
-        ax.set_title(f"{idx + 1}. {_ellipsize(r.region)}\nslope {best.slope:+.2f}",
-                     fontsize=9)
+        best = r.best()
+        v, lo, hi = best.key
+        at = f"@{best.rank_at * 100:g}%"
+        if r.rank is not None:
+            sub = f"{best.describe_model()}, {at} {v * 100:+.1f}% [{lo * 100:+.1f}, {hi * 100:+.1f}]"
+            head = f"{r.rank}. "
+        else:
+            sub = f"not ranked: {best.why_unranked}"
+            head = "- "
+        ax.set_title(f"{head}{_ellipsize(r.region)}\n{_ellipsize(sub, 60)}", fontsize=9)
         ax.grid(True, color="0.92")
         ax.set_xlim(0, 100)
         ax.xaxis.set_major_formatter(PercentFormatter(decimals=0))
         ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
+    # The y range follows the points, the fits and the ranked regions' bands
+    # (an unranked region's band can be wide), within the kept [-100%, 200%].
+    ylo, yhi = max(ylo, -1.0), min(yhi, 2.0)
     pad = max(0.02, 0.05 * (yhi - ylo))
     axes[0][0].set_ylim((ylo - pad) * 100, (yhi + pad) * 100)
     for j in range(n, nrows * ncols):
@@ -95,9 +109,9 @@ def plot_profile(results: Sequence[RegionResult], output: str,
     fig.legend(list(handles.values()), list(handles.keys()), loc="upper center",
                bbox_to_anchor=(0.5, 1 - 0.36 / height), ncol=min(4, len(handles)),
                fontsize=8, frameon=False)
-    fig.text(0.5, 0.06 / height, "dots: pooled experiments per speedup (size ~ count), "
-             "faint: single experiments; line: fit (dashed: extrapolated); "
-             "band: 95% bootstrap.\nProgram speedup x as in Coz: less time per progress "
+    fig.text(0.5, 0.06 / height, "dots: mean of the experiments at each speedup (size ~ count), "
+             "faint: single experiments, x: outliers excluded (Hampel, 3.5 MAD); line: the region's "
+             "model (dashed: extrapolated); band: 95% Student t.\nProgram speedup x as in Coz: less time per progress "
              "visit; right axis: the same change as more visits per second, 1/(1-x) - 1",
              ha="center", va="bottom", fontsize=7, color="0.35", wrap=True)
     fig.tight_layout(rect=(0, 0.4 / height, 1, 1 - 0.6 / height))

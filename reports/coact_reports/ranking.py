@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
-from .estimate import DEFINITION, PREDICT_AT, RegionResult
+from .estimate import DEFINITION, MIN_EXPERIMENTS, PREDICT_AT, RANK_AT, RegionResult, settlement
 from .profile import Profile
 from .util import clean as _clean, pct as _pct
 
@@ -49,28 +49,39 @@ def group_by_handler(results: Sequence[RegionResult]) -> List[RegionResult]:
 
 def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
     """One dict per (region, progress point), in the given order, with its
-    rank by the analysis's sort among `results` and its group (the handler a
-    "H @ file:line" line region belongs to, else the region itself). Speedups
-    are fractions (0.125 = 12.5%)."""
+    rank (ranked regions only, by the analysis's order; None for a region
+    without enough evidence) and its group (the handler a "H @ file:line"
+    line region belongs to, else the region itself). Speedups are fractions
+    (0.125 = 12.5%)."""
     rows = []
-    for rank, r in enumerate(results, start=1):
+    for r in results:
+        rank = r.rank
         for c in r.curves:
+            v, lo, hi = c.key
             rows.append({
                 "rank": rank,
                 "region": c.region,
                 "group": region_group(c.region),
                 "point": c.point,
                 "kind": c.kind,
+                "ranked": c.ranked,
+                "why_unranked": c.why_unranked or None,
                 "experiments": c.experiments,
-                "points": c.points,
-                "degree": c.degree,
+                "outliers": len(c.outliers),
+                "baseline_experiments": c.baseline_experiments,
+                "levels": c.levels,
+                "model": c.model,
+                "knee": c.knee,
                 "baseline_ns": _clean(c.baseline),
+                "rank_at": c.rank_at,
+                "key": {"program_speedup": _clean(v), "ci": [_clean(lo), _clean(hi)]},
+                "ci": [_clean(lo), _clean(hi)],
                 "slope": _clean(c.slope),
                 "slope_ci": [_clean(c.slope_ci[0]), _clean(c.slope_ci[1])],
                 "predicted": {
-                    f"{s:g}": {"program_speedup": _clean(v), "ci": [_clean(lo), _clean(hi)],
+                    f"{s:g}": {"program_speedup": _clean(pv), "ci": [_clean(plo), _clean(phi)],
                                "extrapolated": c.extrapolated(s)}
-                    for s, (v, lo, hi) in c.predicted.items()},
+                    for s, (pv, plo, phi) in c.predicted.items()},
                 "measurements": [
                     {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
                      "experiments": m.experiments} for m in c.measurements],
@@ -78,47 +89,75 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
     return rows
 
 
-def ranking_json(results: Sequence[RegionResult], profile: Profile, sort: str) -> str:
+def ranking_json(results: Sequence[RegionResult], profile: Profile, sort: str,
+                 estimator: Optional[dict] = None, rank_at: float = RANK_AT) -> str:
+    st = settlement(results, rank_at)
     doc = {"files": profile.paths, "sort": sort,
            "progress_points": sorted({c.point for r in results for c in r.curves}),
+           "estimator": estimator,
+           "settled": st.settled, "leader": st.leader, "settlement": st.message,
            "regions": ranking_rows(results)}
     return json.dumps(doc, indent=2)
 
 
+def _shown_name(row: dict) -> str:
+    if row["group"] != row["region"]:
+        # A line region under its handler: the line, with the handler's
+        # short name so two callers' rows stay apart.
+        handler = row["group"].rsplit("::", 2)
+        short = "::".join(handler[-2:]) if len(handler) >= 2 else row["group"]
+        return "  @ " + row["region"][len(row["group"]) + len(LINE_QUALIFIER):] + f" (in {short})"
+    return row["region"]
 
-def format_ranking(results: Sequence[RegionResult]) -> str:
+
+def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> str:
     rows = ranking_rows(results)
-    head = ["rank", "region", "progress point", "exps", "pts", "slope", "slope 95% CI"] + \
-        [f"@{int(s * 100)}%" for s in PREDICT_AT] + [f"@{int(PREDICT_AT[-1] * 100)}% as rate"]
+    at = f"@{rank_at * 100:g}%"
+    levels = sorted(set(PREDICT_AT) | {rank_at})
+    head = ["rank", "region", "progress point", "exps", "model"]
+    for s in levels:
+        head += [f"@{s * 100:g}%"] + ([f"{at} 95% CI"] if abs(s - rank_at) <= 1e-9 else [])
+    head += [f"@{PREDICT_AT[-1] * 100:g}% as rate", "note"]
     table = [head]
+    leader = next((row for row in rows if row["rank"] == 1), None)
     for row in rows:
-        ci = row["slope_ci"]
-        ci_s = "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+        key = row["key"]
+        v, (lo, hi) = key["program_speedup"], key["ci"]
+        top = max((m["speedup"] for m in row["measurements"]), default=0)
         preds = []
-        for s in PREDICT_AT:
-            p = row["predicted"][f"{s:g}"]
-            v = p["program_speedup"]
-            preds.append(_pct(v if v is not None else math.nan) +
-                         ("*" if p["extrapolated"] else ""))
+        for s in levels:
+            p = row["predicted"].get(f"{s:g}")
+            pv = p["program_speedup"] if p else v
+            preds.append(_pct(pv if pv is not None else math.nan) + ("*" if s > top + 1e-9 else ""))
+            if abs(s - rank_at) <= 1e-9:
+                preds.append("n/a" if lo is None else f"[{_pct(lo)}, {_pct(hi)}]")
+        notes = []
+        if row["rank"] is None:
+            notes.append("not enough evidence to rank: " + (row["why_unranked"] or "?"))
+        elif leader is not None and row is not leader and lo is not None and \
+                leader["ci"][0] is not None and hi >= leader["ci"][0]:
+            notes.append(f"interval overlaps #{leader['rank']}")
+        if row["outliers"]:
+            notes.append(f"{row['outliers']} outlier{'s' if row['outliers'] > 1 else ''} excluded")
+        model = "line" if row["knee"] is None else f"bend@{row['knee'] * 100:g}%"
+        point = row["point"] + (" (latency)" if row["kind"] == "latency" else "")
         # The last prediction as a rise in progress visits per second.
         last = row["predicted"][f"{PREDICT_AT[-1]:g}"]["program_speedup"]
         rate = _pct(1 / (1 - last) - 1) if last is not None and last < 1 else "n/a"
-        point = row["point"] + (" (latency)" if row["kind"] == "latency" else "")
-        shown = row["region"]
-        if row["group"] != row["region"]:
-            shown = "  @ " + row["region"][len(row["group"]) + len(LINE_QUALIFIER):]
-        table.append([str(row["rank"]), shown, point, str(row["experiments"]),
-                      str(row["points"]),
-                      "n/a" if row["slope"] is None else f"{row['slope']:+.3f}", ci_s]
-                     + preds + [rate])
+        table.append([str(row["rank"]) if row["rank"] is not None else "-", _shown_name(row),
+                      point, str(row["experiments"]), model] + preds + [rate, "; ".join(notes)])
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    right = {0, 3, 4, 5, 7, 8, 9, 10}
+    left = {1, 2, 4, len(head) - 1}
     out = []
     for r in table:
-        out.append("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i])
+        out.append("  ".join(c.ljust(widths[i]) if i in left else c.rjust(widths[i])
                              for i, c in enumerate(r)).rstrip())
-    note = ("program speedup predicted by the fitted curve at 10/25/50% virtual "
-            "speedup; * = beyond the largest measured speedup (extrapolated); "
-            "'as rate': the @50% prediction as a rise in progress visits per second\n"
+    st = settlement(results, rank_at)
+    note = (f"program speedup predicted by each region's one model (a line through the origin, or "
+            f"a bend at k when an F test prefers it) at 10/25/50% virtual speedup; ranked by {at}; "
+            f"* = beyond the largest measured speedup (extrapolated); 'as rate': the "
+            f"@{PREDICT_AT[-1] * 100:g}% prediction as a rise in progress visits per second; 95% CI: Student t on the "
+            f"experiments, the baseline's error included. A region is ranked with enough "
+            f"experiments (--min-experiments, default {MIN_EXPERIMENTS}) at 3+ speedups.\n"
             + DEFINITION + " (33% less time per visit = 50% more visits per second)")
-    return "\n".join(out) + "\n" + note + "\n"
+    return "\n".join(out) + "\n" + st.message + "\n" + note + "\n"

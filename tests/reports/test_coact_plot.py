@@ -171,8 +171,7 @@ class ParseJsonTest(TempDirCase):
         self.assertEqual([(e.region, e.speedup, e.duration_ns) for e in exps],
                          [("a.c:3", 0.0, 1000), ("a.c:3", 0.5, 800)])
         self.assertEqual(exps[0].points["r"], cp.Latency(4, 4, 1))
-        res = cp.analyze(cp.load_profiles([p]), points=["a.c:9"], min_points=2,
-                         n_boot=0)
+        res = cp.analyze(cp.load_profiles([p]), points=["a.c:9"], min_points=2)
         # period 100 -> 80 ns per visit: program speedup (100 - 80) / 100
         self.assertAlmostEqual(by_speedup(res[0].curves[0])[0.5], 0.2)
 
@@ -207,9 +206,14 @@ class ProgramSpeedupTest(unittest.TestCase):
     def test_same_speedup_experiments_are_grouped(self):
         c = curve_of(self.results, A, TP)
         counts = {m.speedup: m.experiments for m in c.measurements}
-        self.assertEqual(counts, {0.0: 2, 0.25: 1, 0.5: 2, 0.75: 1, 1.0: 1})
+        # The baseline pools every region's speedup-0 experiments (A's 2, C's 2).
+        self.assertEqual(counts, {0.0: 4, 0.25: 1, 0.5: 2, 0.75: 1, 1.0: 1})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            own = curve_of(cp.analyze(self.profile, baseline="region"), A, TP)
+        self.assertEqual(own.measurements[0].experiments, 2)
         self.assertEqual(c.points, 5)
-        self.assertEqual(c.experiments, 7)
+        self.assertEqual(c.experiments, 5)     # non-zero-speedup experiments behind the fit
 
     def test_latency_via_littles_law(self):
         # L = difference * duration / arrivals; baseline pooled
@@ -244,7 +248,7 @@ class ProgramSpeedupTest(unittest.TestCase):
     def test_few_speedup_levels_fit_a_line_not_a_parabola(self):
         # Two non-zero levels (0.8, 0.9) on a flat truth with noise: a
         # quadratic through them dipped far below both (the archiver's Index
-        # panel went to -65% at 45%); the fit must be a line (degree 1).
+        # panel went to -65% at 45%); the model must be the line.
         lines = ["startup\ttime=1"]
         for sp, delta in ((0.0, 1000), (0.0, 1000), (0.8, 950), (0.9, 1010)):
             lines += [f"experiment\tselected=d.c:1\tspeedup={sp:.2f}\tduration=1000000\tselected-samples=1",
@@ -253,14 +257,16 @@ class ProgramSpeedupTest(unittest.TestCase):
             path = os.path.join(d, "few.coz")
             with open(path, "w") as f:
                 f.write("\n".join(lines) + "\n")
-            res = cp.analyze(cp.load_profiles([path]), min_points=3, n_boot=50)
+            res = cp.analyze(cp.load_profiles([path]), min_points=3)
         c = curve_of(res, "d.c:1", "p")
         self.assertEqual(c.degree, 1)
         self.assertGreater(float(c.fit.min()), -0.1)
-        self.assertEqual(curve_of(self.results, A, TP).degree, 2)   # four levels: the quadratic stays
+        self.assertFalse(c.ranked)                                   # 2 experiments, 2 levels
+        self.assertIn("2 experiments (needs 6)", c.why_unranked)
 
     def test_band_brackets_fit(self):
         c = curve_of(self.results, A, TP)
+        self.assertEqual(c.model, "line")   # exact planted line: the bend is no better
         lo, hi = c.band
         self.assertTrue(((lo <= c.fit + 1e-9) & (c.fit <= hi + 1e-9)).all())
         self.assertAlmostEqual(float(c.fit[0]), 0.0)    # through the origin
@@ -270,62 +276,80 @@ class ProgramSpeedupTest(unittest.TestCase):
             self.assertLess(abs(curve_of(self.results, B, point).slope), 0.01)
 
     def test_ranking_order_and_min_points(self):
-        self.assertEqual([r.region for r in self.results], [A, B])   # C: 2 points < 3
+        # C and D: 2 points < 3 (D has no speedup-0 experiment of its own;
+        # the pooled baseline would give it one).
+        self.assertEqual([r.region for r in self.results], [A, B])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cp.ProfileWarning)
-            res2 = cp.analyze(self.profile, min_points=2, n_boot=50)
-        self.assertEqual([r.region for r in res2], [A, C, B])
+            res2 = cp.analyze(self.profile, min_points=2)
+        # Nothing in the toy has 6 experiments: no region is ranked; the
+        # order is the same key (the prediction at 25%).
+        self.assertFalse(any(r.ranked for r in res2))
+        self.assertEqual([r.region for r in res2][:2], [A, C])
         self.assertAlmostEqual(curve_of(res2, C, TP).slope, 0.2, places=9)
         self.assertTrue(curve_of(res2, C, TP).extrapolated(0.5) is False)
 
     def test_region_without_baseline_warns_and_is_left_out(self):
         with self.assertWarnsRegex(cp.ProfileWarning, "no speedup-0"):
-            res = cp.analyze(self.profile, min_points=2, n_boot=0)
+            res = cp.analyze(self.profile, min_points=2, baseline="region")
         self.assertNotIn(D, [r.region for r in res])
 
     def test_sort_keys(self):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cp.ProfileWarning)
-            for key in ("max", "area"):
-                res = cp.analyze(self.profile, min_points=2, sort=key, n_boot=0)
+            for key in ("rank", "area"):
+                res = cp.analyze(self.profile, min_points=2, sort=key, baseline="region")
                 self.assertEqual([r.region for r in res], [A, C, B], key)
-            res = cp.analyze(self.profile, min_points=2, sort="name", n_boot=0)
+            res = cp.analyze(self.profile, min_points=2, sort="name", baseline="region")
         self.assertEqual([r.region for r in res], [A, B, C])
+        with self.assertRaisesRegex(ValueError, "sort must be one of"):
+            cp.analyze(self.profile, sort="slope")
 
     def test_progress_point_selection(self):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cp.ProfileWarning)
-            res = cp.analyze(self.profile, points=[LAT], n_boot=0)
+            res = cp.analyze(self.profile, points=[LAT])
             self.assertEqual({c.point for r in res for c in r.curves}, {LAT})
             with self.assertRaisesRegex(cp.ProfileError, "no progress point named 'nope'"):
                 cp.analyze(self.profile, points=["nope"])
 
-    def test_bootstrap_is_reproducible(self):
+    def test_interval_is_deterministic(self):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cp.ProfileWarning)
-            r1 = cp.analyze(self.profile, n_boot=200, seed=7)
-            r2 = cp.analyze(self.profile, n_boot=200, seed=7)
+            r1 = cp.analyze(self.profile)
+            r2 = cp.analyze(self.profile)
         self.assertEqual(curve_of(r1, A, TP).slope_ci, curve_of(r2, A, TP).slope_ci)
 
     def test_ranking_table_and_json(self):
         table = cp.format_ranking(self.results)
         lines = table.splitlines()
-        self.assertIn("slope", lines[0])
-        self.assertIn("@10%", lines[0])
+        self.assertIn("model", lines[0])
+        self.assertIn("@25% 95% CI", lines[0])
+        self.assertNotIn("slope", lines[0])      # one model, one story: no separate line fit
         self.assertIn(A, lines[1])
-        self.assertIn("+0.500", lines[1])
         self.assertIn("+12.5%", lines[1])
-        doc = json.loads(cp.ranking_json(self.results, self.profile, "slope"))
+        self.assertIn("not enough evidence to rank: 5 experiments (needs 6)", lines[1])
+        self.assertTrue(any(l.startswith("not settled: no region has enough evidence") for l in lines))
+        doc = json.loads(cp.ranking_json(self.results, self.profile, "rank"))
         first = doc["regions"][0]
-        self.assertEqual((first["rank"], first["region"], first["point"]), (1, A, TP))
+        self.assertEqual((first["rank"], first["region"], first["point"]), (None, A, TP))
+        self.assertFalse(first["ranked"])
         self.assertAlmostEqual(first["slope"], 0.5)
         self.assertAlmostEqual(first["predicted"]["0.25"]["program_speedup"], 0.125)
-        self.assertEqual(doc["regions"][-1]["region"], B)
+        self.assertEqual(len(first["ci"]), 2)
+        self.assertFalse(doc["settled"])
+        # With a lower bar the planted region ranks first and the toy settles.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cp.ProfileWarning)
+            res = cp.analyze(self.profile, min_experiments=2)
+        doc = json.loads(cp.ranking_json(res, self.profile, "rank"))
+        self.assertEqual((doc["regions"][0]["rank"], doc["regions"][0]["region"]), (1, A))
+        self.assertTrue(doc["regions"][0]["ranked"])
 
 
 class CoactJsonAnalysisTest(unittest.TestCase):
     def test_planted_and_flat(self):
-        res = cp.analyze(cp.load_profiles([TOY_JSONL]), n_boot=100)
+        res = cp.analyze(cp.load_profiles([TOY_JSONL]))
         self.assertEqual([r.region for r in res], ["Parser::Line", "Logger::Flush"])
         c = res[0].curves[0]
         # From effective_ns: (100000 - 80000) / 100000. From duration_ns it
@@ -472,7 +496,7 @@ class PlotTest(TempDirCase):
     def setUpClass(cls):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", cp.ProfileWarning)
-            cls.results = cp.analyze(cp.load_profiles([TOY_COZ]), min_points=2, n_boot=200)
+            cls.results = cp.analyze(cp.load_profiles([TOY_COZ]), min_points=2)
 
     def test_png_written(self):
         out = os.path.join(self.tmp, "curves.png")
@@ -502,7 +526,7 @@ class CompareTest(TempDirCase):
     def test_load_and_paired_medians(self):
         trials = cp.load_trials(TRIALS)
         self.assertEqual(len(trials), 32)
-        comps = {m.metric: m for m in cp.compare_trials(trials, n_boot=2000)}
+        comps = {m.metric: m for m in cp.compare_trials(trials)}
         tp = comps["throughput_ops"]
         self.assertEqual(tp.trials, list(range(8)))
         self.assertEqual(tp.median_delta, 5.0)
@@ -517,7 +541,7 @@ class CompareTest(TempDirCase):
         self.assertFalse(p99.ci_excludes_zero)
 
     def test_plots_written(self):
-        comps = cp.compare_trials(cp.load_trials(TRIALS), n_boot=500)
+        comps = cp.compare_trials(cp.load_trials(TRIALS))
         for ext in ("png", "svg"):
             out = os.path.join(self.tmp, f"cmp.{ext}")
             cp.plot_compare(comps, out)
@@ -527,7 +551,7 @@ class CompareTest(TempDirCase):
         p = self.write("u.jsonl", read(TRIALS) +
                        '{"variant":"base","trial":99,"metric":"p99_us","value":1}\n')
         with self.assertWarnsRegex(cp.ProfileWarning, r"trial\(s\) \[99\]"):
-            comps = cp.compare_trials(cp.load_trials(p), n_boot=100)
+            comps = cp.compare_trials(cp.load_trials(p))
         self.assertEqual(len(comps[0].trials), 8)
 
     def test_errors(self):
@@ -564,17 +588,17 @@ def run_cli(*args):
 class CliTest(TempDirCase):
     def test_profile_png_and_table(self):
         out = os.path.join(self.tmp, "p.png")
-        r = run_cli("profile", TOY_COZ, "--output", out, "--title", "toy", "--bootstrap", "200")
+        r = run_cli("profile", TOY_COZ, "--output", out, "--title", "toy")
         self.assertEqual(r.returncode, 0, r.stderr)
-        rows = [l for l in r.stdout.splitlines() if l[:6].strip().isdigit()]
+        rows = [l for l in r.stdout.splitlines() if l[:6].strip() == "-" or l[:6].strip().isdigit()]
         self.assertEqual([l.split()[1] for l in rows], [A, A, B, B])
-        self.assertIn("no speedup-0", r.stderr)          # region D warning
+        self.assertIn("--min-points", r.stderr)          # regions C and D warning
+        self.assertIn("not settled", r.stdout)
         self.assertGreater(os.path.getsize(out), 1000)
 
     def test_profile_svg_json_top(self):
         out = os.path.join(self.tmp, "p.svg")
-        r = run_cli("profile", TOY_COZ, "-o", out, "--json", "--top", "1", "-p", TP,
-                    "--bootstrap", "100")
+        r = run_cli("profile", TOY_COZ, "-o", out, "--json", "--top", "1", "-p", TP,)
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.assertEqual([(x["region"], x["point"]) for x in doc["regions"]], [(A, TP)])
@@ -597,7 +621,7 @@ class CliTest(TempDirCase):
 
     def test_truncated_warns_and_succeeds(self):
         p = self.write("k.coz", read(TOY_COZ) + "throughput-point\tname=/home/coz/toy/t")
-        r = run_cli("profile", p, "--bootstrap", "0")
+        r = run_cli("profile", p)
         # A name-only fragment still parses as a record lacking 'delta'.
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("last line is truncated", r.stderr)

@@ -43,7 +43,7 @@ def run_module(*args):
 
 class PredictTest(unittest.TestCase):
     def setUp(self):
-        self.results = analyze_toy(seed=3)
+        self.results = analyze_toy()
         self.rows = estimate.predictions(self.results, at=[0.33])
 
     def row(self, region, point):
@@ -66,7 +66,7 @@ class PredictTest(unittest.TestCase):
                          {0.25: 1, 0.33: 0, 0.5: 2, 0.75: 1, 1.0: 1})
         self.assertIsNone(got[0.33]["measured"])
         self.assertAlmostEqual(got[0.5]["measured"], 0.25, places=6)
-        self.assertEqual(self.row(A, TP)["baseline_experiments"], 2)
+        self.assertEqual(self.row(A, TP)["baseline_experiments"], 4)   # pooled over regions
 
     def test_ci_brackets_the_prediction(self):
         for r in self.rows:
@@ -89,9 +89,22 @@ class PredictTest(unittest.TestCase):
                     self.assertAlmostEqual(plo, lo, places=9)
                     self.assertAlmostEqual(phi, hi, places=9)
 
-    def test_no_bootstrap_gives_no_ci(self):
-        rows = estimate.predictions(analyze_toy(n_boot=0))
+    def test_no_zero_width_interval(self):
+        # Exact planted data with identical baselines leave no residual: the
+        # estimator prints no interval rather than a zero-width one.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "exact.coz")
+            lines = ["startup\ttime=1"]
+            for s in (0.0, 0.25, 0.5, 0.75):
+                for _ in range(3):      # time per visit exactly 1 ms * (1 - s / 4)
+                    lines += [f"experiment\tselected=e.c:1\tspeedup={s:.2f}\t"
+                              f"duration={round(1e9 * (1 - s / 4))}\tselected-samples=1",
+                              "throughput-point\tname=p\tdelta=1000"]
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            rows = estimate.predictions(estimate.analyze(profile.load_profiles([path])))
         self.assertTrue(all(p["ci"] == [None, None] for r in rows for p in r["predictions"]))
+        self.assertTrue(all(not r["ranked"] for r in rows))
 
 
 def knee_profile(path, curve, levels, per_level=2, period_ns=1_000_000):
@@ -124,7 +137,7 @@ class KneeTest(unittest.TestCase):
             knee_profile(path, curve, self.LEVELS)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", profile.ProfileWarning)
-                (r,) = estimate.analyze(profile.load_profiles([path]), n_boot=0, **kw)
+                (r,) = estimate.analyze(profile.load_profiles([path]), **kw)
         (c,) = r.curves
         return c, {s: c.predict(s)[0] for s in at}
 
@@ -149,10 +162,101 @@ class KneeTest(unittest.TestCase):
         c, _ = self.predict(lambda s: max(0.0, s - 0.5), [0.5])
         self.assertIsNone(c.knee)
 
-    def test_poly_fit_keeps_the_polynomial(self):
-        c, got = self.predict(lambda s: min(s, 0.5), [0.5], model="poly")
+    def test_line_fit_keeps_the_line(self):
+        c, got = self.predict(lambda s: min(s, 0.5), [0.5], model="line")
         self.assertIsNone(c.knee)
-        self.assertLess(got[0.5], 0.46)  # the rounded-off bend (0.448)
+        self.assertEqual(c.model, "line")
+        self.assertLess(got[0.5], 0.45)  # the least-squares line through a bend
+
+
+def noisy_profile(path, rng, regions, n_per_region, n_base, noise, period_ns=1_000_000,
+                  outlier=None):
+    """A Coz profile: each region (name -> true slope b) measured n_per_region
+    times at random Coz levels, n_base speedup-0 experiments in all; each
+    experiment's time per visit is period_ns * (1 - b s) * (1 + noise e),
+    e standard normal. outlier: (region, s, y) adds one wild experiment."""
+    import random
+    lines = ["startup\ttime=1"]
+    names = list(regions)
+    duration = 1_000_000_000
+
+    def exp(name, s, y_true):
+        period = period_ns * (1 - y_true) * (1 + noise * rng.gauss(0, 1))
+        lines.extend([f"experiment\tselected={name}\tspeedup={s:.2f}\tduration={duration}\tselected-samples=1",
+                      f"throughput-point\tname=p\tdelta={max(1, round(duration / period))}"])
+    for i in range(n_base):
+        exp(names[i % len(names)], 0.0, 0.0)
+    for name, b in regions.items():
+        for _ in range(n_per_region):
+            s = rng.randint(1, 20) * 0.05
+            exp(name, s, b * s)
+    if outlier is not None:
+        name, s, y = outlier
+        lines.extend([f"experiment\tselected={name}\tspeedup={s:.2f}\tduration={duration}\tselected-samples=1",
+                      f"throughput-point\tname=p\tdelta={round(duration / (period_ns * (1 - y)))}"])
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+class HonestIntervalTest(unittest.TestCase):
+    """The 95% interval holds at small n: over many simulated sweeps with
+    few experiments per region (where a bootstrap of pooled points collapses
+    to zero width), the interval at 25% contains the truth about 95% of the
+    time, and is never zero-width."""
+
+    def test_coverage_at_small_n(self):
+        import random
+        rng = random.Random(11)
+        hits = total = 0
+        with tempfile.TemporaryDirectory() as d:
+            for trial in range(150):
+                path = os.path.join(d, f"t{trial}.coz")
+                noisy_profile(path, rng, {"A": 0.4, "B": 0.1}, n_per_region=rng.randint(4, 9),
+                              n_base=rng.randint(3, 8), noise=0.06)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", profile.ProfileWarning)
+                    res = estimate.analyze(profile.load_profiles([path]), model="line")
+                for r in res:
+                    truth = {"A": 0.4, "B": 0.1}[r.region] * 0.25
+                    v, lo, hi = r.curves[0].predict(0.25)
+                    self.assertTrue(hi - lo > 1e-6, "zero-width interval")
+                    total += 1
+                    hits += lo <= truth <= hi
+        self.assertGreaterEqual(hits / total, 0.90, f"coverage {hits}/{total}")
+        self.assertLessEqual(hits / total, 0.995, f"coverage {hits}/{total}: intervals far too wide")
+
+    def test_ranking_settles_with_evidence_and_not_without(self):
+        import random
+        rng = random.Random(5)
+        with tempfile.TemporaryDirectory() as d:
+            many, few = os.path.join(d, "many.coz"), os.path.join(d, "few.coz")
+            noisy_profile(many, rng, {"Big": 0.5, "Small": 0.1, "None": 0.0}, 20, 20, 0.03)
+            noisy_profile(few, rng, {"Big": 0.5, "Small": 0.1, "None": 0.0}, 3, 20, 0.03)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", profile.ProfileWarning)
+                res = estimate.analyze(profile.load_profiles([many]))
+                res_few = estimate.analyze(profile.load_profiles([few]))
+        self.assertEqual([r.region for r in res], ["Big", "Small", "None"])
+        self.assertEqual([r.rank for r in res], [1, 2, 3])
+        st = estimate.settlement(res)
+        self.assertTrue(st.settled, st.message)
+        self.assertEqual(st.leader, "Big")
+        self.assertFalse(any(r.ranked for r in res_few))
+        self.assertFalse(estimate.settlement(res_few).settled)
+
+    def test_outlier_is_excluded_and_reported(self):
+        import random
+        rng = random.Random(3)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "o.coz")
+            noisy_profile(path, rng, {"A": 0.3}, 12, 8, 0.02, outlier=("A", 0.5, -0.42))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", profile.ProfileWarning)
+                (r,) = estimate.analyze(profile.load_profiles([path]))
+        c = r.curves[0]
+        self.assertEqual(len(c.outliers), 1)
+        self.assertAlmostEqual(c.outliers[0][1], -0.42, delta=0.03)
+        self.assertAlmostEqual(c.predict(0.25)[0], 0.075, delta=0.015)
 
 
 class CommandTest(unittest.TestCase):
@@ -160,7 +264,7 @@ class CommandTest(unittest.TestCase):
         p = run_module(TOY_COZ, "--json", "-p", TP, "-r", A)
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = json.loads(p.stdout)
-        self.assertEqual(doc["version"], 1)
+        self.assertEqual(doc["version"], 2)
         (r,) = doc["regions"]
         self.assertEqual((r["region"], r["point"], r["kind"]), (A, TP, "throughput"))
         self.assertEqual([x["s"] for x in r["predictions"]], [0.25, 0.5, 0.75, 1.0])
@@ -212,8 +316,13 @@ class LeftOutTest(unittest.TestCase):
                 f.write("\n".join(lines) + "\n")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", profile.ProfileWarning)
-                results = estimate.analyze(profile.load_profiles([path]), n_boot=0)
+                results = estimate.analyze(profile.load_profiles([path]), baseline="region")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", profile.ProfileWarning)
+                pooled = estimate.analyze(profile.load_profiles([path]))
         self.assertEqual([r.region for r in results], ["Good::on(M)"])
+        # Pooled (the default), NoBase's curve rests on the others' baselines.
+        self.assertEqual(sorted(r.region for r in pooled), ["Good::on(M)", "NoBase::on(M)"])
         texts = [str(w.message) for w in caught if issubclass(w.category, profile.ProfileWarning)]
         self.assertTrue(any("no baseline" in t and "NoBase::on(M) @ p" in t for t in texts), texts)
         self.assertTrue(any("--min-points" in t and "Few::on(M) @ p" in t for t in texts), texts)

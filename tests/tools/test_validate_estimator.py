@@ -75,7 +75,7 @@ class ValidateUsesTheEstimator(unittest.TestCase):
 
     def estimator(self, profile):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "reports"))
-        args = ["/usr/bin/python3", "-m", "coact_reports.estimate", profile, "--json", "--bootstrap", "0",
+        args = ["/usr/bin/python3", "-m", "coact_reports.estimate", profile, "--json",
                 "-p", "known_answer.iteration"]
         for s in (0.25, 0.5, 0.75):
             args += ["--at", str(s)]

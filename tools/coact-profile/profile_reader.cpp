@@ -74,6 +74,8 @@ void RecordReader::take(std::string_view line, pid_t child) {
     ++new_notes_;
   } else if (type == "summary") {
     r_.summary = j;
+  } else if (type == "estimates") {
+    r_.estimates = j;
   } else if (type == "profile") {
     r_.profile = j;
   }

@@ -28,6 +28,7 @@ struct Records {
   std::vector<nlohmann::json> errors;
   std::vector<nlohmann::json> warnings;
   std::optional<nlohmann::json> summary;
+  std::optional<nlohmann::json> estimates;  // the last "estimates" record (the sweep's running ranking)
   std::optional<nlohmann::json> profile;  // the "profile" record (profile-only runs)
 };
 

@@ -38,6 +38,7 @@
 //     With --profile-only (no experiments): the heaviest regions of the
 //     "profile" record; exit 1 only if the run failed or wrote no such record.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -189,6 +190,82 @@ void print_profile(const nlohmann::json& p, const std::string& files) {
                text.c_str());
 }
 
+// "ns::Type::on(ns::Msg)" -> "Type::on(Msg)": a region's name without its
+// namespaces, for the one-line status.
+std::string short_name(const std::string& name) {
+  std::string out;
+  size_t i = 0;
+  while (i < name.size()) {
+    const size_t end = name.find_first_of("()<>, @", i);
+    const std::string word = name.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    // Keep the last two components of a qualified name outside parentheses, the last inside.
+    const bool inside = std::count(out.begin(), out.end(), '(') > std::count(out.begin(), out.end(), ')');
+    size_t cut = word.rfind("::");
+    if (cut != std::string::npos && !inside) {
+      const size_t prev = word.rfind("::", cut == 0 ? 0 : cut - 1);
+      cut = prev == std::string::npos || cut == 0 ? std::string::npos : prev;
+    }
+    out += cut == std::string::npos ? word : word.substr(cut + 2);
+    if (end == std::string::npos) break;
+    out += name[end];
+    i = end + 1;
+  }
+  return out;
+}
+
+std::string pct(double v) { return fmt::format("{:+.1f}%", v * 100); }
+
+// The ranking part of the status line and of the end report, from the last
+// "estimates" record: regions ranked, the leader with its interval, settled.
+std::string ranking_status(const Records& r, bool verbose) {
+  if (!r.estimates) return {};
+  const json& e = *r.estimates;
+  const auto& points = e.value("points", json::array());
+  if (points.empty()) return {};
+  const json& p = points.front();
+  size_t ranked = 0, total = 0;
+  for (const auto& reg : p.value("regions", json::array())) {
+    ++total;
+    ranked += reg.value("ranked", false) ? 1 : 0;
+  }
+  std::string s = fmt::format("{}/{} regions ranked", ranked, total);
+  if (p.contains("leader") && p["leader"].is_string()) {
+    const std::string leader = p["leader"];
+    for (const auto& reg : p.value("regions", json::array())) {
+      if (reg.value("name", "") != leader) continue;
+      const auto& ci = reg["ci"];
+      s += fmt::format(", leader {} @{:g}% {}", verbose ? leader : short_name(leader),
+                       e.value("rank_at", 0.25) * 100, pct(reg.value("key", 0.0)));
+      if (ci.is_array() && ci.size() == 2 && ci[0].is_number()) {
+        s += fmt::format(" [{}, {}]", pct(ci[0].get<double>()), pct(ci[1].get<double>()));
+      }
+    }
+  }
+  s += e.value("settled", false) ? ", settled" : ", not settled";
+  if (points.size() > 1) s += fmt::format(" (progress point {})", p.value("point", ""));
+  return s;
+}
+
+// Copies what is readable on `from` to `to` (non-blocking reads). Returns
+// false at end of file. `last` gets the last byte copied.
+bool pass_through(int from, int to, char& last) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n > 0) {
+      for (ssize_t off = 0; off < n;) {
+        const ssize_t w = ::write(to, buf + off, static_cast<size_t>(n - off));
+        if (w <= 0) break;
+        off += w;
+      }
+      last = buf[n - 1];
+      continue;
+    }
+    if (n == 0) return false;
+    return errno == EAGAIN || errno == EINTR;
+  }
+}
+
 }  // namespace
 
 int run(RunArgs& a) {
@@ -233,7 +310,15 @@ int run(RunArgs& a) {
   // Step 1.
   RecordReader reader(o.json_output, file_size(o.json_output));
 
-  // Step 2.
+  // Step 2. With the status line on (stderr is a terminal), the child's
+  // stdout and stderr come through pipes, so the line is cleared before
+  // the program's own output and redrawn after it, never mixed into it.
+  const bool bar = !a.quiet && ::isatty(STDERR_FILENO) == 1;
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (bar && (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
+    std::fprintf(stderr, "coact-profile: pipe: %s\n", std::strerror(errno));
+    return 1;
+  }
   int exec_pipe[2];
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
     std::fprintf(stderr, "coact-profile: pipe: %s\n", std::strerror(errno));
@@ -247,12 +332,22 @@ int run(RunArgs& a) {
   }
   if (pid == 0) {
     ::close(exec_pipe[0]);
+    if (bar) {
+      ::dup2(out_pipe[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
+      ::dup2(err_pipe[1], STDERR_FILENO);
+    }
     ::execvpe(argv[0], argv.data(), envp.data());
     const int err = errno;
     (void)!::write(exec_pipe[1], &err, sizeof err);
     ::_exit(127);
   }
   ::close(exec_pipe[1]);
+  if (bar) {
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+  }
   int exec_errno = 0;
   ssize_t n;
   while ((n = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
@@ -271,14 +366,43 @@ int run(RunArgs& a) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
-  const bool bar = !a.quiet && ::isatty(STDERR_FILENO) == 1;
   const std::string prog = a.command[0];
+  bool line_open = false;   // the program's output ended without a newline: do not draw over it
+  bool drawn = false;       // the status line is on the screen
+  bool out_open = bar, err_open = bar;
+  // Waits up to 200 ms for the program's output and passes it on, clearing
+  // the status line first.
+  auto pump_output = [&](int timeout_ms) {
+    if (!out_open && !err_open) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+      return;
+    }
+    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+    if (::poll(fds, 2, timeout_ms) <= 0) return;
+    if (drawn) {
+      std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+      drawn = false;
+    }
+    char last = '\n';
+    if (out_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
+      out_open = pass_through(out_pipe[0], STDOUT_FILENO, last);
+      line_open = last != '\n';
+    }
+    if (err_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
+      err_open = pass_through(err_pipe[0], STDERR_FILENO, last);
+      line_open = last != '\n';
+    }
+  };
   int status = 0;
   size_t shown_warnings = 0, shown_errors = 0;
   bool said_stopped = false;
   auto show_new_notes = [&](const Records& r) {
     const bool any = shown_warnings < r.warnings.size() || shown_errors < r.errors.size();
-    if (any && bar) std::fprintf(stderr, "\r\033[K");
+    if (any && drawn) {
+      std::fprintf(stderr, "\r\033[K");
+      drawn = false;
+    }
     for (; shown_warnings < r.warnings.size(); ++shown_warnings) print_note(r, r.warnings[shown_warnings]);
     for (; shown_errors < r.errors.size(); ++shown_errors) print_note(r, r.errors[shown_errors]);
   };
@@ -289,7 +413,7 @@ int run(RunArgs& a) {
       std::fprintf(stderr, "coact-profile: waitpid: %s\n", std::strerror(errno));
       return 1;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    pump_output(200);
     reader.poll(pid);
     const auto& r = reader.records();
     show_new_notes(r);
@@ -302,7 +426,7 @@ int run(RunArgs& a) {
                      r.summary->value("reason", std::string("?")).c_str(), prog.c_str());
       }
     }
-    if (bar) {
+    if (bar && !line_open) {
       const double elapsed = std::chrono::duration<double>(steady::now() - t0).count();
       std::string left;
       if (o.max_experiments != 0) {
@@ -311,15 +435,23 @@ int run(RunArgs& a) {
       if (o.duration.count() != 0) {
         left += fmt::format(", {:.0f} s left", std::max(0.0, static_cast<double>(o.duration.count()) - elapsed));
       }
-      std::fprintf(stderr, "\r\033[K[coact-profile] %llu experiment%s (%llu at speedup 0)%s, %.0f s%s",
+      const std::string ranking = ranking_status(r, false);
+      std::fprintf(stderr, "\r\033[K[coact-profile] %llu experiment%s (%llu at speedup 0)%s%s%s, %.0f s%s",
                    static_cast<unsigned long long>(r.experiments), r.experiments == 1 ? "" : "s",
-                   static_cast<unsigned long long>(r.zero_speedup), left.c_str(), elapsed,
-                   r.summary ? " (sweep ended)" : "");
+                   static_cast<unsigned long long>(r.zero_speedup), ranking.empty() ? "" : ", ", ranking.c_str(),
+                   left.c_str(), elapsed, r.summary ? " (sweep ended)" : "");
       std::fflush(stderr);
+      drawn = true;
     }
   }
   const double elapsed = std::chrono::duration<double>(steady::now() - t0).count();
-  if (bar) std::fprintf(stderr, "\r\033[K");
+  if (drawn) std::fprintf(stderr, "\r\033[K");
+  // What the program (or a child it left behind) still had in the pipes.
+  for (int i = 0; i < 50 && (out_open || err_open); ++i) pump_output(20);
+  if (bar) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+  }
   for (int sig : kForwarded) ::signal(sig, SIG_DFL);
 
   // Step 4.
@@ -413,6 +545,13 @@ int run(RunArgs& a) {
                  static_cast<unsigned long long>(r.experiments), static_cast<unsigned long long>(r.zero_speedup),
                  elapsed, static_cast<double>(r.experiment_ns) / 1e9, files.c_str(), per_region_text(r).c_str(),
                  plot.c_str(), o.output.empty() ? o.json_output.c_str() : o.output.c_str());
+    const std::string ranking = ranking_status(r, true);
+    if (!ranking.empty()) {
+      const bool settled = r.estimates->value("settled", false);
+      std::fprintf(stderr, "coact-profile: the sweep's ranking %s: %s%s\n",
+                   settled ? "has settled" : "has not settled", ranking.c_str(),
+                   settled ? "" : " (run longer, or pass --until-settled with a --duration-s as the bound)");
+    }
   }
   return rc;
 }

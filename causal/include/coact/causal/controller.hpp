@@ -35,6 +35,9 @@
 namespace coact::causal {
 
 /// Sweep options. Each field names its key (coact/options.hpp; options_from).
+/// How the controller draws the region of each experiment (Options::region_weight).
+enum class RegionWeight { evidence, time, uniform };
+
 struct Options {
   /// COACT_CAUSAL_PROGRESS (comma-separated): declared progress points whose
   /// name contains one of these are recorded; empty: all declared points.
@@ -49,11 +52,33 @@ struct Options {
   /// COACT_CAUSAL_FIXED_REGION: always select this region (an exact name, else
   /// the only region whose name contains it); empty: draw (controller.cpp step 3).
   std::string fixed_region;
-  /// COACT_CAUSAL_REGION_WEIGHT: "time" (true, default: a region is drawn with
-  /// probability proportional to its running time in the last window, as
-  /// Coz) or "uniform" (false: every region that ran equally; coact-profile
-  /// validate uses it so that every stage gets its share of experiments).
-  bool time_weighted = true;
+  /// COACT_CAUSAL_REGION_WEIGHT: how step 3 of controller.cpp draws a region.
+  ///  - evidence (default): the regions that decide the ranking. Each region
+  ///    above `time_share_floor_pct` first gets `min_experiments` experiments;
+  ///    then mostly the leader or its closest challenger (the one whose
+  ///    interval reaches highest), whichever is less certain, and otherwise
+  ///    any region in proportion to its interval's squared width. A region
+  ///    below the floor is drawn rarely: it cannot move the program much.
+  ///  - time: in proportion to the running time in the last window (as Coz).
+  ///  - uniform: every region that ran equally (coact-profile validate, so
+  ///    every stage gets its share).
+  RegionWeight region_weight = RegionWeight::evidence;
+  /// COACT_CAUSAL_MIN_EXPERIMENTS: non-zero-speedup experiments a region needs
+  /// before it is ranked (the sweep's estimates and coact-plot's default). 2..1000.
+  uint32_t min_experiments = 6;
+  /// COACT_CAUSAL_TIME_SHARE_FLOOR_PCT: with the evidence draw, regions below
+  /// this share of all regions' running time (since the sweep began) are
+  /// drawn only occasionally and do not hold up `until_settled`. 0..100.
+  uint32_t time_share_floor_pct = 2;
+  /// COACT_CAUSAL_UNTIL_SETTLED: end the sweep (reason "settled") once every
+  /// region above the floor is ranked and the leader's lower bound is above
+  /// every other ranked region's upper bound (or, with settle_width_pct, every
+  /// ranked interval is narrower than that); `duration` / `max_experiments`
+  /// still bound it.
+  bool until_settled = false;
+  /// COACT_CAUSAL_SETTLE_WIDTH_PCT: also settled when every ranked region's
+  /// 95% interval at the ranking speedup is narrower than this many points; 0: off.
+  uint32_t settle_width_pct = 0;
   /// COACT_CAUSAL_FIXED_SPEEDUP: 0..100 (%); unset: draw (controller.cpp step 4).
   std::optional<uint32_t> fixed_speedup_pct;
   /// COACT_CAUSAL_EXPERIMENT_MS: initial window (Coz ExperimentMinTime: 500 ms). 1..3'600'000.
@@ -129,7 +154,9 @@ struct SweepSummary {
   uint64_t experiments = 0;        ///< Written experiments.
   uint64_t empty_experiments = 0;  ///< Finished but not written: no selected point moved.
   bool progress_reached = false;   ///< Some selected progress point moved in some experiment.
-  std::string reason;              ///< "stopped", "duration", "experiments", "no_progress" ("" if none ran).
+  std::string reason;              ///< "stopped", "duration", "experiments", "settled", "no_progress" ("" if none ran).
+  bool settled = false;            ///< The ranking had settled by the last experiment (Options::until_settled's rule).
+  std::string leader;              ///< The leading region of the last estimates ("" if none ranked).
   std::vector<std::string> errors; ///< Messages of the end "error" records (also printed on stderr).
 };
 
