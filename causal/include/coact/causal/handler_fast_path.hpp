@@ -27,79 +27,35 @@
 //   * g_fast_general: the token of an enter that took the general path
 //     (fast_exit_entry refuses it).
 //
-// What a fast run does (why each step is needed; the slot protocol and the
-// straddling argument are at LiveSlot in causal/src/region.cpp):
-//   enter: the entry of (type, kind) in the cache the gate points at holds
-//     a nonzero countdown (so the gate is open, the entry is valid, its
-//     region known, and this run is not sampled: the closed gate's entries
-//     are all empty); one release store opens the thread's live slot
-//     untimed (state = region | kSlotUntimed: an experiment that selects
-//     the region while this run goes on claims it there at its begin and
-//     times it from the experiment's start); then the region is not live
-//     (if it is, the general enter closes the slot again as a segment that
-//     began now and times the run: region.cpp close_refused_fast_frame).
-//     That state word is also the fast frame itself: no TSC read, no
-//     region-stack frame, no other store.
-//   exit: the slot still holds exactly region | kSlotUntimed (no
-//     begin_experiment claimed it, no general-path function made it a
-//     stack frame): then no experiment on the region overlapped the run and
-//     nothing was owed for it, one store closes the slot, one counter counts
-//     the visit (a handler-completion point reads the region's visits:
-//     nothing more to do for it; region.cpp set_completion_handlers). Any
-//     other case (an experiment on the region began while the run went on, a
-//     scope ran inside it) takes the general path, which adds the run's
-//     delay from the experiment's start and credits what payers published.
+// What a fast run does: its enter finds a nonzero countdown in the entry of
+// (type, kind) in the cache the gate points at, opens the thread's live slot
+// untimed (one release store of region | kSlotUntimed, which is also the fast
+// frame itself: no TSC read, no region-stack frame), then tests the live word
+// and refuses if the region is live. Its exit finds the slot still holding
+// exactly region | kSlotUntimed, closes it with one store and counts the
+// visit; any other slot state (an experiment claimed the slot, a scope ran
+// inside the handler) takes the general path, which adds the run's delay
+// from the experiment's start and credits what payers published.
 //
 // The handshake (why the exit needs no live-word test): begin_experiment
-// publishes the live word, then calls membarrier(MEMBARRIER_CMD_PRIVATE_
-// EXPEDITED), then claims every slot holding exactly region | kSlotUntimed
-// (region.cpp claim_fast_frames); the fast enter stores its slot, then loads
-// the live word, with only a compiler fence between. The membarrier runs a
-// full barrier on every thread of the process at some point during the
-// call (a thread not running passes one in the scheduler before it runs
-// again): if that point follows the enter's store, the store is visible to
-// the claim; if it precedes the store, it also precedes the load, which then
-// sees the live word (published before the call). So a run either sees its
-// region live at its enter or has its slot claimed: a slot still holding
-// its word at the exit belongs to a run no experiment on its region
-// overlapped (an experiment that also ended meanwhile claimed it too).
-// Both can happen (the run began during the call): the claim times the slot
-// from the experiment's start, and the general enter credits the owner
-// what was published for it, at most s x the call's duration (~2 µs) put
-// into G early. Payers leave slots holding exactly region | kSlotUntimed
-// alone (after the claim, only a refused enter's slot does, for a moment).
-// Without membarrier (registration failed: region.cpp take_live_slot) the
-// gate never opens and every run takes the general path.
+// publishes the live word, calls membarrier(MEMBARRIER_CMD_PRIVATE_
+// EXPEDITED) and then claims every slot holding exactly region |
+// kSlotUntimed; the fast enter stores its slot, then loads the live word. So
+// a run either sees its region live at its enter or has its slot claimed,
+// and a slot still holding its word at the exit belongs to a run no
+// experiment on its region overlapped. Without membarrier the gate never
+// opens and every run takes the general path.
 //
 // The gate (what keeps the fast path off the region stack): t_fast.gate is
-//   t_fast.cache     the region stack is empty, no sampled fast frame is
-//                    open and the slot and counter block are taken: the
-//                    slot's state says what is open — 0 nothing; region |
-//                    kSlotUntimed (or what a payer made of it) a fast
-//                    untimed frame;
-//   g_gate_closed_cache  anything else (frames on the stack, a sampled fast
-//                    frame, region | kSlotUntimed | kSlotHeld, open: region.cpp
-//                    ThreadRegions sampled_open; no slot or counter block):
-//                    every entry is empty, so fast_enter refuses.
-// The fast enter does not read the slot: with the gate open, the slot holds
-// no segment at a handler enter, because a stack frame's last pop closed it,
-// a sampled frame keeps the gate closed until its exit, and a fast untimed
-// frame is closed by its own exit before the thread's next handler enter —
-// handlers never nest on a worker, the runtime's exit always runs (hooks.hpp
-// on_handler_exit's token) and a refused fast exit takes the general one,
-// which closes the slot. (A caller that skipped an exit and entered again
-// would have its open fast frame overwritten by a fast enter: that run's
-// visit is lost, as a skipped exit's always was, and what was published for
-// it is not credited, so its thread pays that once more; the store ends the
-// stale segment, so nothing is published for it afterwards. A payer holding
-// the slot busy then loses its closing CAS, as at any close. A general enter
-// closes the stale frame as the fast enter's own refused one, crediting
-// what was published for it.)
-// Every general-path entry point in region.cpp first turns an open fast frame
-// into an ordinary stack frame (region.cpp unfast: the gate closed, the slot
-// marked held, the frame written, then the depth set) and finally opens the
-// gate again from the stack (settle_gate); the sampler's signal handler reads
-// the depth, then the slot (region.cpp sampled_region).
+// t_fast.cache only while the region stack is empty, no sampled fast frame
+// is open and the slot and counter block are taken; otherwise it is
+// g_gate_closed_cache, whose entries are all empty, so fast_enter refuses.
+// Every general-path entry point in region.cpp first turns an open fast
+// frame into an ordinary stack frame (unfast) and finally reopens the gate
+// from the stack (settle_gate).
+//
+// The proof of each rule, step by step, with the cases a skipped exit and a
+// run that begins during the membarrier make: docs/design/fast-path-handshake.md.
 //
 // Threads: t_fast is touched only by its own thread (and read by that
 // thread's signal handler); a slot's state word also by payers (region.cpp).
