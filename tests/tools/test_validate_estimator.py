@@ -1,9 +1,12 @@
 """coact-profile validate predicts with the one estimator the plots use
 (reports/coact_reports/estimate.py): on a fixture profile, validate's
-prediction for every row equals the estimator's, also when a contended chunk
-is dropped (ctest coact_profile_validate_estimator).
+prediction for every row equals the estimator's (and its 95% interval the
+estimator's "ci"), also when a contended chunk is dropped; the archiver's
+rows are "real" rows with the options of their really-faster variant
+(ctest coact_profile_validate_estimator).
 
-Needs CPTEST_PROFILE_TOOL and CPTEST_KNOWN_ANSWER in the environment (ctest sets them).
+Needs CPTEST_PROFILE_TOOL and CPTEST_KNOWN_ANSWER in the environment (ctest sets them);
+the archiver's test also CPTEST_DEDUP (set when examples/dedup is built).
 """
 import json
 import os
@@ -15,6 +18,7 @@ import unittest
 
 TOOL = os.environ.get("CPTEST_PROFILE_TOOL", "")
 KA = os.environ.get("CPTEST_KNOWN_ANSWER", "")
+DEDUP = os.environ.get("CPTEST_DEDUP", "")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKLOAD = "pipeline"
 
@@ -73,7 +77,7 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout)["rows"]
 
-    def estimator(self, profile):
+    def estimator(self, profile, field="program_speedup"):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "reports"))
         args = ["/usr/bin/python3", "-m", "coact_reports.estimate", profile, "--json",
                 "-p", "known_answer.iteration"]
@@ -83,7 +87,7 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         out = {}
         for reg in json.loads(r.stdout)["regions"]:
             for p in reg["predictions"]:
-                out[(reg["region"], round(p["s"], 6))] = p["program_speedup"]
+                out[(reg["region"], round(p["s"], 6))] = p[field]
         return out
 
     def check_equal(self, rows, want):
@@ -104,6 +108,23 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         # The planted bottleneck: program speedup about 0.4 s at s (not a constant).
         first = {round(r["s"], 2): r["predicted"] for r in rows if r["region"] == self.regions[0]}
         self.assertGreater(first[0.75], first[0.25] + 0.1)
+
+    def test_rows_carry_the_estimators_interval_and_their_program(self):
+        rng = random.Random(9)
+        path = self.write_profile([self.planted(rng)])
+        self.write_actual(dropped=[])
+        rows = self.validate_rows()
+        want = self.estimator(path, "ci")
+        self.assertEqual(len(rows), len(self.rows))
+        for row in rows:
+            key = (row["region"], round(row["s"], 6))
+            self.assertEqual(row["program"], "known_answer")
+            lo, hi = row["predicted_ci"]
+            self.assertIsNotNone(lo, key)
+            self.assertAlmostEqual(lo, want[key][0], places=12, msg=str(key))
+            self.assertAlmostEqual(hi, want[key][1], places=12, msg=str(key))
+            self.assertLess(lo, row["predicted"])
+            self.assertGreater(hi, row["predicted"])
 
     def test_dropped_chunk_is_left_out(self):
         rng = random.Random(11)
@@ -154,6 +175,44 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         for row in rows:
             self.assertAlmostEqual(row["actual"], 0.3, places=12)
             self.assertEqual(row["actual_runs"], 1)
+
+
+@unittest.skipUnless(TOOL and DEDUP, "CPTEST_PROFILE_TOOL and CPTEST_DEDUP must be set (ctest does)")
+class ArchiverRows(unittest.TestCase):
+    def test_unknown_archiver_stage_is_a_usage_error(self):
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--dedup", DEDUP, "--dedup-stage", "Sorter"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("validate --dedup-stage 'Sorter': no such archiver stage (expected one of: Compressor, "
+                      "Reader, Chunker, Fingerprinter, Index, Writer)", r.stderr)
+
+    def test_a_stage_row_is_real_and_names_its_change(self):
+        # A short run of one archiver row on a small tree: only its shape is checked (the
+        # numbers need the full-length run).
+        out = tempfile.mkdtemp(prefix="coact-validate-dedup-")
+        self.addCleanup(shutil.rmtree, out, True)
+        tree = os.path.join(out, "tree")
+        rng = random.Random(3)
+        for i in range(30):
+            os.makedirs(os.path.join(tree, f"d{i % 3}"), exist_ok=True)
+            with open(os.path.join(tree, f"d{i % 3}", f"f{i}"), "w") as f:
+                f.write(" ".join(rng.choice(["actor", "chunk", "index", "dedup"]) for _ in range(20000)))
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--dedup", DEDUP, "--dedup-dir", tree,
+                            "--dedup-stage", "Index", "--chunks", "1", "--actual-s", "1.5", "--dedup-sweep-s", "6",
+                            "--json", "--out", os.path.join(out, "v")],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(len(doc["rows"]), 1)
+        row = doc["rows"][0]
+        self.assertEqual(row["program"], "real")
+        self.assertEqual(row["workload"], "dedup")
+        self.assertEqual(row["stage"], "Index")
+        self.assertEqual(row["change"], "--fast-index")
+        self.assertEqual(row["region"], "coact::dedup::Index::on(coact::dedup::HashedChunk)")
+        self.assertEqual(len(row["predicted_ci"]), 2)
+        self.assertIn("Index handler", row["note"])
+        self.assertEqual(doc["skipped"], [{"what": "known-answer workloads", "why": "--no-known-answer"}])
 
 
 if __name__ == "__main__":

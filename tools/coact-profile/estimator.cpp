@@ -39,8 +39,8 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
   }
   std::vector<std::string> args{opt.python, "-m", "coact_reports.estimate"};
   args.insert(args.end(), profiles.begin(), profiles.end());
-  args.insert(args.end(), {"--json", "--bootstrap", "0", "--min-points", std::to_string(opt.min_points), "--degree",
-                           std::to_string(opt.degree)});
+  args.insert(args.end(), {"--json", "--min-points", std::to_string(opt.min_points)});
+  if (opt.degree == 1) args.insert(args.end(), {"--fit", "line"});
   for (double s : at) {
     args.push_back("--at");
     args.push_back(fmt::format("{}", s));
@@ -74,6 +74,12 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
       x.value = p.contains("program_speedup") && p["program_speedup"].is_number() ? p["program_speedup"].get<double>()
                                                                                    : std::nan("");
       x.experiments = p.value("experiments", 0);
+      x.lo = x.hi = std::nan("");
+      if (const auto ci = p.find("ci"); ci != p.end() && ci->is_array() && ci->size() == 2 && (*ci)[0].is_number() &&
+                                        (*ci)[1].is_number()) {
+        x.lo = (*ci)[0].get<double>();
+        x.hi = (*ci)[1].get<double>();
+      }
       out.push_back(std::move(x));
     }
   }

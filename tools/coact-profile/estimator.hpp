@@ -2,6 +2,7 @@
 // reports/coact_reports/estimate.py (the plots, the ranking table and
 // `coact-plot estimate` use it), run as
 //   /usr/bin/python3 -m coact_reports.estimate PROFILE... --json --at S...
+// (with --fit line for a line through the origin)
 // validate calls it through here instead of fitting anything itself, so the
 // accuracy it reports is that of the estimator users see.
 //
@@ -17,13 +18,14 @@ struct EstimateOptions {
   std::string python = "/usr/bin/python3";  // Debian's interpreter (numpy)
   std::vector<std::string> points;           // -p: progress points (empty: all)
   int min_points = 3;                        // distinct speedups a curve needs, baseline included
-  int degree = 2;                            // polynomial through the origin
+  int degree = 2;                            // 1: a line through the origin; 2: the estimator's own model choice
 };
 
 struct Prediction {
   std::string region, point;
   double s = 0;             // virtual speedup, fraction
   double value = 0;         // predicted program speedup (NaN when the estimator gave none)
+  double lo = 0, hi = 0;    // its 95% interval (the estimator's "ci"; NaN where it gave none)
   int experiments = 0;      // experiments measured at s
   int curve_experiments = 0;  // experiments behind the whole curve
 };
@@ -34,7 +36,8 @@ struct Prediction {
 std::string reports_pythonpath();
 
 // Runs the estimator on `profiles` (pooled), predicting at every measured
-// speedup and at each of `at`. Its stderr goes to `log` (empty: inherited).
+// speedup and at each of `at`, each with its 95% interval. Its stderr goes
+// to `log` (empty: inherited). A line (degree 1) is asked for as --fit line.
 // Errors: std::runtime_error with one line naming what failed (no package,
 // the estimator's exit status). A profile with no region that has a curve
 // is not an error: the result is empty.

@@ -238,14 +238,20 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--known-answer", v.known_answer, "Path of coact-known-answer (default: the build tree, PATH)");
   val_cmd->add_option("--dedup", v.dedup, "Path of coact-dedup (default: the build tree, PATH)");
   val_cmd->add_option("--dedup-dir", v.dedup_dir, "Directory the archiver archives")->capture_default_str();
-  val_cmd->add_option("--dedup-fast-level", v.dedup_fast_level, "The archiver's faster zstd level (the real change)")
+  val_cmd->add_option("--dedup-fast-level", v.dedup_fast_level,
+                      "The archiver's faster zstd level (the Compressor row's real change)")
       ->capture_default_str();
-  val_cmd->add_option("--dedup-region", v.dedup_region, "The archiver's region that the real change speeds up")
+  val_cmd->add_option("--dedup-region", v.dedup_region, "The Compressor row's region (what --dedup-fast-level speeds up)")
       ->capture_default_str();
+  val_cmd->add_option("--dedup-stage", v.dedup_stages,
+                      "Only this archiver row (repeatable; default all): Compressor (--level), Reader (--fast-reader), "
+                      "Chunker (--fast-chunker), Fingerprinter (--fingerprint sha1), Index (--fast-index), Writer "
+                      "(--fast-writer)");
   val_cmd->add_option("--dedup-sweep-s", v.dedup_sweep_s, "Sweep seconds for the archiver")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
   val_cmd->add_flag("--no-dedup", v.no_dedup, "Skip the archiver");
+  val_cmd->add_flag("--no-known-answer", v.no_known_answer, "Skip the known-answer workloads (only the archiver's rows)");
   val_cmd->add_option("--retries", v.retries, "Redo a contended known-answer chunk up to this many times")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));

@@ -43,7 +43,9 @@ struct ValidateArgs {
   int dedup_fast_level = 1;
   std::string dedup_region = "dedup::Compressor::on(coact::dedup::NewChunk)";
   double dedup_sweep_s = 60;
+  std::vector<std::string> dedup_stages;  // only these archiver rows (validate.cpp's dedup_variants; empty: all)
   bool no_dedup = false;
+  bool no_known_answer = false;  // skip the known-answer workloads (steps 2-4, 6)
   int retries = 2;
   double contended_factor = 1.15;
   std::string out_dir;

@@ -20,9 +20,10 @@
 //     coact_reports.estimate PROFILE --json --at r ...`; estimator.hpp): the
 //     experiments of the stage's region pooled per speedup, the baseline its
 //     pooled speedup-0 experiments, a duration-weighted fit through the
-//     origin (a quadratic, or a line bending once at a measured speedup where
-//     that fits better: the known answers have knees) evaluated at r. Chunks dropped as contended (4) are left out
-//     of the profile it reads.
+//     origin (the estimator's one model per region: a line, or a line
+//     bending once at a measured speedup where that fits better: the known
+//     answers have knees) evaluated at r, with the estimator's 95% interval.
+//     Chunks dropped as contended (4) are left out of the profile it reads.
 //  4. Actual speedup = 1 − period(fast) / period(baseline), each fast run
 //     against the mean of its chunk's two baseline runs; a row's actual is
 //     the median over its chunks (each chunk's value is in --json's
@@ -33,22 +34,27 @@
 //     times (then kept, and the rows say so). A really-faster run slower than
 //     --contended-factor x its own ideal period (the workload's x (1 − the
 //     row's ideal speedup)) is redone alone, up to --retries times.
-//  5. The archiver (coact-dedup), if found: the real change is a faster zstd
-//     level (--dedup-fast-level, default 1, against the archiver's default
-//     3). a. Interleaved runs at the default level, the fast level and the
-//     default level again, each under a fixed-speedup-0 sweep of the
-//     Compressor's per-chunk handler (--dedup-region) with 1 s windows,
-//     measure chunks per second (actual speedup, as in 4) and the mean
-//     handler time per chunk at each level: r = 1 − t_fast / t_default.
-//     b. The prediction at s = r: interleaved runs at the default level under
-//     fixed-region sweeps at speedup 0, round(100 r) %, 0 (--dedup-sweep-s in
-//     all), pooled and given to the same estimator (degree 1, two levels:
-//     the line through the origin and the pooled round(100 r) % point,
-//     evaluated at r). Fixed speedups, not a
+//  5. The archiver (coact-dedup), if found: one row per stage variant
+//     (dedup_variants: the stage, its handler region, the coact-dedup
+//     options that make exactly that handler really faster: Compressor
+//     --level --dedup-fast-level (default 1, against the default 3), Reader
+//     --fast-reader, Chunker --fast-chunker, Fingerprinter --fingerprint
+//     sha1, Index --fast-index, Writer --fast-writer; --dedup-stage picks
+//     rows). Per row, in turn: a. interleaved runs of the baseline, the
+//     variant and the baseline again, each under a fixed-speedup-0 sweep of
+//     the row's handler with 1 s windows, measure chunks per second (actual
+//     speedup = 1 - rate(baseline) / rate(variant), the mean over the
+//     chunks) and the mean handler time per visit: r = 1 − t_variant /
+//     t_baseline. b. The prediction at s = r: interleaved runs of the
+//     baseline under fixed-region sweeps of the handler at speedups 0,
+//     round(100 r) %, 0 (--dedup-sweep-s in all), pooled and given to the
+//     same estimator (a line through the origin and the pooled round(100 r) %
+//     point, evaluated at r, with its 95% interval). Fixed speedups, not a
 //     default sweep: the archiver's progress rate swings with the phase of
 //     each pass (walk, chunking, the Writer's metadata at the end), so a
 //     default sweep's handful of windows near s = r is far noisier than the
-//     same seconds spent at s = r.
+//     same seconds spent at s = r. A variant whose handler was not
+//     measurably faster (r rounds to 0 %) gets no prediction and says so.
 //  6. --with-coz, per known-answer workload after its chunks: every row
 //     whose stage has a source line of its own (--list's "line": a line
 //     region, or a handler whose loop is one line of its body) is predicted
@@ -61,10 +67,13 @@
 //     the archiver in 5b. A row without a line of its own (its loop is
 //     spin_cycles, shared by all stages), or a line Coz recorded no usable
 //     experiments for, gets no Coz estimate and says why (coz_reason).
-//  7. Print the table (workload, region, s, predicted, actual, error in
-//     points; with --with-coz Coz's prediction and error) and the mean and
-//     maximum absolute error; --json prints one JSON object instead. Exit 0,
-//     or 1 if a program failed.
+//  7. Print the table (workload, region, s, predicted, its 95% interval,
+//     actual, error in points; with --with-coz Coz's prediction and error)
+//     and the mean and maximum absolute error; --json prints one JSON object
+//     instead, each row with "program" ("real": the archiver; "known_answer")
+//     and "predicted_ci" ([lo, hi], the estimator's "ci" at s; nulls where
+//     it gave none). Exit 0, or 1 if a program failed.
+//  --no-known-answer skips steps 2-4 and 6 (only the archiver's rows).
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -97,8 +106,11 @@ using Exp = Experiment;
 
 struct Row {
   std::string workload, stage, region;
-  std::string region_kind = "handler";  // handler | scope | line
+  std::string program = "known_answer";  // known_answer (bench/causal) | real (the archiver)
+  std::string change;                    // real programs: the options that make the stage really faster
+  std::string region_kind = "handler";   // handler | scope | line
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
+  double predicted_lo = std::nan(""), predicted_hi = std::nan("");  // the estimator's 95% interval at s
   int experiments = 0;
   int actual_runs = 0;
   std::vector<double> actual_chunks;  // the actual speedup of each kept chunk; `actual` is their median
@@ -161,6 +173,28 @@ int coz_experiment_count(const std::string& path) {
   return n;
 }
 
+// One archiver row (step 5): a stage, its handler region, and the
+// coact-dedup options that make exactly that handler really faster.
+struct DedupVariant {
+  std::string stage;
+  std::string region;  // exact name or unique substring (the sweep's fixed region)
+  std::vector<std::string> flags;
+};
+
+// Every stage whose handler has more than a few percent of the archiver's
+// handler time (`coact-profile run --profile-only` on /usr/share/doc): the
+// Compressor (the one row before there was a table), then pipeline order.
+std::vector<DedupVariant> dedup_variants(const ValidateArgs& a) {
+  return {
+      {"Compressor", a.dedup_region, {"--level", std::to_string(a.dedup_fast_level)}},
+      {"Reader", "coact::dedup::Reader::on(coact::dedup::Pump)", {"--fast-reader"}},
+      {"Chunker", "coact::dedup::Chunker::on(coact::dedup::Block)", {"--fast-chunker"}},
+      {"Fingerprinter", "coact::dedup::Fingerprinter::on(coact::dedup::RawChunk)", {"--fingerprint", "sha1"}},
+      {"Index", "coact::dedup::Index::on(coact::dedup::HashedChunk)", {"--fast-index"}},
+      {"Writer", "coact::dedup::Writer::on(coact::dedup::PackedChunk)", {"--fast-writer"}},
+  };
+}
+
 struct Stopwatch {
   steady::time_point t0 = steady::now();
   double s() const { return std::chrono::duration<double>(steady::now() - t0).count(); }
@@ -196,9 +230,17 @@ int validate(ValidateArgs& a) {
   bool failed = false;
 
   // Step 1.
-  const std::string ka = find_program(a.known_answer, "bench/causal/coact-known-answer", "coact-known-answer");
+  {
+    std::vector<std::string> stages;
+    for (const DedupVariant& v : dedup_variants(a)) stages.push_back(v.stage);
+    if (!all_known("--dedup-stage", a.dedup_stages, stages, "no such archiver stage")) return 2;
+  }
+  const std::string ka = a.no_known_answer ? std::string()
+                                           : find_program(a.known_answer, "bench/causal/coact-known-answer", "coact-known-answer");
   json list;
-  if (ka.empty()) {
+  if (a.no_known_answer) {
+    skipped.push_back({{"what", "known-answer workloads"}, {"why", "--no-known-answer"}});
+  } else if (ka.empty()) {
     const std::string why =
         "coact-known-answer not found (configure with -DCOACT_BUILD_BENCH=ON, or pass --known-answer PATH)";
     std::fprintf(stderr, "coact-profile: %s\n", why.c_str());
@@ -213,7 +255,7 @@ int validate(ValidateArgs& a) {
   }
   const std::string progress = list.is_object() ? list.value("progress", "known_answer.iteration") : "";
   std::string coz, ka_coz;  // step 6
-  if (a.with_coz) {
+  if (a.with_coz && !a.no_known_answer) {
     coz = a.coz.find('/') != std::string::npos ? a.coz : on_path(a.coz);
     if (coz.empty() || ::access(coz.c_str(), X_OK) != 0) {
       std::fprintf(stderr, "coact-profile: validate --with-coz: '%s' not found (install Debian's coz-profiler, or pass --coz PATH)\n",
@@ -291,7 +333,7 @@ int validate(ValidateArgs& a) {
     ca::Options o;
     o.progress = {progress};
     o.region_filter = filter;
-    o.time_weighted = false;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
+    o.region_weight = ca::RegionWeight::uniform;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
     o.sampling = w.value("sampling", false);  // line stages: sampled-line regions
     o.line_experiment_period = std::chrono::microseconds(a.line_experiment_period_us);
     o.output = out_dir + "/" + name + ".coz";
@@ -503,6 +545,8 @@ int validate(ValidateArgs& a) {
       Row& r = wrows[i];
       if (const Prediction* p = find_prediction(predictions, r.region, r.s)) {
         r.predicted = p->value;
+        r.predicted_lo = p->lo;
+        r.predicted_hi = p->hi;
         r.experiments = p->curve_experiments;
       }
       r.actual_runs = static_cast<int>(per_chunk[i].size());
@@ -520,7 +564,7 @@ int validate(ValidateArgs& a) {
                     {"chunks_contended", contended_kept}, {"fast_runs_redone", fast_redone}};
   }
 
-  // Step 5: the archiver.
+  // Step 5: the archiver, one row per stage variant (kDedupVariants).
   const std::string dd = a.no_dedup || a.reanalyze ? std::string() : find_program(a.dedup, "examples/dedup/coact-dedup", "coact-dedup");
   if (a.no_dedup || a.reanalyze) {
     skipped.push_back({{"what", "dedup"}, {"why", a.reanalyze ? "--reanalyze" : "--no-dedup"}});
@@ -535,34 +579,31 @@ int validate(ValidateArgs& a) {
     const std::string archive =
         (::access("/dev/shm", W_OK) == 0 ? fmt::format("/dev/shm/coact-validate-{}", ::getpid()) : out_dir + "/dedup") +
         ".cdar";
-    auto dedup_argv = [&](int level, double secs) {
+    auto dedup_argv = [&](const std::vector<std::string>& flags, double secs) {
       std::vector<std::string> v{dd, "archive", a.dedup_dir, "-o", archive, "-q", "--seconds", fmt::format("{}", secs)};
-      if (level >= -100) {
-        v.push_back("--level");
-        v.push_back(std::to_string(level));
-      }
+      v.insert(v.end(), flags.begin(), flags.end());
       return v;
     };
-    // Runs the archiver for `secs` under a sweep of the Compressor region
-    // with a fixed speedup, 1 s windows; returns the chunks per effective
-    // second and the mean Compressor handler time per visit (ns).
+    // Runs the archiver (baseline, or with a variant's `flags`) for `secs`
+    // under a sweep of `region` with a fixed speedup, 1 s windows; returns
+    // the chunks per effective second and the mean handler time per visit
+    // of the region (ns).
     struct Measured {
       double rate = 0, handler_ns = 0;
       std::string region;
       std::string profile;  // its JSON-lines file
     };
-    constexpr int kDefaultLevel = -1000;  // "use the archiver's default"
     int runs = 0;
-    auto measure = [&](int level, double secs, uint32_t pct) {
+    auto measure = [&](const std::string& region, const std::vector<std::string>& flags, double secs, uint32_t pct) {
       ca::Options m;
       m.progress = {"chunks"};
-      m.fixed_region = a.dedup_region;
+      m.fixed_region = region;
       m.fixed_speedup_pct = pct;
       m.experiment = std::chrono::milliseconds(1000);
       m.max_experiment = m.experiment;
       m.output = "";
       m.json_output = out_dir + fmt::format("/dedup-{}.jsonl", runs++);
-      const ChildResult r = run_child(dedup_argv(level, secs), child_env(ca::to_env(m)), log);
+      const ChildResult r = run_child(dedup_argv(flags, secs), child_env(ca::to_env(m)), log);
       if (!exited_ok(r)) failed = true;
       double visits = 0, eff = 0;
       uint64_t rv = 0, rns = 0;
@@ -585,76 +626,95 @@ int validate(ValidateArgs& a) {
       out.handler_ns = rv > 0 ? static_cast<double>(rns) / static_cast<double>(rv) : 0;
       return out;
     };
-    // 5a. The real change: default level vs the fast level, interleaved.
-    double t0 = 0, t1 = 0, rate0 = 0, rate1 = 0, speedup_sum = 0;
-    int nrun = 0;
-    std::string region;
-    const double real_s = 2 * a.actual_s;
-    for (int c = 0; c < chunks; ++c) {
-      say(fmt::format("dedup: real runs {}/{} (default level, level {}, default level; {:.0f} s each)", c + 1, chunks,
-                      a.dedup_fast_level, real_s));
-      const Measured b0 = measure(kDefaultLevel, real_s, 0);
-      const Measured f = measure(a.dedup_fast_level, real_s, 0);
-      const Measured b1 = measure(kDefaultLevel, real_s, 0);
-      if (!b0.region.empty()) region = b0.region;
-      const double rb = (b0.rate + b1.rate) / 2;
-      if (rb > 0 && f.rate > 0) {
-        speedup_sum += 1.0 - rb / f.rate;
-        rate0 += rb;
-        rate1 += f.rate;
-        t0 += (b0.handler_ns + b1.handler_ns) / 2;
-        t1 += f.handler_ns;
-        ++nrun;
+    const std::vector<DedupVariant> variants = dedup_variants(a);
+    json dedup_timing = json::object();
+    for (const DedupVariant& v : variants) {
+      if (!a.dedup_stages.empty() &&
+          std::find(a.dedup_stages.begin(), a.dedup_stages.end(), v.stage) == a.dedup_stages.end()) {
+        continue;
       }
-    }
-    Row r;
-    r.workload = "dedup";
-    r.stage = fmt::format("zstd level {}", a.dedup_fast_level);
-    r.region = region.empty() ? "Compressor::on(NewChunk)" : region;
-    r.actual_runs = nrun;
-    if (nrun > 0 && t0 > 0) {
-      r.actual = speedup_sum / nrun;
-      r.s = std::round(std::clamp(1.0 - t1 / t0, 0.0, 1.0) * 1e4) / 1e4;
-      // 5b. The prediction at s = r: the default level under fixed-speedup
-      // sweeps of the Compressor region, 0 and round(100 r) %, interleaved,
-      // pooled by the estimator.
-      const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
-      const double each = std::max(2.0, a.dedup_sweep_s / (3.0 * chunks));
-      std::vector<std::string> profiles;
-      // The fast level's handler was not measurably faster (r rounds to 0 %,
-      // e.g. on a loaded machine): there is no virtual speedup to sweep, so
-      // no prediction (the row says why; not a failure of the run).
-      for (int c = 0; c < chunks && pct > 0; ++c) {
-        say(fmt::format("dedup: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", c + 1, chunks, pct, each));
-        for (const uint32_t p : {0u, pct, 0u}) profiles.push_back(measure(kDefaultLevel, each, p).profile);
-      }
-      if (pct > 0) try {
-        EstimateOptions eo;
-        eo.python = a.python;
-        eo.points = {"chunks"};
-        eo.min_points = 2;  // two levels: 0 and round(100 r) %
-        eo.degree = 1;
-        const auto preds = run_estimator(profiles, {r.s}, eo, log);
-        if (const Prediction* p = find_prediction(preds, r.region, r.s)) {
-          r.predicted = p->value;
-          r.experiments = p->curve_experiments;
+      Stopwatch swv;
+      std::string change;
+      for (const auto& f : v.flags) change += (change.empty() ? "" : " ") + f;
+      // 5a. The real change: the baseline vs the variant, interleaved, each
+      // under a fixed-speedup-0 sweep of the variant's handler.
+      double t0 = 0, t1 = 0, rate0 = 0, rate1 = 0;
+      std::vector<double> speedups;
+      std::string region;
+      const double real_s = 2 * a.actual_s;
+      for (int c = 0; c < chunks; ++c) {
+        say(fmt::format("dedup {}: real runs {}/{} (baseline, {}, baseline; {:.0f} s each)", v.stage, c + 1, chunks,
+                        change, real_s));
+        const Measured b0 = measure(v.region, {}, real_s, 0);
+        const Measured f = measure(v.region, v.flags, real_s, 0);
+        const Measured b1 = measure(v.region, {}, real_s, 0);
+        if (!b0.region.empty()) region = b0.region;
+        const double rb = (b0.rate + b1.rate) / 2;
+        if (rb > 0 && f.rate > 0) {
+          speedups.push_back(1.0 - rb / f.rate);
+          rate0 += rb;
+          rate1 += f.rate;
+          t0 += (b0.handler_ns + b1.handler_ns) / 2;
+          t1 += f.handler_ns;
         }
-      } catch (const std::runtime_error& e) {
-        std::fprintf(stderr, "coact-profile: %s\n", e.what());
-        failed = true;
       }
-      r.note = fmt::format("level {} vs default: Compressor handler {:.1f} -> {:.1f} us per chunk (r = {:.3f}, "
-                           "virtual speedup {} %); {:.0f} -> {:.0f} chunks/s",
-                           a.dedup_fast_level, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun,
-                           rate1 / nrun);
-      if (pct == 0) r.note += "; not faster per chunk, so no virtual speedup to predict";
-    } else {
-      r.note = "the archiver's runs measured nothing (see " + log + ")";
+      const int nrun = static_cast<int>(speedups.size());
+      Row r;
+      r.workload = "dedup";
+      r.program = "real";
+      r.stage = v.stage;
+      r.change = change;
+      r.region = region.empty() ? v.region : region;
+      r.actual_runs = nrun;
+      r.actual_chunks = speedups;
+      if (nrun > 0 && t0 > 0) {
+        double sum = 0;
+        for (double x : speedups) sum += x;
+        r.actual = sum / nrun;
+        r.s = std::round(std::clamp(1.0 - t1 / t0, 0.0, 1.0) * 1e4) / 1e4;
+        // 5b. The prediction at s = r: the baseline under fixed-speedup
+        // sweeps of the handler, 0 and round(100 r) %, interleaved, pooled
+        // by the estimator.
+        const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
+        const double each = std::max(2.0, a.dedup_sweep_s / (3.0 * chunks));
+        std::vector<std::string> profiles;
+        // The variant's handler was not measurably faster (r rounds to 0 %,
+        // e.g. on a loaded machine): there is no virtual speedup to sweep,
+        // so no prediction (the row says why; not a failure of the run).
+        for (int c = 0; c < chunks && pct > 0; ++c) {
+          say(fmt::format("dedup {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", v.stage, c + 1, chunks, pct, each));
+          for (const uint32_t p : {0u, pct, 0u}) profiles.push_back(measure(v.region, {}, each, p).profile);
+        }
+        if (pct > 0) try {
+          EstimateOptions eo;
+          eo.python = a.python;
+          eo.points = {"chunks"};
+          eo.min_points = 2;  // two levels: 0 and round(100 r) %
+          eo.degree = 1;
+          const auto preds = run_estimator(profiles, {r.s}, eo, log);
+          if (const Prediction* p = find_prediction(preds, r.region, r.s)) {
+            r.predicted = p->value;
+            r.predicted_lo = p->lo;
+            r.predicted_hi = p->hi;
+            r.experiments = p->curve_experiments;
+          }
+        } catch (const std::runtime_error& e) {
+          std::fprintf(stderr, "coact-profile: %s\n", e.what());
+          failed = true;
+        }
+        r.note = fmt::format("{} vs baseline: {} handler {:.1f} -> {:.1f} us per visit (r = {:.3f}, virtual speedup "
+                             "{} %); {:.0f} -> {:.0f} chunks/s",
+                             change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun);
+        if (pct == 0) r.note += "; not faster per visit, so no virtual speedup to predict";
+      } else {
+        r.note = "the archiver's runs measured nothing (see " + log + ")";
+      }
+      if (a.with_coz) r.coz_reason = "the archiver is not run under Coz (its real changes are options, not a line)";
+      rows.push_back(r);
+      dedup_timing[v.stage] = swv.s();
     }
-    if (a.with_coz) r.coz_reason = "the archiver is not run under Coz (its real change is a zstd level, not a line)";
-    rows.push_back(r);
     std::remove(archive.c_str());
-    timing["dedup"] = {{"total_s", sw.s()}};
+    timing["dedup"] = {{"total_s", sw.s()}, {"stages_s", dedup_timing}};
   }
 
   // Step 7.
@@ -689,11 +749,14 @@ int validate(ValidateArgs& a) {
     j["rows"] = json::array();
     for (const Row& r : rows) {
       j["rows"].push_back({{"workload", r.workload},
+                           {"program", r.program},
                            {"stage", r.stage},
+                           {"change", r.change.empty() ? json(nullptr) : json(r.change)},
                            {"region", r.region},
                            {"region_kind", r.region_kind},
                            {"s", json_num(r.s)},
                            {"predicted", json_num(r.predicted)},
+                           {"predicted_ci", json::array({json_num(r.predicted_lo), json_num(r.predicted_hi)})},
                            {"actual", json_num(r.actual)},
                            {"error_pts", json_num((r.predicted - r.actual) * 100)},
                            {"ideal", json_num(r.ideal)},
@@ -733,13 +796,16 @@ int validate(ValidateArgs& a) {
   } else {
     size_t wr = 6;
     for (const Row& r : rows) wr = std::max(wr, r.region.size());
-    std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5s", "workload", static_cast<int>(wr), "region", "s", "predicted",
-                "actual", "error(pts)", "ideal", "exps");
+    std::printf("%-12s %-*s %6s %10s %17s %8s %11s %7s %5s", "workload", static_cast<int>(wr), "region", "s",
+                "predicted", "95% CI", "actual", "error(pts)", "ideal", "exps");
     if (a.with_coz) std::printf(" %6s %9s", "coz", "coz err");
     std::printf("\n");
     for (const Row& r : rows) {
-      std::printf("%-12s %-*s %6s %10s %8s %11s %7s %5d", r.workload.c_str(), static_cast<int>(wr), r.region.c_str(),
-                  fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), fmt_num(r.actual).c_str(),
+      const std::string ci = std::isnan(r.predicted_lo) || std::isnan(r.predicted_hi)
+                                 ? std::string("-")
+                                 : fmt::format("[{}, {}]", fmt_num(r.predicted_lo), fmt_num(r.predicted_hi));
+      std::printf("%-12s %-*s %6s %10s %17s %8s %11s %7s %5d", r.workload.c_str(), static_cast<int>(wr), r.region.c_str(),
+                  fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), ci.c_str(), fmt_num(r.actual).c_str(),
                   fmt_num((r.predicted - r.actual) * 100, 1).c_str(), fmt_num(r.ideal).c_str(), r.experiments);
       if (a.with_coz) {
         std::printf(" %6s %9s", fmt_num(r.coz_predicted).c_str(), fmt_num((r.coz_predicted - r.actual) * 100, 1).c_str());
