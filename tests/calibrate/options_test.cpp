@@ -87,7 +87,7 @@ TEST_CASE("typed reads: lists, text choices, is_set, sources", "[options]") {
   CHECK(v.entry("COACT_CAUSAL_PROGRESS").origin == "COACT_CAUSAL_PROGRESS");
   CHECK_THROWS_AS(v.integer("COACT_NO_SUCH"), std::logic_error);
   CHECK_THROWS_AS(v.boolean("COACT_WORKERS"), std::logic_error);  // wrong type: a programming error
-  CHECK_THAT(error_of({"COACT_CAUSAL_REGION_WEIGHT=random"}), Contains("one of time/uniform"));
+  CHECK_THAT(error_of({"COACT_CAUSAL_REGION_WEIGHT=random"}), Contains("one of evidence/time/uniform"));
   coact::test::TempDir dir;
   co::Sources s;
   s.env = std::vector<std::string>{};

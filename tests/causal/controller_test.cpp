@@ -141,7 +141,9 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
                                             "COACT_CAUSAL_COOLDOWN_MS=0", "COACT_CAUSAL_DURATION_S=60",
                                             "COACT_CAUSAL_EXPERIMENTS=40", "COACT_CAUSAL_MIN_DELTA=9",
                                             "COACT_CAUSAL_OUTPUT=out/x.coz", "COACT_CAUSAL_SEED=7",
-                                            "COACT_CAUSAL_REGION_WEIGHT=uniform"})
+                                            "COACT_CAUSAL_REGION_WEIGHT=uniform", "COACT_CAUSAL_MIN_EXPERIMENTS=9",
+                                            "COACT_CAUSAL_TIME_SHARE_FLOOR_PCT=5",
+                                            "COACT_CAUSAL_SETTLE_WIDTH_PCT=3"})
                                           .data());
   REQUIRE(o);
   CHECK(o->progress == std::vector<std::string>{"a", "b"});
@@ -158,7 +160,11 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
   CHECK(o->output == "out/x.coz");
   CHECK(o->json_output == "out/x.jsonl");  // derived
   CHECK(o->seed == 7u);
-  CHECK_FALSE(o->time_weighted);
+  CHECK(o->region_weight == ca::RegionWeight::uniform);
+  CHECK(o->min_experiments == 9u);
+  CHECK(o->time_share_floor_pct == 5u);
+  CHECK(o->settle_width_pct == 3u);
+  CHECK_FALSE(o->until_settled);
 
   // to_env round-trips.
   std::vector<std::string> kv;
@@ -169,9 +175,20 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
   CHECK(back->fixed_speedup_pct == o->fixed_speedup_pct);
   CHECK(back->experiment == o->experiment);
   CHECK(back->json_output == o->json_output);
-  CHECK(back->time_weighted == o->time_weighted);
+  CHECK(back->region_weight == o->region_weight);
+  CHECK(back->min_experiments == o->min_experiments);
+  CHECK(back->time_share_floor_pct == o->time_share_floor_pct);
+  CHECK(back->settle_width_pct == o->settle_width_pct);
   CHECK(json::parse(ca::options_json(*o))["region_weight"] == "uniform");
-  CHECK(ca::options_from_env(envp({"COACT_CAUSAL=1"}).data())->time_weighted);  // the default: as Coz
+  CHECK(json::parse(ca::options_json(*o))["min_experiments"] == 9);
+  const auto d = ca::options_from_env(envp({"COACT_CAUSAL=1"}).data());
+  CHECK(d->region_weight == ca::RegionWeight::evidence);  // the default
+  CHECK(d->min_experiments == 6u);
+  const auto u = ca::options_from_env(envp({"COACT_CAUSAL=1", "COACT_CAUSAL_UNTIL_SETTLED=1"}).data());
+  CHECK(u->until_settled);
+  std::vector<std::string> ukv;
+  for (const auto& [k, v] : ca::to_env(*u)) ukv.push_back(k + "=" + v);
+  CHECK(ca::options_from_env(envp(ukv).data())->until_settled);
   CHECK(json::parse(ca::options_json(*o))["fixed_speedup"].get<double>() == Approx(0.35));
 }
 
@@ -188,8 +205,13 @@ TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][co
             .find("COACT_CAUSAL_MAX_EXPERIMENT_MS") != std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_OUTPUT=", "COACT_CAUSAL_JSON_OUTPUT="}).find("COACT_CAUSAL_OUTPUT") !=
         std::string::npos);
-  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_REGION_WEIGHT=random"}).find("one of time/uniform") !=
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_REGION_WEIGHT=random"}).find("one of evidence/time/uniform") !=
         std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_MIN_EXPERIMENTS=1"}).find("COACT_CAUSAL_MIN_EXPERIMENTS='1'") !=
+        std::string::npos);
+  // A fixed experiment never ranks regions: waiting for a settled ranking would never end.
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_UNTIL_SETTLED=1", "COACT_CAUSAL_FIXED_SPEEDUP=0"})
+            .find("COACT_CAUSAL_UNTIL_SETTLED='1': expected 0 when") != std::string::npos);
   const std::string typo = error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_EXPERIMENT_LEN=5"});
   CHECK(typo.find("COACT_CAUSAL_EXPERIMENT_LEN") != std::string::npos);
   CHECK(typo.find("did you mean COACT_CAUSAL_EXPERIMENT_MS?") != std::string::npos);
@@ -314,7 +336,7 @@ TEST_CASE("controller: fixed region and speedup record experiments with s·Δ de
 namespace {
 // Runs a sweep over two scopes, one running 9x longer than the other, and
 // returns how many experiments picked the heavy one out of `n`.
-int heavy_picks(bool time_weighted, int n) {
+int heavy_picks(ca::RegionWeight weight, int n) {
   TempDir dir;
   Workload w([] {
     {
@@ -335,7 +357,7 @@ int heavy_picks(bool time_weighted, int n) {
   o.progress = {"controller-test/weighted"};
   o.fixed_speedup_pct = 0;  // no delay: only the draw is under test
   o.max_experiments = static_cast<uint64_t>(n);
-  o.time_weighted = time_weighted;
+  o.region_weight = weight;
   ca::Controller::start(o);
   REQUIRE(ca::Controller::wait(60s));
   (void)ca::Controller::stop();
@@ -355,11 +377,99 @@ TEST_CASE("controller: regions are drawn in proportion to their running time, or
   // bounds are > 5 sd from the other mode's mean and > 4 sd from their own.
   std::lock_guard lock(ca::test_ledger_mutex());
   coact::test::Watchdog wd(120, "weighted region draw");
-  const int weighted = heavy_picks(true, 200);
+  const int weighted = heavy_picks(ca::RegionWeight::time, 200);
   CHECK(weighted >= 160);
-  const int uniform = heavy_picks(false, 200);
+  const int uniform = heavy_picks(ca::RegionWeight::uniform, 200);
   CHECK(uniform >= 70);
   CHECK(uniform <= 130);
+}
+
+namespace {
+// A sweep over two scopes on one thread, one running 9x longer than the
+// other (so a virtual speedup of it shortens each iteration 9x as much).
+struct TwoScopeSweep {
+  TempDir dir;
+  Workload w{[] {
+    {
+      COACT_SCOPE("controller-test/evidence-heavy");
+      spin_for(180us);
+    }
+    {
+      COACT_SCOPE("controller-test/evidence-light");
+      spin_for(20us);
+    }
+    COACT_PROGRESS("controller-test/evidence");
+  }};
+  ca::Options options() const {
+    auto o = quick_options(dir);
+    o.experiment = 5ms;
+    o.max_experiment = 5ms;
+    o.cooldown = 1ms;
+    o.region_filter = {"controller-test/evidence-heavy", "controller-test/evidence-light"};
+    o.progress = {"controller-test/evidence"};
+    return o;
+  }
+  ca::SweepSummary run(const ca::Options& o) {
+    ca::Controller::start(o);
+    REQUIRE(ca::Controller::wait(60s));
+    return ca::Controller::stop();
+  }
+};
+}  // namespace
+
+TEST_CASE("controller: the evidence draw gives a light region enough experiments to rank", "[causal][controller]") {
+  // By running time the light scope (10%) would get ~60 x 0.1 x 20/28 = 4
+  // non-zero-speedup experiments of 60; the evidence draw first gives every
+  // region above the time-share floor min_experiments of them.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(120, "evidence draw");
+  TwoScopeSweep t;
+  auto o = t.options();
+  o.max_experiments = 60;
+  const ca::SweepSummary sum = t.run(o);
+  CHECK(sum.reason == "experiments");
+  int light = 0;
+  for (const auto& e : records(t.dir.path / "profile.jsonl", "experiment")) {
+    light += e["region"] == "controller-test/evidence-light" && e["speedup"].get<double>() > 0 ? 1 : 0;
+  }
+  CHECK(light >= static_cast<int>(o.min_experiments));
+  const auto est = records(t.dir.path / "profile.jsonl", "estimates");
+  REQUIRE(est.size() == 60);
+  const auto& last = est.back();
+  REQUIRE(last["points"].size() == 1);
+  CHECK(last["points"][0]["leader"] == "controller-test/evidence-heavy");
+  for (const auto& r : last["points"][0]["regions"]) {
+    CHECK(r["ranked"] == true);
+    CHECK(r["ci"][1].get<double>() > r["ci"][0].get<double>());
+  }
+}
+
+TEST_CASE("controller: --until-settled ends the sweep once the leader's interval is above the rest",
+          "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(120, "until-settled sweep");
+  TwoScopeSweep t;
+  auto o = t.options();
+  o.until_settled = true;
+  o.max_experiments = 500;  // the bound if it never settles
+  const ca::SweepSummary sum = t.run(o);
+  CHECK(sum.reason == "settled");
+  CHECK(sum.settled);
+  CHECK(sum.leader == "controller-test/evidence-heavy");
+  CHECK(sum.experiments < 500);
+  const auto summary = records(t.dir.path / "profile.jsonl", "summary");
+  REQUIRE(summary.size() == 1);
+  CHECK(summary[0]["settled"] == true);
+  CHECK(summary[0]["reason"] == "settled");
+  const auto est = records(t.dir.path / "profile.jsonl", "estimates");
+  REQUIRE_FALSE(est.empty());
+  const auto& p = est.back()["points"][0];
+  double heavy_lo = 0, light_hi = 0;
+  for (const auto& r : p["regions"]) {
+    if (r["name"] == "controller-test/evidence-heavy") heavy_lo = r["ci"][0].get<double>();
+    if (r["name"] == "controller-test/evidence-light") light_hi = r["ci"][1].get<double>();
+  }
+  CHECK(heavy_lo > light_hi);
 }
 
 TEST_CASE("controller: a handler named as progress point counts its completions", "[causal][controller]") {

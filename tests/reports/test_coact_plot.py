@@ -596,6 +596,24 @@ class CliTest(TempDirCase):
         self.assertIn("not settled", r.stdout)
         self.assertGreater(os.path.getsize(out), 1000)
 
+    def test_main_job_profile_that_broke_the_plot(self):
+        # A profile the main job wrote on which the plot stopped with "Axis
+        # limits cannot be NaN or Inf" (exit 2): it plots, and the regions
+        # with too few experiments are listed as not ranked.
+        out = os.path.join(self.tmp, "nan.png")
+        fixture = os.path.join(HERE, "fixtures", "main-job-plot-nan.coz")
+        r = run_cli("profile", fixture, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(os.path.getsize(out), 1000)
+        self.assertIn("not enough evidence to rank: 3 experiments (needs 6)", r.stdout)
+        r = run_cli("profile", fixture, "--json")
+        doc = json.loads(r.stdout)
+        for reg in doc["regions"]:
+            self.assertIn(reg["ranked"], (True, False))
+            lo, hi = reg["ci"]
+            if lo is not None:
+                self.assertGreater(hi - lo, 1e-6, reg["region"])   # no zero-width interval
+
     def test_profile_svg_json_top(self):
         out = os.path.join(self.tmp, "p.svg")
         r = run_cli("profile", TOY_COZ, "-o", out, "--json", "--top", "1", "-p", TP,)

@@ -259,6 +259,36 @@ class HonestIntervalTest(unittest.TestCase):
         self.assertAlmostEqual(c.predict(0.25)[0], 0.075, delta=0.015)
 
 
+class SweepAgreesWithEstimatorTest(unittest.TestCase):
+    """The sweep's running estimates (causal/src/evidence.cpp: the line model,
+    which drives the experiment draw, the status line and --until-settled)
+    are the same numbers estimate.py prints for the line model. Fixture: a
+    real sweep of the archiver, its experiments and last "estimates" record."""
+
+    def test_last_estimates_record_matches(self):
+        path = os.path.join(HERE, "fixtures", "archiver-sweep.jsonl")
+        with open(path) as f:
+            records = [json.loads(line) for line in f]
+        (est,) = [r for r in records if r["type"] == "estimates"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", profile.ProfileWarning)
+            res = estimate.analyze(profile.load_profiles([path]), model="line",
+                                   rank_at=est["rank_at"], min_experiments=est["min_experiments"])
+        by_name = {r.region: r.curves[0] for r in res}
+        (point,) = est["points"]
+        self.assertGreaterEqual(len(point["regions"]), 4)
+        for reg in point["regions"]:
+            c = by_name[reg["name"]]
+            v, lo, hi = c.predict(est["rank_at"])
+            self.assertAlmostEqual(reg["key"], v, places=9, msg=reg["name"])
+            # The sweep's t quantile comes from a table: equal to 1e-7.
+            self.assertAlmostEqual(reg["ci"][0], lo, places=7, msg=reg["name"])
+            self.assertAlmostEqual(reg["ci"][1], hi, places=7, msg=reg["name"])
+            self.assertEqual(reg["experiments"], c.experiments, reg["name"])
+            self.assertEqual(reg["ranked"], c.ranked, reg["name"])
+        self.assertEqual(point["baseline_experiments"], c.baseline_experiments)
+
+
 class CommandTest(unittest.TestCase):
     def test_json_interface(self):
         p = run_module(TOY_COZ, "--json", "-p", TP, "-r", A)

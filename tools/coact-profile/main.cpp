@@ -175,13 +175,31 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}));
   run_cmd->add_option("--seed", o.seed, "Seed of the region and speedup draws (0: from the clock)");
-  std::string region_weight = "time";
+  std::string region_weight = "evidence";
   run_cmd
       ->add_option("--region-weight", region_weight,
-                   "How a region is drawn among those that ran: time (proportional to running time, as Coz) or "
-                   "uniform")
+                   "How a region is drawn among those that ran: evidence (first enough experiments for every "
+                   "region above --time-share-floor-pct, then mostly the leader and its closest challenger), time "
+                   "(proportional to running time, as Coz) or uniform")
       ->capture_default_str()
-      ->check(CLI::IsMember({"time", "uniform"}));
+      ->check(CLI::IsMember({"evidence", "time", "uniform"}));
+  run_cmd->add_option("--min-experiments", o.min_experiments,
+                      "Non-zero-speedup experiments a region needs before it is ranked")
+      ->capture_default_str()
+      ->check(CLI::Range(2u, 1000u));
+  run_cmd->add_option("--time-share-floor-pct", o.time_share_floor_pct,
+                      "Evidence draw: regions below this share of running time are drawn rarely, %")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100u));
+  auto* us = run_cmd->add_flag("--until-settled", o.until_settled,
+                               "End the sweep once the ranking has settled: every region above the floor ranked and "
+                               "the leader's 95% interval above every other's (--duration-s / --experiments still "
+                               "bound it)");
+  run_cmd->add_option("--settle-width-pct", o.settle_width_pct,
+                      "With --until-settled, also settled when every ranked interval is narrower than this, "
+                      "points (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100u));
   run_cmd->add_flag("--sampling", o.sampling,
                     "Sample CPU time on every worker so source lines become regions ('file:line' and "
                     "'Handler @ file:line')");
@@ -197,7 +215,8 @@ int main(int argc, char** argv) {
                                "Run no experiment: record where the time goes (regions' visits and time; with "
                                "--sampling, the sampled lines), as the 'profile' JSON record and profile.coz's "
                                "samples records");
-  po->excludes(fs)->excludes(fr)->excludes(ex);
+  po->excludes(fs)->excludes(fr)->excludes(ex)->excludes(us);
+  us->excludes(fs)->excludes(fr);
   run_cmd->add_option("--source-scope", o.source_scope,
                       "Source files whose lines can be regions: Coz patterns, '%' = any characters, on full paths "
                       "(repeatable; default: the program's own sources)");
@@ -331,7 +350,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (fs->count() > 0) o.fixed_speedup_pct = fixed_speedup;
-  o.time_weighted = region_weight == "time";
+  o.region_weight = region_weight == "time"      ? ca::RegionWeight::time
+                    : region_weight == "uniform" ? ca::RegionWeight::uniform
+                                                 : ca::RegionWeight::evidence;
   o.experiment = std::chrono::milliseconds(experiment_ms);
   o.sample_period = std::chrono::microseconds(sample_period_us);
   if (run_cmd->count("--line-experiment-period-us") > 0) {
