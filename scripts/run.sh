@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scripts/run.sh: the main job on its default input. Builds (Release) the
 # dedup archiver and coact-profile, runs a causal-profiling sweep of the
-# archiver over /usr/share/doc (or DIR), writes the profile (profile.coz +
-# profile.jsonl) and a plot of the speedup curves, and prints the regions
-# ranked by the program speedup they would give.
+# archiver over /usr/share/doc (or DIR) until its ranking settles (at most
+# --seconds), writes the profile (profile.coz + profile.jsonl) and a plot of
+# the speedup curves, and prints the regions ranked by the program speedup
+# they would give, with their 95% intervals and whether the ranking settled.
 #
-# Usage: scripts/run.sh [DIR] [--seconds S (sweep length, default 75)] [--out OUTDIR]
+# Usage: scripts/run.sh [DIR] [--seconds S (longest sweep, default 180)] [--out OUTDIR]
 # The peer comparison (coact vs CAF) is `scripts/bench.sh peers`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ COACT_SCRIPT=run.sh
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 DIR=/usr/share/doc
-SECS=75
+SECS=180
 OUT=$ROOT/build/profile
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,13 +38,14 @@ JOBS=${JOBS:-$(nproc)} coact_build build/release Release coact-dedup coact-profi
 
 mkdir -p "$OUT"
 rm -f "$OUT/profile.coz" "$OUT/profile.jsonl"
-echo "== causal sweep of coact-dedup over '$DIR' for ${SECS} s ==" >&2
-# The archiver repeats passes a little longer than the sweep, so every
-# experiment window sees a running program.
+echo "== causal sweep of coact-dedup over '$DIR' until the ranking settles (at most ${SECS} s) ==" >&2
+# The archiver repeats passes longer than the sweep can last, so every
+# experiment window sees a running program; --stop-program ends it (SIGTERM:
+# it finishes its pass and exits 0) as soon as the sweep has settled.
 build/release/tools/coact-profile/coact-profile run \
   -o "$OUT/profile.coz" --json-output "$OUT/profile.jsonl" \
-  --duration-s "$SECS" --experiment-ms 1000 \
-  -- build/release/examples/dedup/coact-dedup archive "$DIR" --seconds $((SECS + 10)) -o "$OUT/archive.cdar"
+  --duration-s "$SECS" --until-settled --stop-program --experiment-ms 1000 \
+  -- build/release/examples/dedup/coact-dedup archive "$DIR" --seconds $((SECS + 30)) -o "$OUT/archive.cdar"
 
 echo "== regions ranked by the program speedup they would give ==" >&2
 /usr/bin/python3 reports/coact_plot.py profile "$OUT/profile.coz" -o "$OUT/curves.png" \

@@ -260,6 +260,51 @@ class CoactProfileRun(unittest.TestCase):
 
     # ---- usage errors name the fix --------------------------------------------------
 
+    def test_stop_program_ends_a_program_that_runs_on_once_the_sweep_is_over(self):
+        t0 = time.monotonic()
+        r = run(["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--duration-s", "2",
+                 "--stop-program", "--", SERVER, "--progress", "--seconds", "60"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(time.monotonic() - t0, 30, "the program was not stopped after the sweep")
+        with open(self.path("p.jsonl")) as f:
+            recs = [json.loads(line) for line in f]
+        self.assertEqual(recs[-1]["type"], "summary")
+        self.assertEqual(recs[-1]["reason"], "duration")
+        self.assertIn("estimates", {x["type"] for x in recs})
+        self.assertIn("the sweep's ranking", r.stderr)
+
+    def test_status_line_never_runs_into_the_programs_output(self):
+        # On a terminal the tool redraws a status line; the program's own
+        # lines must each start on a clean line (after the status line was
+        # erased with \r ESC[K), never after status text.
+        import pty
+        master, slave = pty.openpty()
+        script = ("(for i in 1 2 3 4 5 6 7 8; do echo program-line-$i; sleep 0.4; done) & "
+                  f"exec {SERVER} --progress --seconds 4")
+        proc = subprocess.Popen([TOOL, "run", "-o", self.path("p.coz"), "--experiment-ms", "100",
+                                 "--duration-s", "3", "--", "/bin/sh", "-c", script],
+                                stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        self.assertEqual(proc.wait(timeout=60), 0, out.decode(errors="replace"))
+        os.close(master)
+        text = out.decode(errors="replace")
+        self.assertIn("[coact-profile]", text)   # the status line was drawn
+        for i in range(1, 9):
+            at = text.find(f"program-line-{i}")
+            self.assertGreaterEqual(at, 0, f"program-line-{i} missing")
+            before = text[max(0, at - 3):at]
+            self.assertTrue(at == 0 or before.endswith("\n") or before.endswith("\x1b[K"),
+                            f"program-line-{i} follows {text[max(0, at - 40):at]!r}")
+
     def test_usage_errors_name_the_fix(self):
         r = run(["run", "--duration", "5", "--", "true"])
         self.assertEqual(r.returncode, 2)

@@ -226,6 +226,9 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--append", a.append,
                     "Add this run's experiments to existing profile files (the plot then pools both runs)");
   run_cmd->add_flag("-q,--quiet", a.quiet, "No progress line on stderr");
+  run_cmd->add_flag("--stop-program", a.stop_program,
+                    "Send the program SIGTERM once the sweep has ended (its --duration-s, --experiments or "
+                    "--until-settled), for programs that run until told to stop");
   auto* tr = run_cmd->add_option("--trace", a.trace,
                                  "Also record the per-mail trace (COACT_TRACE=on unless the environment sets a "
                                  "rate) into this Chrome trace-event JSON file");
@@ -266,11 +269,15 @@ int main(int argc, char** argv) {
                       "Only this archiver row (repeatable; default all): Compressor (--level), Reader (--fast-reader), "
                       "Chunker (--fast-chunker), Fingerprinter (--fingerprint sha1), Index (--fast-index), Writer "
                       "(--fast-writer)");
-  val_cmd->add_option("--dedup-sweep-s", v.dedup_sweep_s, "Sweep seconds for the archiver")
+  val_cmd->add_option("--dedup-sweep-s", v.dedup_sweep_s,
+                      "Sweep seconds per real-program row (each archiver stage, the analytics job)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
   val_cmd->add_flag("--no-dedup", v.no_dedup, "Skip the archiver");
-  val_cmd->add_flag("--no-known-answer", v.no_known_answer, "Skip the known-answer workloads (only the archiver's rows)");
+  val_cmd->add_flag("--no-known-answer", v.no_known_answer,
+                    "Skip the known-answer workloads (only the real programs' rows: the archiver's, the analytics job's)");
+  val_cmd->add_option("--analytics", v.analytics, "Path of coact-analytics (default: the build tree, PATH)");
+  val_cmd->add_flag("--no-analytics", v.no_analytics, "Skip the analytics job (examples/analytics)");
   val_cmd->add_option("--retries", v.retries, "Redo a contended known-answer chunk up to this many times")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));

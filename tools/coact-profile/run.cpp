@@ -39,6 +39,7 @@
 //     "profile" record; exit 1 only if the run failed or wrote no such record.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -397,6 +398,7 @@ int run(RunArgs& a) {
   int status = 0;
   size_t shown_warnings = 0, shown_errors = 0;
   bool said_stopped = false;
+  bool sent_term = false;  // --stop-program sent SIGTERM after the sweep's end
   auto show_new_notes = [&](const Records& r) {
     const bool any = shown_warnings < r.warnings.size() || shown_errors < r.errors.size();
     if (any && drawn) {
@@ -419,7 +421,10 @@ int run(RunArgs& a) {
     show_new_notes(r);
     if (r.summary && !said_stopped) {
       said_stopped = true;
-      if (!r.errors.empty()) {
+      if (a.stop_program && r.errors.empty()) {
+        ::kill(pid, SIGTERM);  // the sweep is over: so is the run (--stop-program)
+        sent_term = true;
+      } else if (!r.errors.empty()) {
         std::fprintf(stderr,
                      "coact-profile: the sweep has ended with the error above (it stopped on: %s); %s runs on "
                      "without it (end it with Ctrl-C if it does not exit by itself)\n",
@@ -436,10 +441,15 @@ int run(RunArgs& a) {
         left += fmt::format(", {:.0f} s left", std::max(0.0, static_cast<double>(o.duration.count()) - elapsed));
       }
       const std::string ranking = ranking_status(r, false);
-      std::fprintf(stderr, "\r\033[K[coact-profile] %llu experiment%s (%llu at speedup 0)%s%s%s, %.0f s%s",
-                   static_cast<unsigned long long>(r.experiments), r.experiments == 1 ? "" : "s",
-                   static_cast<unsigned long long>(r.zero_speedup), ranking.empty() ? "" : ", ", ranking.c_str(),
-                   left.c_str(), elapsed, r.summary ? " (sweep ended)" : "");
+      std::string line = fmt::format("[coact-profile] {} experiment{} ({} at speedup 0){}{}{}, {:.0f} s{}",
+                                     r.experiments, r.experiments == 1 ? "" : "s", r.zero_speedup,
+                                     ranking.empty() ? "" : ", ", ranking, left, elapsed,
+                                     r.summary ? " (sweep ended)" : "");
+      // One terminal line: a wrapped line could not be cleared with \r.
+      winsize ws{};
+      const size_t cols = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 ? ws.ws_col : 80;
+      if (line.size() >= cols) line = line.substr(0, cols - 4) + "...";
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
       std::fflush(stderr);
       drawn = true;
     }
@@ -459,7 +469,9 @@ int run(RunArgs& a) {
   const Records& r = reader.records();
   const std::string files = fmt::format("{}{}{}", o.output, o.output.empty() ? "" : " and ", o.json_output);
   int rc = 0;
-  if (WIFSIGNALED(status)) {
+  if (WIFSIGNALED(status) && sent_term && WTERMSIG(status) == SIGTERM) {
+    // The program ended by the SIGTERM --stop-program sent: a normal end.
+  } else if (WIFSIGNALED(status)) {
     std::fprintf(stderr, "coact-profile: %s was killed by %s after %.1f s; the %llu finished experiment(s) are kept in %s\n",
                  prog.c_str(), signal_name(WTERMSIG(status)).c_str(), elapsed,
                  static_cast<unsigned long long>(r.experiments), files.c_str());
@@ -550,7 +562,10 @@ int run(RunArgs& a) {
       const bool settled = r.estimates->value("settled", false);
       std::fprintf(stderr, "coact-profile: the sweep's ranking %s: %s%s\n",
                    settled ? "has settled" : "has not settled", ranking.c_str(),
-                   settled ? "" : " (run longer, or pass --until-settled with a --duration-s as the bound)");
+                   settled ? ""
+                   : o.until_settled
+                       ? " (the --duration-s / --experiments bound came first: run longer for a settled ranking)"
+                       : " (run longer, or pass --until-settled with a --duration-s as the bound)");
     }
   }
   return rc;

@@ -19,6 +19,7 @@ struct RunArgs {
   bool json_given = false;  // --json-output was given (else OUTPUT with .jsonl)
   bool append = false;      // --append: add to existing profiles instead of refusing
   bool quiet = false;       // no progress line
+  bool stop_program = false;  // --stop-program: SIGTERM the program once the sweep has ended
   std::string trace;         // --trace FILE: the per-mail trace during the run ("" = none)
   std::string trace_window;  // --trace-window START+DURATION (seconds; "" = the whole run)
   std::vector<std::string> command;  // PROGRAM ARGS... (after `--`)
@@ -46,6 +47,8 @@ struct ValidateArgs {
   std::vector<std::string> dedup_stages;  // only these archiver rows (validate.cpp's dedup_variants; empty: all)
   bool no_dedup = false;
   bool no_known_answer = false;  // skip the known-answer workloads (steps 2-4, 6)
+  std::string analytics;         // coact-analytics (default: the build tree, PATH)
+  bool no_analytics = false;     // skip the analytics job's rows
   int retries = 2;
   double contended_factor = 1.15;
   std::string out_dir;
