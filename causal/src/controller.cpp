@@ -15,16 +15,13 @@
 //  3. Region: the fixed region if given (Options::fixed_region: an exact name,
 //     else the only region containing it; waits while none matches), else one
 //     drawn among the regions matching Options::region_filter whose visits
-//     grew since the previous pick, i.e. that ran in the last window and
-//     cooldown: with probability proportional to the exclusive time each ran
-//     since that pick (Options::time_weighted, the default: as Coz, whose next
-//     line is the one the next sample lands in), or uniformly. Time weighting
-//     spends a sweep on the regions that can matter: a region's virtual
-//     speedup by s shortens the program by at most s times the time it runs.
-//     Measured on the archiver (100 s sweep, 14 regions): uniform picks gave
-//     the once-per-pass handlers (Start, FilesDone, EndOfStream) as many
-//     experiments as the Compressor (3-13 each, curves within noise). None
-//     ran: sleep a window and retry.
+//     grew since the previous pick (they ran in the last window and
+//     cooldown), by Options::region_weight: evidence (the default:
+//     pick_by_evidence(); controller.hpp says what it favours; it reads the
+//     running estimates of step 8), time (probability proportional to the
+//     exclusive time each ran since that pick, as Coz, whose next line is the
+//     one the next sample lands in) or uniform. None ran: sleep a window and
+//     retry.
 //  4. Speedup: Options::fixed_speedup_pct if set, else Coz's draw: r uniform in
 //     0..27; r <= 7 gives 0, else (r − 7)·5 %. So P(0) = 8/28 ≈ 0.29 and each
 //     of 5..100 % has 1/28 (SpeedupDivisions = 20, ZeroSpeedupWeight = 7 in
@@ -43,7 +40,10 @@
 //     in flight at the end (difference); the region's visits and exclusive
 //     time. An experiment in which no selected progress point moved at all is
 //     not written (every rate would be 0/duration: no information) and is
-//     counted in SweepSummary::empty_experiments.
+//     counted in SweepSummary::empty_experiments. A written experiment updates
+//     the running estimates (observe(): an "estimates" record) and with
+//     Options::until_settled a settled ranking ends the sweep after step 9
+//     (reason "settled").
 //  9. Adapt (Coz): min_delta = the smallest delta over the selected points
 //     (latency: min of arrivals and departures). min_delta < Options::min_delta
 //     doubles the window (capped at max_experiment); min_delta > 2·min_delta
@@ -53,7 +53,8 @@
 //     max_experiments experiments were written, or duration has passed — or,
 //     without a duration, no experiment has been written after
 //     max(5 s, 2 x the window cap) (16 s with the defaults): the sweep then
-//     stops experimenting with a "no_progress" error (reason "no_progress";
+//     stops experimenting with a "no_progress" error (reason "no_progress", or
+//     "no_region" when points moved but a filter or fixed region matched nothing;
 //     the program runs on). Three initial windows (1.5 s) without an
 //     experiment already write "warning" records (see below).
 // 11. End: clear g_sweep_active, detach completion points, write the runtime
@@ -76,7 +77,10 @@
 //    "unknown_region"|"unknown_progress"|"unknown_handler","message":..,
 //    "names":[the filter entries, or the progress points concerned]}
 //   {"type":"summary","experiments":N,"empty_experiments":N,
-//    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"no_progress"}
+//    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"settled"|"no_region"|"no_progress",
+//    "settled":bool,"leader":name|null}  (settled and leader: not in a profile-only run)
+//   {"type":"estimates",...} after each written experiment: the running ranking
+//     (causal/src/evidence.hpp; the Options::region_weight draw and until_settled use it)
 #include <coact/causal/controller.hpp>
 
 #include <unistd.h>
@@ -430,7 +434,12 @@ class Sweep {
     for (;;) {
       if (o_.duration.count() != 0 && steady::now() - t_start_ >= o_.duration) return "duration";
       if (o_.duration.count() == 0 && summary_.experiments == 0 && steady::now() - t_start_ >= give_up) {
-        return "no_progress";
+        // Progress was made but no region could be selected (a filter or
+        // fixed region that matches nothing): say that, not "no progress".
+        const auto problems = filter_problems();
+        const bool no_region = std::any_of(problems.begin(), problems.end(),
+                                           [](const auto& p) { return p.what == "unknown_region"; });
+        return no_region && points_moved() ? "no_region" : "no_progress";
       }
       // Step 2.
       std::vector<ProgressPoint*> points = selected_points();
@@ -519,6 +528,15 @@ class Sweep {
       // Step 10.
       if (!sleep_until(s_, steady::now() + o_.cooldown)) return "stopped";
     }
+  }
+
+  // True if a selected progress point moved since the sweep began.
+  bool points_moved() {
+    for (ProgressPoint* p : selected_points()) {
+      auto it = start_counts_.find(p);
+      if (p->visits() + p->departures() > (it == start_counts_.end() ? 0 : it->second)) return true;
+    }
+    return false;
   }
 
   std::vector<ProgressPoint*> selected_points() {

@@ -472,6 +472,34 @@ TEST_CASE("controller: --until-settled ends the sweep once the leader's interval
   CHECK(heavy_lo > light_hi);
 }
 
+TEST_CASE("controller: a region filter that matches nothing ends with reason no_region, not no_progress",
+          "[causal][controller]") {
+  // Regression: the progress point was hit all along, yet the summary said
+  // "no_progress" when only the region filter was wrong.
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "no-region sweep");
+  TempDir dir;
+  Workload w([] {
+    {
+      COACT_SCOPE("controller-test/no-region-scope");
+      spin_for(50us);
+    }
+    COACT_PROGRESS("controller-test/no-region-progress");
+  });
+  auto o = quick_options(dir);  // 25 ms window, 200 ms cap: gives up after 5 s
+  o.progress = {"controller-test/no-region-progress"};
+  o.region_filter = {"controller-test/typo-matches-nothing"};
+  ca::Controller::start(o);
+  REQUIRE(ca::Controller::wait(20s));
+  const auto s = ca::Controller::stop();
+  CHECK(s.experiments == 0u);
+  CHECK(s.reason == "no_region");
+  const auto errors = records(dir.path / "profile.jsonl", "error");
+  REQUIRE_FALSE(errors.empty());
+  CHECK(errors[0]["what"] == "unknown_region");
+  ca::credit_resume();
+}
+
 TEST_CASE("controller: a handler named as progress point counts its completions", "[causal][controller]") {
   std::lock_guard lock(ca::test_ledger_mutex());
   coact::test::Watchdog wd(60, "handler-progress sweep");
