@@ -83,6 +83,7 @@
 //     (causal/src/evidence.hpp; the Options::region_weight draw and until_settled use it)
 #include <coact/causal/controller.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -141,6 +143,7 @@ constexpr std::string_view kSampling = "COACT_CAUSAL_SAMPLING";
 constexpr std::string_view kSamplePeriodUs = "COACT_CAUSAL_SAMPLE_PERIOD_US";
 constexpr std::string_view kSourceScope = "COACT_CAUSAL_SOURCE_SCOPE";
 constexpr std::string_view kLineExperimentPeriodUs = "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US";
+constexpr std::string_view kSampleSignal = "COACT_CAUSAL_SAMPLE_SIGNAL";
 constexpr std::string_view kProfileOnly = "COACT_CAUSAL_PROFILE_ONLY";
 constexpr std::string_view kMinExperiments = "COACT_CAUSAL_MIN_EXPERIMENTS";
 constexpr std::string_view kTimeShareFloorPct = "COACT_CAUSAL_TIME_SHARE_FLOOR_PCT";
@@ -214,6 +217,10 @@ std::optional<Options> options_from(const options::Values& v) {
   o.sampling = v.boolean(kSampling);
   o.sample_period = std::chrono::microseconds(*v.integer(kSamplePeriodUs));
   o.source_scope = v.list(kSourceScope);
+  o.sample_signal = v.text(kSampleSignal);
+  if (parse_sample_signal(o.sample_signal) < 0) {
+    bad_value(kSampleSignal, o.sample_signal, "rt, prof or rtmin+N (N in 0..SIGRTMAX-SIGRTMIN)");
+  }
   o.line_experiment_period = std::chrono::microseconds(*v.integer(kLineExperimentPeriodUs));
   if (o.line_experiment_period.count() > 0 && o.line_experiment_period.count() < 10) {
     bad_value(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()),
@@ -279,6 +286,7 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   if (o.sampling != d.sampling) add(kSampling, o.sampling ? "1" : "0");
   if (o.sample_period != d.sample_period) add(kSamplePeriodUs, std::to_string(o.sample_period.count()));
   if (!o.source_scope.empty()) add(kSourceScope, join(o.source_scope, ","));
+  if (o.sample_signal != d.sample_signal) add(kSampleSignal, o.sample_signal);
   if (o.line_experiment_period != d.line_experiment_period) {
     add(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()));
   }
@@ -294,14 +302,14 @@ std::string options_json(const Options& o) {
       "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
       "\"min_delta\":{},\"region_weight\":\"{}\",\"sampling\":{},\"sample_period_us\":{},\"source_scope\":{},"
       "\"output\":{},\"json_output\":{},\"line_experiment_period_us\":{},\"profile_only\":{},"
-      "\"min_experiments\":{},\"time_share_floor_pct\":{},\"until_settled\":{},\"settle_width_pct\":{}}}",
+      "\"min_experiments\":{},\"time_share_floor_pct\":{},\"until_settled\":{},\"settle_width_pct\":{},\"sample_signal\":{}}}",
       json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
       json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
       o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
       o.min_delta, to_string(o.region_weight), o.sampling ? "true" : "false", o.sample_period.count(),
       json_array(o.source_scope), json_quote(o.output), json_quote(o.json_output), o.line_experiment_period.count(),
       o.profile_only ? "true" : "false", o.min_experiments, o.time_share_floor_pct,
-      o.until_settled ? "true" : "false", o.settle_width_pct);
+      o.until_settled ? "true" : "false", o.settle_width_pct, json_quote(o.sample_signal));
 }
 
 // ---- the sweep ----------------------------------------------------------------
@@ -397,7 +405,8 @@ class Sweep {
         SourceScope scope;
         scope.patterns = o_.source_scope;
         sampling_ = start_line_sampling(
-            LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10), o_.line_experiment_period});
+            LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10), o_.line_experiment_period,
+                                parse_sample_signal(o_.sample_signal)});
         if (!sampling_) std::fprintf(stderr, "coact causal: sampling did not start (already running, or a fork() child)\n");
       } catch (const std::exception& e) {
         std::fprintf(stderr, "coact causal: sampling did not start: %s\n", e.what());
@@ -880,10 +889,12 @@ class Sweep {
         "{{\"type\":\"sampler\",\"period_ns\":{},\"samples\":{},\"periods\":{},\"attributed\":{},\"dropped\":{},"
         "\"delayed\":{},\"line_regions\":{},\"threads_sampled\":{},\"threads_exited\":{},\"unsampled_threads\":[{}],"
         "\"symbolizer_error\":{},\"experiment_period_ns\":{},\"samples_cpu_timer\":{},\"samples_perf_event\":{},"
-        "\"threads_perf_event\":{}}}",
+        "\"threads_perf_event\":{},\"signal\":{},\"foreign_handler\":{},\"handler_replaced\":{},"
+        "\"foreign_signals\":{}}}",
         ss.period_ns, ls.samples, ls.periods, ls.attributed, ss.dropped, ls.delayed, ls.line_regions,
         ss.threads_registered, ss.threads_exited, unsampled, json_quote(ls.symbolizer_error), ls.experiment_period_ns,
-        ss.samples_cpu_timer, ss.samples_perf_event, ss.threads_perf_event));
+        ss.samples_cpu_timer, ss.samples_perf_event, ss.threads_perf_event, json_quote(ss.signal_name),
+        ss.foreign_handler ? "true" : "false", ss.handler_replaced ? "true" : "false", ss.foreign_signals));
   }
 
   void error(const std::string& what, const std::string& message, const std::vector<std::string>& names) {
@@ -1112,10 +1123,15 @@ void check_output(std::string_view key, const std::string& path) {
   }
   const std::string::size_type slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (::access(dir.c_str(), W_OK) != 0) {
-    throw options::option_error(std::string(key) + "='" + path + "': directory '" + dir +
-                                "' does not exist or is not writable (expected a writable file path)");
+  // access(W_OK) says yes to root almost everywhere (/sys included): create
+  // the file to know, and leave nothing behind.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw options::option_error(std::string(key) + "='" + path + "': cannot create it in '" + dir +
+                                "': " + std::strerror(errno) + " (expected a writable file path)");
   }
+  ::close(fd);
+  ::unlink(path.c_str());
 }
 }  // namespace
 

@@ -40,6 +40,16 @@ class CoactProfileRun(unittest.TestCase):
         self.assertFalse(os.path.exists(marker), "the program ran although the output cannot be written")
         self.assertNotIn("kept in", r.stderr)
 
+    def test_output_on_a_file_system_that_refuses_files_is_refused_before_launch(self):
+        # As root, access(W_OK) says /sys is writable; creating a file there
+        # fails. The program used to start and abort (exit 134) at the writer.
+        marker = self.path("started")
+        r = run(["run", "-o", "/sys/coact-test.coz", "--", "/bin/sh", "-c", f"touch {marker}"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("-o '/sys/coact-test.coz': cannot create a file in '/sys'", r.stderr)
+        self.assertFalse(os.path.exists(marker), "the program ran although the output cannot be written")
+        self.assertFalse(os.path.exists("/sys/coact-test.coz"))
+
     def test_existing_profile_needs_append(self):
         out = self.path("p.coz")
         with open(out, "w") as f:

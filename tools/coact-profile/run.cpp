@@ -128,8 +128,15 @@ std::string check_output(const std::string& flag, const std::string& path, bool 
           "experiments to it (the plot pools them), or remove it, or choose another path",
           flag, path, static_cast<long long>(st.st_size));
     }
-  } else if (::access(dir.c_str(), W_OK) != 0) {
-    return fmt::format("{} '{}': cannot create a file in '{}': {}", flag, path, dir, std::strerror(errno));
+  } else {
+    // access(W_OK) says yes to root almost everywhere (a read-only or
+    // pseudo file system such as /sys included): create the file to know.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return fmt::format("{} '{}': cannot create a file in '{}': {}", flag, path, dir, std::strerror(errno));
+    }
+    ::close(fd);
+    ::unlink(path.c_str());
   }
   return {};
 }
