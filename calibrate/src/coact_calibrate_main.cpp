@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
                "print every COACT_* key with its resolved value and source (default, config file, environment, "
                "command line) and exit");
   app.add_flag("--markdown", markdown, "with --print-config: print the declaration table as Markdown instead");
+  app.set_version_flag("--version", "coact-calibrate " COACT_VERSION);
   CLI11_PARSE(app, argc, argv);
   if (print_config) {
     std::fputs(markdown ? coact::options::markdown_table().c_str() : values.listing().c_str(), stdout);

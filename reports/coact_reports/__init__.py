@@ -10,8 +10,10 @@ Modules (each importable on its own; this package re-exports the public names):
   plot_perf     perf-compare plots
   cli           the `coact-plot` command (reports/coact_plot.py in the source tree)
 
-Runs on Debian's /usr/bin/python3 (numpy, matplotlib; no scipy, no network).
+Runs on Debian's /usr/bin/python3 (numpy, scipy, matplotlib; no network).
 """
+
+__version__ = "0.1.0"   # the project's version (CMakeLists.txt project(); a test keeps them equal)
 
 import importlib
 

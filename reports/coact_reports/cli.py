@@ -35,6 +35,8 @@ def _build_parser() -> argparse.ArgumentParser:
         prog=_prog(),
         description="Speedup-curve plots from causal profiles (Coz profile.coz or "
                     "coact JSON lines) and perf-compare distribution plots.")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"coact-plot {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     pp = sub.add_parser("profile", help="rank regions and plot speedup curves",

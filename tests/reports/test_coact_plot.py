@@ -644,6 +644,14 @@ class CliTest(TempDirCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("last line is truncated", r.stderr)
 
+    def test_version_is_the_projects(self):
+        import re
+        with open(os.path.join(HERE, "..", "..", "CMakeLists.txt")) as f:
+            want = re.search(r"project\(coact VERSION ([0-9.]+)", f.read()).group(1)
+        r = run_cli("--version")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), f"coact-plot {want}")
+
     def test_usage_errors(self):
         r = run_cli("profile", TOY_COZ, "-o", os.path.join(self.tmp, "x.jpg"))
         self.assertEqual(r.returncode, 2)

@@ -315,6 +315,11 @@ class CoactProfileRun(unittest.TestCase):
             self.assertTrue(at == 0 or before.endswith("\n") or before.endswith("\x1b[K"),
                             f"program-line-{i} follows {text[max(0, at - 40):at]!r}")
 
+    def test_version(self):
+        r = run(["--version"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout.strip(), r"^coact-profile [0-9]+\.[0-9]+\.[0-9]+$")
+
     def test_usage_errors_name_the_fix(self):
         r = run(["run", "--duration", "5", "--", "true"])
         self.assertEqual(r.returncode, 2)

@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"coact-profile: causal profiling of coact programs (Coz-style virtual speedup experiments)"};
+  app.set_version_flag("--version", "coact-profile " COACT_VERSION);
   app.require_subcommand(1);
   CLI::App* run_cmd = app.add_subcommand("run", "Run PROGRAM under a sweep: coact-profile run [options] -- PROGRAM ARGS...");
   ca::Options& o = a.o;

@@ -13,6 +13,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"coact-trace: read a per-mail trace written by a coact runtime (COACT_TRACE=on)"};
+  app.set_version_flag("--version", "coact-trace " COACT_VERSION);
   app.require_subcommand(1);
   std::string file;
   bool as_json = false;
