@@ -13,6 +13,17 @@ from .util import clean as _clean, pct as _pct
 LINE_QUALIFIER = " @ "
 
 
+def short_region_name(name: str) -> str:
+    """A handler's name without namespaces: "ns::Type::on(ns::Msg)" ->
+    "Type::on(Msg)"; other names are returned as they are."""
+    head, paren, args = name.partition("(")
+    parts = head.split("::")
+    short = "::".join(parts[-2:])
+    if paren:
+        short += "(" + ", ".join(a.strip().split("::")[-1] for a in args.rstrip(")").split(",")) + ")"
+    return short
+
+
 def region_group(region: str) -> str:
     """The handler (or scope) a sampled-line region is qualified by:
     "Compressor::on(NewChunk) @ zstd_wrap.cpp:41" -> "Compressor::on(NewChunk)";
@@ -104,9 +115,8 @@ def _shown_name(row: dict) -> str:
     if row["group"] != row["region"]:
         # A line region under its handler: the line, with the handler's
         # short name so two callers' rows stay apart.
-        handler = row["group"].rsplit("::", 2)
-        short = "::".join(handler[-2:]) if len(handler) >= 2 else row["group"]
-        return "  @ " + row["region"][len(row["group"]) + len(LINE_QUALIFIER):] + f" (in {short})"
+        return ("  @ " + row["region"][len(row["group"]) + len(LINE_QUALIFIER):]
+                + f" (in {short_region_name(row['group'])})")
     return row["region"]
 
 

@@ -703,3 +703,12 @@ class LineGroupingTest(unittest.TestCase):
                           "Compressor::on(NewChunk) @ zstd_wrap.cpp:41",
                           "Compressor::on(NewChunk) @ zstd_wrap.cpp:50",
                           "Gone::on(X) @ a.cpp:1"])
+
+    def test_line_rows_name_their_caller(self):
+        # Regression: with the handler rows filtered out, two callers of one
+        # line printed two identical "  @ logpipe.cpp:24" rows.
+        from coact_reports.ranking import _shown_name
+        a = _shown_name({"region": "ns::Parser::on(ns::Line) @ logpipe.cpp:24", "group": "ns::Parser::on(ns::Line)"})
+        b = _shown_name({"region": "ns::Sink::on(ns::Line) @ logpipe.cpp:24", "group": "ns::Sink::on(ns::Line)"})
+        self.assertEqual(a, "  @ logpipe.cpp:24 (in Parser::on(Line))")
+        self.assertEqual(b, "  @ logpipe.cpp:24 (in Sink::on(Line))")
