@@ -6,7 +6,7 @@ rows are "real" rows with the options of their really-faster variant
 (ctest coact_profile_validate_estimator).
 
 Needs CPTEST_PROFILE_TOOL and CPTEST_KNOWN_ANSWER in the environment (ctest sets them);
-the archiver's test also CPTEST_DEDUP (set when examples/dedup is built).
+the real programs' tests also CPTEST_DEDUP and CPTEST_ANALYTICS (set when examples/ is built).
 """
 import json
 import os
@@ -19,6 +19,7 @@ import unittest
 TOOL = os.environ.get("CPTEST_PROFILE_TOOL", "")
 KA = os.environ.get("CPTEST_KNOWN_ANSWER", "")
 DEDUP = os.environ.get("CPTEST_DEDUP", "")
+ANALYTICS = os.environ.get("CPTEST_ANALYTICS", "")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKLOAD = "pipeline"
 
@@ -197,7 +198,7 @@ class ArchiverRows(unittest.TestCase):
             os.makedirs(os.path.join(tree, f"d{i % 3}"), exist_ok=True)
             with open(os.path.join(tree, f"d{i % 3}", f"f{i}"), "w") as f:
                 f.write(" ".join(rng.choice(["actor", "chunk", "index", "dedup"]) for _ in range(20000)))
-        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--dedup", DEDUP, "--dedup-dir", tree,
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-analytics", "--dedup", DEDUP, "--dedup-dir", tree,
                             "--dedup-stage", "Index", "--chunks", "1", "--actual-s", "1.5", "--dedup-sweep-s", "6",
                             "--json", "--out", os.path.join(out, "v")],
                            capture_output=True, text=True, timeout=120)
@@ -212,7 +213,32 @@ class ArchiverRows(unittest.TestCase):
         self.assertEqual(row["region"], "coact::dedup::Index::on(coact::dedup::HashedChunk)")
         self.assertEqual(len(row["predicted_ci"]), 2)
         self.assertIn("Index handler", row["note"])
-        self.assertEqual(doc["skipped"], [{"what": "known-answer workloads", "why": "--no-known-answer"}])
+        self.assertEqual(doc["skipped"], [{"what": "known-answer workloads", "why": "--no-known-answer"},
+                                          {"what": "analytics", "why": "--no-analytics"}])
+
+
+@unittest.skipUnless(TOOL and ANALYTICS, "CPTEST_PROFILE_TOOL and CPTEST_ANALYTICS must be set (ctest does)")
+class AnalyticsRow(unittest.TestCase):
+    def test_the_worker_row_is_real_and_faster(self):
+        # A short run: the shape, and that --fast-parse really makes the Workers' handler faster
+        # (string_view parsing against std::istringstream: several times; the numbers need the
+        # full-length run).
+        out = tempfile.mkdtemp(prefix="coact-validate-analytics-")
+        self.addCleanup(shutil.rmtree, out, True)
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--analytics", ANALYTICS,
+                            "--chunks", "1", "--actual-s", "1.5", "--dedup-sweep-s", "6", "--json",
+                            "--out", os.path.join(out, "v")], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(len(doc["rows"]), 1)
+        row = doc["rows"][0]
+        self.assertEqual(row["program"], "real")
+        self.assertEqual(row["workload"], "analytics")
+        self.assertEqual(row["stage"], "Worker")
+        self.assertEqual(row["change"], "--fast-parse")
+        self.assertEqual(row["region"], "coact::analytics::Worker::on(coact::analytics::Batch)")
+        self.assertGreater(row["s"], 0.3, row["note"])
+        self.assertGreater(row["actual"], 0.2, row["note"])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 // `coact-profile validate`: compare the profiler's predictions with programs
 // that really are faster (the known-answer workloads of bench/causal, and the
-// archiver of examples/dedup).
+// real programs: the archiver of examples/dedup, the fan-out/fan-in
+// analytics job of examples/analytics).
 //
 // Protocol (numbered steps; tools/coact-profile/README.md says why each is so):
 //  1. Find the programs: coact-known-answer (--known-answer, else next to
-//     this tool's build tree, bench/causal/, else PATH) and coact-dedup
-//     (--dedup, else examples/dedup/ of the build tree); ask coact-known-answer
+//     this tool's build tree, bench/causal/, else PATH), coact-dedup
+//     (--dedup, else examples/dedup/ of the build tree) and coact-analytics
+//     (--analytics, else examples/analytics/); ask coact-known-answer
 //     --list for each workload's stages, regions and ideal curves.
 //  2. For each workload, `chunks` rounds, so that a change in the machine's
 //     load during the run falls on both sides of the comparison:
@@ -34,18 +36,20 @@
 //     times (then kept, and the rows say so). A really-faster run slower than
 //     --contended-factor x its own ideal period (the workload's x (1 − the
 //     row's ideal speedup)) is redone alone, up to --retries times.
-//  5. The archiver (coact-dedup), if found: one row per stage variant
-//     (dedup_variants: the stage, its handler region, the coact-dedup
-//     options that make exactly that handler really faster: Compressor
-//     --level --dedup-fast-level (default 1, against the default 3), Reader
-//     --fast-reader, Chunker --fast-chunker, Fingerprinter --fingerprint
-//     sha1, Index --fast-index, Writer --fast-writer; --dedup-stage picks
-//     rows). Per row, in turn: a. interleaved runs of the baseline, the
-//     variant and the baseline again, each under a fixed-speedup-0 sweep of
-//     the row's handler with 1 s windows, measure chunks per second (actual
-//     speedup = 1 - rate(baseline) / rate(variant), the mean over the
-//     chunks) and the mean handler time per visit: r = 1 − t_variant /
-//     t_baseline. b. The prediction at s = r: interleaved runs of the
+//  5. The real programs, each if found, one row per stage variant (the
+//     stage, its handler region, the program's options that make exactly
+//     that handler really faster). The archiver (coact-dedup, progress
+//     point "chunks"; dedup_variants): Compressor --level --dedup-fast-level
+//     (default 1, against the default 3), Reader --fast-reader, Chunker
+//     --fast-chunker, Fingerprinter --fingerprint sha1, Index --fast-index,
+//     Writer --fast-writer; --dedup-stage picks rows. The analytics job
+//     (coact-analytics, progress point "jobs"; analytics_variants): Worker
+//     --fast-parse; --no-analytics skips it. Per row, in turn: a.
+//     interleaved runs of the baseline, the variant and the baseline again,
+//     each under a fixed-speedup-0 sweep of the row's handler with 1 s
+//     windows, measure progress visits per second (actual speedup =
+//     1 - rate(baseline) / rate(variant), the mean over the chunks) and the
+//     mean handler time per visit: r = 1 − t_variant / t_baseline. b. The prediction at s = r: interleaved runs of the
 //     baseline under fixed-region sweeps of the handler at speedups 0,
 //     round(100 r) %, 0 (--dedup-sweep-s in all), pooled and given to the
 //     same estimator (a line through the origin and the pooled round(100 r) %
@@ -70,10 +74,11 @@
 //  7. Print the table (workload, region, s, predicted, its 95% interval,
 //     actual, error in points; with --with-coz Coz's prediction and error)
 //     and the mean and maximum absolute error; --json prints one JSON object
-//     instead, each row with "program" ("real": the archiver; "known_answer")
+//     instead, each row with "program" ("real": the archiver, the analytics
+//     job; "known_answer")
 //     and "predicted_ci" ([lo, hi], the estimator's "ci" at s; nulls where
 //     it gave none). Exit 0, or 1 if a program failed.
-//  --no-known-answer skips steps 2-4 and 6 (only the archiver's rows).
+//  --no-known-answer skips steps 2-4 and 6 (only the real programs' rows).
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -84,6 +89,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -173,9 +179,9 @@ int coz_experiment_count(const std::string& path) {
   return n;
 }
 
-// One archiver row (step 5): a stage, its handler region, and the
-// coact-dedup options that make exactly that handler really faster.
-struct DedupVariant {
+// One real-program row (step 5): a stage, its handler region, and the
+// program's options that make exactly that handler really faster.
+struct RealVariant {
   std::string stage;
   std::string region;  // exact name or unique substring (the sweep's fixed region)
   std::vector<std::string> flags;
@@ -184,7 +190,7 @@ struct DedupVariant {
 // Every stage whose handler has more than a few percent of the archiver's
 // handler time (`coact-profile run --profile-only` on /usr/share/doc): the
 // Compressor (the one row before there was a table), then pipeline order.
-std::vector<DedupVariant> dedup_variants(const ValidateArgs& a) {
+std::vector<RealVariant> dedup_variants(const ValidateArgs& a) {
   return {
       {"Compressor", a.dedup_region, {"--level", std::to_string(a.dedup_fast_level)}},
       {"Reader", "coact::dedup::Reader::on(coact::dedup::Pump)", {"--fast-reader"}},
@@ -193,6 +199,11 @@ std::vector<DedupVariant> dedup_variants(const ValidateArgs& a) {
       {"Index", "coact::dedup::Index::on(coact::dedup::HashedChunk)", {"--fast-index"}},
       {"Writer", "coact::dedup::Writer::on(coact::dedup::PackedChunk)", {"--fast-writer"}},
   };
+}
+
+// The analytics job's rows: its Workers' handler has nearly all of its time.
+std::vector<RealVariant> analytics_variants() {
+  return {{"Worker", "coact::analytics::Worker::on(coact::analytics::Batch)", {"--fast-parse"}}};
 }
 
 struct Stopwatch {
@@ -232,7 +243,7 @@ int validate(ValidateArgs& a) {
   // Step 1.
   {
     std::vector<std::string> stages;
-    for (const DedupVariant& v : dedup_variants(a)) stages.push_back(v.stage);
+    for (const RealVariant& v : dedup_variants(a)) stages.push_back(v.stage);
     if (!all_known("--dedup-stage", a.dedup_stages, stages, "no such archiver stage")) return 2;
   }
   const std::string ka = a.no_known_answer ? std::string()
@@ -564,7 +575,20 @@ int validate(ValidateArgs& a) {
                     {"chunks_contended", contended_kept}, {"fast_runs_redone", fast_redone}};
   }
 
-  // Step 5: the archiver, one row per stage variant (kDedupVariants).
+  // Step 5: the real programs, one row per stage variant.
+  struct RealProgram {
+    std::string workload;  // the rows' workload
+    std::string path;
+    std::string progress;  // its throughput progress point
+    std::function<std::vector<std::string>(double)> argv;  // a run of `secs` seconds, the baseline's options
+    std::vector<RealVariant> variants;
+  };
+  std::vector<RealProgram> programs;
+  // The archive goes to tmpfs when there is one: rewriting ~55 MB per pass
+  // to a disk makes writeback stalls part of the archiver's timing.
+  const std::string archive =
+      (::access("/dev/shm", W_OK) == 0 ? fmt::format("/dev/shm/coact-validate-{}", ::getpid()) : out_dir + "/dedup") +
+      ".cdar";
   const std::string dd = a.no_dedup || a.reanalyze ? std::string() : find_program(a.dedup, "examples/dedup/coact-dedup", "coact-dedup");
   if (a.no_dedup || a.reanalyze) {
     skipped.push_back({{"what", "dedup"}, {"why", a.reanalyze ? "--reanalyze" : "--no-dedup"}});
@@ -573,66 +597,84 @@ int validate(ValidateArgs& a) {
     say("skipping the archiver: " + why);
     skipped.push_back({{"what", "dedup"}, {"why", why}});
   } else {
+    std::vector<RealVariant> vs;
+    for (const RealVariant& v : dedup_variants(a)) {
+      if (a.dedup_stages.empty() || std::find(a.dedup_stages.begin(), a.dedup_stages.end(), v.stage) != a.dedup_stages.end()) {
+        vs.push_back(v);
+      }
+    }
+    programs.push_back({"dedup", dd, "chunks",
+                        [&](double secs) {
+                          return std::vector<std::string>{dd, "archive", a.dedup_dir, "-o", archive, "-q", "--seconds",
+                                                          fmt::format("{}", secs)};
+                        },
+                        vs});
+  }
+  const std::string an = a.no_analytics || a.reanalyze
+                             ? std::string()
+                             : find_program(a.analytics, "examples/analytics/coact-analytics", "coact-analytics");
+  if (a.no_analytics || a.reanalyze) {
+    skipped.push_back({{"what", "analytics"}, {"why", a.reanalyze ? "--reanalyze" : "--no-analytics"}});
+  } else if (an.empty()) {
+    const std::string why = "coact-analytics not found (build examples/analytics, or pass --analytics PATH)";
+    say("skipping the analytics job: " + why);
+    skipped.push_back({{"what", "analytics"}, {"why", why}});
+  } else {
+    programs.push_back({"analytics", an, "jobs",
+                        [&](double secs) {
+                          return std::vector<std::string>{an, "--seconds", fmt::format("{}", secs), "-q"};
+                        },
+                        analytics_variants()});
+  }
+  // Runs `prog` (the baseline, or with a variant's `flags`) for `secs`
+  // under a sweep of `region` with a fixed speedup, 1 s windows; returns its
+  // progress visits per effective second and the mean handler time per
+  // visit of the region (ns).
+  struct Measured {
+    double rate = 0, handler_ns = 0;
+    std::string region;
+    std::string profile;  // its JSON-lines file
+  };
+  int runs = 0;
+  auto measure = [&](const RealProgram& prog, const std::string& region, const std::vector<std::string>& flags,
+                     double secs, uint32_t pct) {
+    ca::Options m;
+    m.progress = {prog.progress};
+    m.fixed_region = region;
+    m.fixed_speedup_pct = pct;
+    m.experiment = std::chrono::milliseconds(1000);
+    m.max_experiment = m.experiment;
+    m.output = "";
+    m.json_output = out_dir + fmt::format("/{}-{}.jsonl", prog.workload, runs++);
+    std::vector<std::string> argv = prog.argv(secs);
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const ChildResult r = run_child(argv, child_env(ca::to_env(m)), log);
+    if (!exited_ok(r)) failed = true;
+    double visits = 0, eff = 0;
+    uint64_t rv = 0, rns = 0;
+    Measured out;
+    out.profile = m.json_output;
+    std::ifstream in(m.json_output);
+    std::string line;
+    while (std::getline(in, line)) {
+      const json j = json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("type", "") != "experiment") continue;
+      out.region = j.value("region", "");
+      if (j.contains("progress")) {
+        for (const auto& [k, v] : j["progress"].items()) visits += v.get<double>();
+      }
+      eff += static_cast<double>(j.value("effective_ns", uint64_t{0})) / 1e9;
+      rv += j.value("visits", uint64_t{0});
+      rns += j.value("region_ns", uint64_t{0});
+    }
+    out.rate = eff > 0 ? visits / eff : 0;
+    out.handler_ns = rv > 0 ? static_cast<double>(rns) / static_cast<double>(rv) : 0;
+    return out;
+  };
+  for (const RealProgram& prog : programs) {
     Stopwatch sw;
-    // The archive goes to tmpfs when there is one: rewriting ~55 MB per pass
-    // to a disk makes writeback stalls part of the archiver's timing.
-    const std::string archive =
-        (::access("/dev/shm", W_OK) == 0 ? fmt::format("/dev/shm/coact-validate-{}", ::getpid()) : out_dir + "/dedup") +
-        ".cdar";
-    auto dedup_argv = [&](const std::vector<std::string>& flags, double secs) {
-      std::vector<std::string> v{dd, "archive", a.dedup_dir, "-o", archive, "-q", "--seconds", fmt::format("{}", secs)};
-      v.insert(v.end(), flags.begin(), flags.end());
-      return v;
-    };
-    // Runs the archiver (baseline, or with a variant's `flags`) for `secs`
-    // under a sweep of `region` with a fixed speedup, 1 s windows; returns
-    // the chunks per effective second and the mean handler time per visit
-    // of the region (ns).
-    struct Measured {
-      double rate = 0, handler_ns = 0;
-      std::string region;
-      std::string profile;  // its JSON-lines file
-    };
-    int runs = 0;
-    auto measure = [&](const std::string& region, const std::vector<std::string>& flags, double secs, uint32_t pct) {
-      ca::Options m;
-      m.progress = {"chunks"};
-      m.fixed_region = region;
-      m.fixed_speedup_pct = pct;
-      m.experiment = std::chrono::milliseconds(1000);
-      m.max_experiment = m.experiment;
-      m.output = "";
-      m.json_output = out_dir + fmt::format("/dedup-{}.jsonl", runs++);
-      const ChildResult r = run_child(dedup_argv(flags, secs), child_env(ca::to_env(m)), log);
-      if (!exited_ok(r)) failed = true;
-      double visits = 0, eff = 0;
-      uint64_t rv = 0, rns = 0;
-      Measured out;
-      out.profile = m.json_output;
-      std::ifstream in(m.json_output);
-      std::string line;
-      while (std::getline(in, line)) {
-        const json j = json::parse(line, nullptr, false);
-        if (!j.is_object() || j.value("type", "") != "experiment") continue;
-        out.region = j.value("region", "");
-        if (j.contains("progress")) {
-          for (const auto& [k, v] : j["progress"].items()) visits += v.get<double>();
-        }
-        eff += static_cast<double>(j.value("effective_ns", uint64_t{0})) / 1e9;
-        rv += j.value("visits", uint64_t{0});
-        rns += j.value("region_ns", uint64_t{0});
-      }
-      out.rate = eff > 0 ? visits / eff : 0;
-      out.handler_ns = rv > 0 ? static_cast<double>(rns) / static_cast<double>(rv) : 0;
-      return out;
-    };
-    const std::vector<DedupVariant> variants = dedup_variants(a);
-    json dedup_timing = json::object();
-    for (const DedupVariant& v : variants) {
-      if (!a.dedup_stages.empty() &&
-          std::find(a.dedup_stages.begin(), a.dedup_stages.end(), v.stage) == a.dedup_stages.end()) {
-        continue;
-      }
+    json stage_timing = json::object();
+    for (const RealVariant& v : prog.variants) {
       Stopwatch swv;
       std::string change;
       for (const auto& f : v.flags) change += (change.empty() ? "" : " ") + f;
@@ -643,11 +685,11 @@ int validate(ValidateArgs& a) {
       std::string region;
       const double real_s = 2 * a.actual_s;
       for (int c = 0; c < chunks; ++c) {
-        say(fmt::format("dedup {}: real runs {}/{} (baseline, {}, baseline; {:.0f} s each)", v.stage, c + 1, chunks,
-                        change, real_s));
-        const Measured b0 = measure(v.region, {}, real_s, 0);
-        const Measured f = measure(v.region, v.flags, real_s, 0);
-        const Measured b1 = measure(v.region, {}, real_s, 0);
+        say(fmt::format("{} {}: real runs {}/{} (baseline, {}, baseline; {:.0f} s each)", prog.workload, v.stage, c + 1,
+                        chunks, change, real_s));
+        const Measured b0 = measure(prog, v.region, {}, real_s, 0);
+        const Measured f = measure(prog, v.region, v.flags, real_s, 0);
+        const Measured b1 = measure(prog, v.region, {}, real_s, 0);
         if (!b0.region.empty()) region = b0.region;
         const double rb = (b0.rate + b1.rate) / 2;
         if (rb > 0 && f.rate > 0) {
@@ -660,7 +702,7 @@ int validate(ValidateArgs& a) {
       }
       const int nrun = static_cast<int>(speedups.size());
       Row r;
-      r.workload = "dedup";
+      r.workload = prog.workload;
       r.program = "real";
       r.stage = v.stage;
       r.change = change;
@@ -682,13 +724,14 @@ int validate(ValidateArgs& a) {
         // e.g. on a loaded machine): there is no virtual speedup to sweep,
         // so no prediction (the row says why; not a failure of the run).
         for (int c = 0; c < chunks && pct > 0; ++c) {
-          say(fmt::format("dedup {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", v.stage, c + 1, chunks, pct, each));
-          for (const uint32_t p : {0u, pct, 0u}) profiles.push_back(measure(v.region, {}, each, p).profile);
+          say(fmt::format("{} {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1, chunks,
+                          pct, each));
+          for (const uint32_t p : {0u, pct, 0u}) profiles.push_back(measure(prog, v.region, {}, each, p).profile);
         }
         if (pct > 0) try {
           EstimateOptions eo;
           eo.python = a.python;
-          eo.points = {"chunks"};
+          eo.points = {prog.progress};
           eo.min_points = 2;  // two levels: 0 and round(100 r) %
           eo.degree = 1;
           const auto preds = run_estimator(profiles, {r.s}, eo, log);
@@ -703,19 +746,20 @@ int validate(ValidateArgs& a) {
           failed = true;
         }
         r.note = fmt::format("{} vs baseline: {} handler {:.1f} -> {:.1f} us per visit (r = {:.3f}, virtual speedup "
-                             "{} %); {:.0f} -> {:.0f} chunks/s",
-                             change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun);
+                             "{} %); {:.1f} -> {:.1f} {}/s",
+                             change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun,
+                             prog.progress);
         if (pct == 0) r.note += "; not faster per visit, so no virtual speedup to predict";
       } else {
-        r.note = "the archiver's runs measured nothing (see " + log + ")";
+        r.note = "the " + prog.workload + " runs measured nothing (see " + log + ")";
       }
-      if (a.with_coz) r.coz_reason = "the archiver is not run under Coz (its real changes are options, not a line)";
+      if (a.with_coz) r.coz_reason = "real programs are not run under Coz (their real changes are options, not a line)";
       rows.push_back(r);
-      dedup_timing[v.stage] = swv.s();
+      stage_timing[v.stage] = swv.s();
     }
-    std::remove(archive.c_str());
-    timing["dedup"] = {{"total_s", sw.s()}, {"stages_s", dedup_timing}};
+    timing[prog.workload] = {{"total_s", sw.s()}, {"stages_s", stage_timing}};
   }
+  std::remove(archive.c_str());
 
   // Step 7.
   double sum_abs = 0, max_abs = 0;
