@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
   ar->add_flag("--fast-index", opt.fast_index,
                "really-faster Index: open-addressing fingerprint table, ring reorder window (same archive)");
   ar->add_flag("--fast-reader", opt.fast_reader,
-               "really-faster Reader: lookups relative to open directories, no fadvise for one-block files (same "
-               "archive)");
+               "really-faster Reader: lookups relative to open directories, no fstat after open, no fadvise for "
+               "one-block files (same archive)");
   ar->add_flag("--fast-writer", opt.fast_writer,
                "really-faster Writer: ring reorder window, 8 MiB output buffer (same archive)");
 

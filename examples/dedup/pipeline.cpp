@@ -254,6 +254,7 @@ bool Reader::next_entry() {
     cur_size_ = static_cast<uint64_t>(fst.st_size);  // snapshot: bytes appended later are not read
     cur_read_ = 0;
     cur_path_ = full.string();
+    cur_path_relative_ = false;
     writer_.send(std::move(e));
     if (cur_size_ > 0)
       fd_ = fd;
@@ -265,8 +266,9 @@ bool Reader::next_entry() {
 }
 
 // next_entry() for fast_reader: the same entries, records and warnings in
-// the same order, with each entry looked up relative to its open directory
-// and no fadvise for a file that one block reads whole.
+// the same order, with each entry looked up relative to its open directory,
+// no fstat after the open, and no fadvise for a file that one block reads
+// whole.
 bool Reader::next_entry_fast() {
   while (!stack_.empty()) {
     Frame& f = stack_.back();
@@ -324,11 +326,12 @@ bool Reader::next_entry_fast() {
       ++skipped_;
       continue;
     }
+    // The identity, mode and size snapshot are fstatat's (no fstat after
+    // the open; O_NOFOLLOW refuses a symlink swapped in since).
     const int fd = ::openat(dfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-    struct stat fst {};
-    if (fd < 0 || ::fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+    const struct stat& fst = st;
+    if (fd < 0) {
       const int err = errno;
-      if (fd >= 0) ::close(fd);
       ctx_->warn("skipping unreadable file '" + full() + "': " + errno_text(err));
       ++skipped_;
       continue;
@@ -347,7 +350,8 @@ bool Reader::next_entry_fast() {
     cur_file_ = e.file;
     cur_size_ = static_cast<uint64_t>(fst.st_size);
     cur_read_ = 0;
-    cur_path_ = full();
+    cur_path_ = rel;  // made a full path only for a warning (cur_path())
+    cur_path_relative_ = true;
     writer_.send(std::move(e));
     if (cur_size_ > 0)
       fd_ = fd;
@@ -356,6 +360,10 @@ bool Reader::next_entry_fast() {
     return true;
   }
   return false;
+}
+
+std::string Reader::cur_path() const {
+  return cur_path_relative_ ? (ctx_->root / cur_path_).string() : cur_path_;
 }
 
 // Reads the next block of the open file and sends it to the Chunker.
@@ -368,13 +376,13 @@ void Reader::read_block() {
     const ssize_t n = ::read(fd_, buf.data() + got, want - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      ctx_->warn("read error in '" + cur_path_ + "' at byte " + std::to_string(cur_read_ + got) + ": " +
+      ctx_->warn("read error in '" + cur_path() + "' at byte " + std::to_string(cur_read_ + got) + ": " +
                  errno_text(errno) + "; archived truncated");
       failed = true;
       break;
     }
     if (n == 0) {
-      ctx_->warn("'" + cur_path_ + "' shrank while being read; archived " + std::to_string(cur_read_ + got) +
+      ctx_->warn("'" + cur_path() + "' shrank while being read; archived " + std::to_string(cur_read_ + got) +
                  " bytes");
       failed = true;
       break;

@@ -105,7 +105,7 @@ struct ArchiveOptions {
   FingerprintAlgo fingerprint = FingerprintAlgo::sha256;  ///< sha1: Sha1Fingerprinter (fingerprint.hpp)
   bool fast_chunker = false;  ///< Chunker: fastcdc_cut_unrolled, pending bytes consumed by offset
   bool fast_index = false;    ///< Index: open-addressing fingerprint table, ring reorder window
-  bool fast_reader = false;   ///< Reader: openat/fstatat relative to open directories, no fadvise within one block
+  bool fast_reader = false;   ///< Reader: openat/fstatat relative to open directories, no fstat after open, no fadvise within one block
   bool fast_writer = false;   ///< Writer: ring reorder window, 8 MiB output buffer
   /// Passes over the input: stop after this many (0 = no pass limit).
   /// The run ends after the first pass that meets any condition that is set
@@ -264,7 +264,9 @@ struct Reader : Actor<Reader> {
   uint32_t cur_file_ = 0;
   uint64_t cur_size_ = 0;
   uint64_t cur_read_ = 0;
-  std::string cur_path_;
+  std::string cur_path_;            ///< the open file: full path, or relative to the root (cur_path_relative_)
+  bool cur_path_relative_ = false;  ///< fast_reader keeps the relative path
+  std::string cur_path() const;     ///< the open file's full path, for warnings
   uint32_t next_file_ = 0;
   uint64_t skipped_ = 0;
   uint64_t inflight_ = 0;
