@@ -160,7 +160,12 @@ constexpr std::array kKeys{
         false, "0"sv, ""sv,
         "trace window: recording stops this long after it started and the file is written then; 0: until shutdown"sv},
     Key{"COACT_TRACE_BUFFER"sv, "scheduler"sv, "trace_buffer"sv, Type::integer, "events"sv, 1024, 67'108'864,
-        false, "131072"sv, ""sv, "trace events kept per thread (64 bytes each); later events are dropped and counted"sv},
+        false, "131072"sv, ""sv,
+        "trace events kept per thread (72 bytes each, allocated at boot); later events are dropped and counted"sv},
+    Key{"COACT_TRACE_EXPORT_DEADLINE_MS"sv, "scheduler"sv, "trace_export_deadline_ms"sv, Type::integer, "ms"sv, 0,
+        3'600'000, false, "2000"sv, ""sv,
+        "time the trace file may take to write on SIGINT/SIGTERM; events not written by then are dropped and "
+        "counted (0: no limit)"sv},
 };
 constexpr std::size_t kKeyCount = kKeys.size();
 

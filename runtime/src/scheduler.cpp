@@ -85,7 +85,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   }
   if (tuning_.trace > 0) {  // the per-mail trace (trace/recorder.hpp)
     const trace::SessionInfo info{tuning_.trace, tuning_.burst, n, tuning_.trace_start_ms * 1'000'000,
-                                  tuning_.trace_duration_ms * 1'000'000};
+                                  tuning_.trace_duration_ms * 1'000'000, tuning_.trace_export_deadline_ms * 1'000'000};
     trace_ = std::make_unique<trace::Session>(info, tuning_.trace_buffer, tuning_.trace_output);
     for (auto& w : workers_) {
       w->trace_ring = &trace_->ring(w->index);

@@ -1,6 +1,7 @@
 // runtime/src/trace/recorder.cpp: Ring and Session (recorder.hpp).
 #include "recorder.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <coact/causal/region.hpp>
 
@@ -21,6 +21,7 @@
 namespace coact::detail::trace {
 
 Ring::Ring(uint16_t index, uint32_t capacity) : index_(index), cap_(capacity) {
+  static_assert(sizeof(Slot) == kSlotBytes);
   void* p = ::mmap(nullptr, sizeof(Slot) * size_t(cap_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     cap_ = 0;
@@ -119,35 +120,46 @@ void Session::poll_experiment(Ring& r, uint64_t now_ns) noexcept {
   r.append(e);
 }
 
-bool Session::write(const std::string& path) {
+bool Session::write_output(bool signalled, uint64_t since_ns) {
+  if (output_.empty()) return true;
+  const uint64_t deadline = signalled && info_.export_deadline_ns != 0 ? since_ns + info_.export_deadline_ns : 0;
+  return write(output_, deadline);
+}
+
+bool Session::write(const std::string& path, uint64_t deadline_at_ns) {
   std::lock_guard lk(write_mu_);
-  std::vector<Event> all;
-  for (const auto& r : rings_) {
-    std::vector<Event> v = r->snapshot();
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  std::string doc;
-  try {
-    doc = to_json(all, info_, boot_ns_, dropped(), uint32_t(rings_.size()));
-  } catch (const std::exception& ex) {
-    std::fprintf(stderr, "coact: trace: cannot build the trace for '%s': %s\n", path.c_str(), ex.what());
+  // One fixed name, so a reader (or a test) finds what a killed write left.
+  const std::string tmp = path + ".partial";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: cannot write '%s': %s\n", path.c_str(), tmp.c_str(),
+                 std::strerror(errno));
     return false;
   }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: cannot write '%s': %s\n", path.c_str(), tmp.c_str(),
-                   std::strerror(errno));
-      return false;
-    }
-    out.write(doc.data(), std::streamsize(doc.size()));
-    out.flush();
-    if (!out) {
-      std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: write failed\n", path.c_str());
-      ::unlink(tmp.c_str());
-      return false;
-    }
+  std::vector<const Ring*> rings;
+  for (const auto& r : rings_) rings.push_back(r.get());
+  ExportResult res;
+  try {
+    res = export_json(fd, rings, info_, boot_ns_, dropped(), deadline_at_ns);
+  } catch (const std::exception& ex) {  // std::bad_alloc of the index
+    std::fprintf(stderr, "coact: trace: cannot write the trace to '%s': %s\n", tmp.c_str(), ex.what());
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  const int werr = errno;
+  if (::close(fd) != 0 && res.ok) res.ok = false;
+  if (!res.ok) {
+    std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: write failed: %s\n", path.c_str(), std::strerror(werr));
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  if (res.cut != 0) {
+    std::fprintf(stderr,
+                 "coact: trace: COACT_TRACE_EXPORT_DEADLINE_MS=%llu passed: %llu of %llu recorded events not written "
+                 "to '%s' (otherData.export_cut)\n",
+                 static_cast<unsigned long long>(info_.export_deadline_ns / 1'000'000),
+                 static_cast<unsigned long long>(res.cut), static_cast<unsigned long long>(res.recorded), path.c_str());
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::fprintf(stderr, "coact: trace: COACT_TRACE_OUTPUT=%s: cannot rename '%s': %s\n", path.c_str(), tmp.c_str(),

@@ -1,5 +1,5 @@
 // runtime/src/trace/recorder.hpp: the per-mail trace (docs/traces.md): loss-tolerant per-thread event rings and the session
-// that owns them and writes them out as Chrome trace-event JSON.
+// that owns them and streams them out as Chrome trace-event JSON (export.cpp).
 //
 // What is recorded (COACT_TRACE=on or a sampling fraction; all times
 // steady_clock ns, the clock of sync::now_ns):
@@ -49,8 +49,19 @@
 // (serialized by the session's mutex). Lifetime: the Scheduler owns its
 // Session; it is written at shutdown after the workers joined, and on
 // request_stop and SIGINT/SIGTERM by the trace writer thread (writer.cpp).
+//
+// Writing (export.cpp): the file is streamed event by event from the rings
+// in place (no copy of the events, no document in memory) into PATH.partial,
+// renamed to PATH when complete. Memory while writing: a fixed buffer plus an
+// index of the sends (joins sends to handlers, and the queue depths), at most
+// kExportBytesPerEvent per recorded event. The partial file always ends after
+// a whole event line, so a killed write leaves a file that loads once "]}" is
+// appended (docs/traces.md). A signal's write has a deadline
+// (COACT_TRACE_EXPORT_DEADLINE_MS): events not written by then are dropped and
+// counted.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -112,6 +123,17 @@ class Ring {
   }
   /// The published events so far (a reader; any thread).
   std::vector<Event> snapshot() const;
+  /// Slots claimed so far (0..capacity); slot i < published() holds an event
+  /// once at(i) is non-null. A reader; any thread.
+  uint64_t published() const noexcept { return std::min<uint64_t>(next_.load(std::memory_order_acquire), cap_); }
+  /// Slot i's event if it was published (acquire: pairs with append's
+  /// release), else null (still being written). i < published().
+  const Event* at(uint64_t i) const noexcept {
+    return slots_[i].ready.load(std::memory_order_acquire) != 0 ? &slots_[i].ev : nullptr;
+  }
+  /// Bytes one slot takes (the event and its publish flag): the ring's size
+  /// is capacity × this, mapped at construction.
+  static constexpr size_t kSlotBytes = sizeof(Event) + 8;
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   uint16_t index() const noexcept { return index_; }
   uint32_t capacity() const noexcept { return cap_; }
@@ -136,7 +158,29 @@ struct SessionInfo {
   uint32_t workers = 0;
   uint64_t window_start_ns = 0;     // recording starts this long after boot
   uint64_t window_duration_ns = 0;  // and stops after this long; 0: at shutdown
+  uint64_t export_deadline_ns = 2'000'000'000;  // a signal's write may take this long; 0: no limit
 };
+
+/// What a write produced (export.cpp).
+struct ExportResult {
+  bool ok = false;           // the file was written and renamed into place
+  uint64_t recorded = 0;     // events published in the rings
+  uint64_t written = 0;      // events that made it into the file
+  uint64_t cut = 0;          // events dropped because the deadline passed (recorded - written)
+};
+
+/// Export memory on top of the rings, per recorded event, at most: the send
+/// index (24 bytes a send) and, while the depths are computed, 40 bytes a
+/// handled mail; a mail is a send and a handler event, so 32 a recorded event.
+inline constexpr size_t kExportBytesPerEvent = 32;
+
+/// Streams the Chrome trace-event JSON of `rings` (their published events) to
+/// `fd` (export.cpp); stops writing events when steady_clock (sync::now_ns)
+/// passes `deadline_at_ns` (0: never) and counts the rest. Every write(2) ends
+/// after a whole event line. Returns ok = false (errno set) if a write failed.
+/// Any thread; the rings may still be appended to (later events are not seen).
+ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const SessionInfo& info, uint64_t boot_ns,
+                         uint64_t dropped, uint64_t deadline_at_ns);
 
 /// The trace of one runtime: rings (index 0..workers-1: the workers; index
 /// `workers`: every other thread), the sampling decision and the writer.
@@ -176,11 +220,15 @@ class Session {
   /// The window closed and its file was written (the shutdown write is
   /// then not needed).
   bool window_written() const noexcept { return window_written_.load(std::memory_order_acquire); }
-  /// Writes the trace to `path` (temp file + rename); false, with one line on
-  /// stderr naming the file and the reason, if it cannot. Any thread.
-  bool write(const std::string& path);
-  /// write(output()) unless the output is "".
-  bool write_output() { return output_.empty() ? true : write(output_); }
+  /// Streams the trace to `path` + ".partial", then renames it to `path`;
+  /// false, with one line on stderr naming the file and the reason, if it
+  /// cannot. `deadline_at_ns` (steady ns, 0: none): events not written by then
+  /// are dropped, counted in the file and on stderr. Any thread.
+  bool write(const std::string& path, uint64_t deadline_at_ns = 0);
+  /// write(output()) unless the output is ""; `signalled`: on SIGINT/SIGTERM,
+  /// bounded by info.export_deadline_ns from `since_ns` (steady ns).
+  bool write_output(bool signalled = false, uint64_t since_ns = 0);
+  const SessionInfo& info() const noexcept { return info_; }
   uint64_t dropped() const noexcept;
   uint64_t boot_ns() const noexcept { return boot_ns_; }
 
@@ -201,10 +249,6 @@ class Session {
   std::condition_variable window_cv_;
   bool window_stop_ = false;  // under window_mu_
 };
-
-/// Builds the Chrome trace-event JSON document of `events` (export.cpp). Pure.
-std::string to_json(const std::vector<Event>& events, const SessionInfo& info, uint64_t boot_ns,
-                    uint64_t dropped, uint32_t rings);
 
 /// Registers `s` with the process's trace writer thread (writer.cpp): it is
 /// written on SIGINT/SIGTERM (handlers installed at the first registration,

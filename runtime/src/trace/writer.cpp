@@ -3,8 +3,9 @@
 // SIGINT/SIGTERM and on request_stop, off the signalled or stopping thread.
 //
 // The signal handler only writes one byte to a pipe (async-signal-safe). The
-// writer thread reads it, writes the sessions (each one temp file + rename,
-// so a reader never sees half a file), then for a signal restores the
+// writer thread reads it, writes the sessions (each streamed to PATH.partial,
+// then renamed; for a signal within COACT_TRACE_EXPORT_DEADLINE_MS of reading
+// the byte, the rest dropped and counted), then for a signal restores the
 // disposition the program had before the first session (default, ignore or
 // its own handler) and raises the signal again, so the program ends (or
 // handles it) as it would have without tracing. A program that installs its
@@ -30,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/sync.hpp"
 #include "recorder.hpp"
 
 namespace coact::detail::trace {
@@ -56,9 +58,11 @@ void writer_main(int read_fd) {
     const ssize_t n = ::read(read_fd, &b, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
+    const bool signalled = b == SIGINT || b == SIGTERM;
+    const uint64_t since = sync::now_ns();  // the deadline of a signal's write runs from here
     {
       std::lock_guard lk(g_mu);
-      for (Session* s : g_sessions) s->write_output();
+      for (Session* s : g_sessions) s->write_output(signalled, since);
     }
     if (b == SIGINT || b == SIGTERM) {
       // The program's own disposition, then the signal again.

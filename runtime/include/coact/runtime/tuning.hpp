@@ -53,6 +53,9 @@ struct SchedulerTuning {
   /// the file is written when it closes (or at shutdown, whichever is first).
   uint64_t trace_start_ms = 0;
   uint64_t trace_duration_ms = 0;
+  /// COACT_TRACE_EXPORT_DEADLINE_MS: how long the trace file written on SIGINT/SIGTERM may take (the signal's own
+  /// disposition runs after it); the events not written by then are dropped and counted. 0 = no limit.
+  uint64_t trace_export_deadline_ms = 2000;
 
   /// Workers after resolving 0 to the number of CPUs in this thread's affinity
   /// mask (sched_getaffinity; equals the online cores unless taskset/cpuset
