@@ -315,6 +315,15 @@ class CoactProfileRun(unittest.TestCase):
             self.assertTrue(at == 0 or before.endswith("\n") or before.endswith("\x1b[K"),
                             f"program-line-{i} follows {text[max(0, at - 40):at]!r}")
 
+    def test_sampling_without_line_regions_is_said_on_stderr(self):
+        # Regression: --sampling that found no line (a Release build, or a
+        # --source-scope matching nothing) exited 0 and said nothing.
+        r = run(["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--duration-s", "2",
+                 "--sampling", "--source-scope", "%no-such-source-file%", "--", SERVER, "--progress",
+                 "--seconds", "4"])
+        self.assertIn("--sampling found no source line to make a region of", r.stderr)
+        self.assertIn("RelWithDebInfo", r.stderr)
+
     def test_version(self):
         r = run(["--version"])
         self.assertEqual(r.returncode, 0, r.stderr)

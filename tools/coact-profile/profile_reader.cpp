@@ -76,6 +76,8 @@ void RecordReader::take(std::string_view line, pid_t child) {
     r_.summary = j;
   } else if (type == "estimates") {
     r_.estimates = j;
+  } else if (type == "sampler") {
+    r_.sampler = j;
   } else if (type == "profile") {
     r_.profile = j;
   }

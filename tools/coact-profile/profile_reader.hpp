@@ -28,7 +28,8 @@ struct Records {
   std::vector<nlohmann::json> errors;
   std::vector<nlohmann::json> warnings;
   std::optional<nlohmann::json> summary;
-  std::optional<nlohmann::json> estimates;  // the last "estimates" record (the sweep's running ranking)
+  std::optional<nlohmann::json> estimates;
+  std::optional<nlohmann::json> sampler;    // the "sampler" record (sweeps with --sampling)  // the last "estimates" record (the sweep's running ranking)
   std::optional<nlohmann::json> profile;  // the "profile" record (profile-only runs)
 };
 

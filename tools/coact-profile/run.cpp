@@ -506,6 +506,16 @@ int run(RunArgs& a) {
   }
   show_new_notes(r);
   if (!r.errors.empty() && rc == 0) rc = 1;
+  // --sampling that found no line: say why here (the reason is otherwise only
+  // in the profile), most often a build without debug information.
+  if (o.sampling && r.sampler && r.sampler->value("line_regions", 0) == 0) {
+    const std::string why = r.sampler->value("symbolizer_error", std::string());
+    std::fprintf(stderr,
+                 "coact-profile: warning: --sampling found no source line to make a region of%s%s; line regions need "
+                 "debug information (build RelWithDebInfo, or add -g) and, with --source-scope, a pattern that "
+                 "matches the sources' full paths\n",
+                 why.empty() ? "" : ": ", why.c_str());
+  }
   if (o.profile_only) {
     if (rc == 0 && !r.profile) {
       std::fprintf(stderr, "coact-profile: no profile record was written (the program ended without stopping the "
