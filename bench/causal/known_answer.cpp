@@ -4,7 +4,7 @@
 //   coact-known-answer --workload fork_join|pipeline|ping_pong|timer_stage|farm|
 //                                 sleepers|sleepers_spin|sleepers_send|fork_join_lines|shared_callee
 //                      --seconds S [--speed STAGE=S]... [--unit-us U]
-//                      [--warmup-s W] [--queue N]
+//                      [--warmup-s W] [--queue N] [--no-pin]
 //   coact-known-answer --list
 //
 // --speed STAGE=S really makes stage STAGE (A or B; see --list) run a fraction
@@ -15,11 +15,13 @@
 // Runs the workload for W (warm-up, default 0.3 s) + S seconds, then prints one
 // JSON line on stdout:
 //   {"workload":..,"unit_us":..,"speed":{"A":..,"B":..},"seconds":..,
-//    "iterations":N,"period_us":..,"rate_per_s":..}
+//    "iterations":N,"period_us":..,"rate_per_s":..,"pinned":true|false}
 // where iterations, period and rate are measured over the S seconds after the
-// warm-up (wall clock). --list prints the workloads, their stages, regions,
-// source lines (where a stage's loop has one of its own) and ideal curves as
-// one JSON object.
+// warm-up (wall clock), and pinned says whether the workers ran one per core:
+// sleepers and sleepers_send pin them unless --no-pin (known_answer.hpp
+// pins_workers; false also where the process has fewer cores than workers).
+// --list prints the workloads, their stages, regions, source lines (where a
+// stage's loop has one of its own) and ideal curves as one JSON object.
 //
 // Built twice: coact-known-answer, and coact-known-answer-coz (COACT_KA_COZ:
 // the iteration is also Coz's progress point, DWARF 4 debug information that
@@ -44,6 +46,7 @@
 #include <coact/runtime/runtime.hpp>
 
 #include "known_answer.hpp"
+#include "worker_pinning.hpp"
 
 namespace ka = coact::known_answer;
 
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
   uint32_t queue = 4;
   std::vector<std::string> speeds;
   bool list = false;
+  bool no_pin = false;
   app.add_flag("--list", list, "Print the workloads, stages, regions and ideal curves as JSON and exit");
   app.add_option("--workload", workload_name,
                  "fork_join | pipeline | ping_pong | timer_stage | farm | sleepers | sleepers_spin | sleepers_send | "
@@ -99,6 +103,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{10}, int64_t{1'000'000}));
   app.add_option("--queue", queue, "pipeline: items in flight")->capture_default_str()->check(CLI::Range(1u, 1024u));
   app.add_option("--speed", speeds, "STAGE=S: stage STAGE really runs a fraction S (0..1) faster (repeatable)");
+  app.add_flag("--no-pin", no_pin,
+               "Leave the workers where the kernel places them (sleepers and sleepers_send pin one worker per core by "
+               "default: known_answer.hpp pins_workers)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -149,14 +156,17 @@ int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   uint64_t n0 = 0, n1 = 0;
   clock::time_point t0, t1;
+  bool pinned = false;
   {
     std::optional<coact::Runtime> boot;
+    const std::vector<pid_t> threads_before = ka::thread_ids();
     try {
       boot.emplace(tuning);
     } catch (const coact::options::option_error& e) {  // a bad COACT_CAUSAL_* combination
       coact::options::exit_with(argv[0], e);
     }
     coact::Runtime& rt = *boot;
+    if (ka::pins_workers(*w) && !no_pin) pinned = ka::pin_new_threads(threads_before, static_cast<int>(tuning.workers));
     ka::start(rt, c, sh);
     std::this_thread::sleep_for(std::chrono::duration<double>(warmup));
     n0 = sh.iterations.load(std::memory_order_relaxed);
@@ -172,9 +182,10 @@ int main(int argc, char** argv) {
   const double period_us = n > 0 ? secs * 1e6 / static_cast<double>(n) : 0.0;
   std::printf(
       "{\"workload\":\"%s\",\"unit_us\":%lld,\"speed\":{\"A\":%.4f,\"B\":%.4f,\"C\":%.4f},\"seconds\":%.6f,\"iterations\":%llu,"
-      "\"period_us\":%.4f,\"rate_per_s\":%.4f}\n",
+      "\"period_us\":%.4f,\"rate_per_s\":%.4f,\"pinned\":%s}\n",
       std::string(ka::to_string(*w)).c_str(), static_cast<long long>(unit_us), c.speed_a, c.speed_b, c.speed_c, secs,
-      static_cast<unsigned long long>(n), period_us, secs > 0 ? static_cast<double>(n) / secs : 0.0);
+      static_cast<unsigned long long>(n), period_us, secs > 0 ? static_cast<double>(n) / secs : 0.0,
+      pinned ? "true" : "false");
   std::fflush(stdout);
   return 0;
 }

@@ -674,6 +674,25 @@ inline void B::on(Go& g) {
 
 namespace coact::known_answer {
 
+/// Whether the known answers of `w` hold only with each runtime worker on a
+/// core of its own, so that coact-known-answer and the accuracy test pin the
+/// workers (worker_pinning.hpp): sleepers and sleepers_send. Their pool parks
+/// for most of every round, so each round starts with a cross-CPU wake, and the
+/// kernel may place the woken worker on the forking worker's core: the
+/// forking worker then stalls while its sibling runs A, and B after it, so A
+/// is on the real program's critical path. A slightly faster A mostly avoids
+/// that stall (a step in the really-faster program's curve, not a slope), and
+/// no virtual speedup can predict it: a virtual speedup keeps A's real length
+/// and with it the kernel's decision. Pinned, each wake lands on the idle
+/// core and the program has the shape its ideal describes. The other
+/// workloads, sleepers_spin included, keep their idle workers spinning
+/// through the round's gaps (workload_tuning), so no wake placement decides
+/// their period, and unpinned workers can still move off a core that another
+/// process takes.
+inline constexpr bool pins_workers(Workload w) noexcept {
+  return w == Workload::sleepers || w == Workload::sleepers_send;
+}
+
 /// The runtime tuning the known answers assume (header comment), starting
 /// from `base` (e.g. resolve_tuning(): COACT_* knobs still apply to the rest).
 /// sleepers_spin: an idle worker spins through the whole round (it never
