@@ -404,6 +404,11 @@ TEST_CASE("trace: bad window knobs are one error naming the key") {
   const auto t = coact::resolve_tuning(s);
   CHECK(t.trace_start_ms == 2000);
   CHECK(t.trace_duration_ms == 500);
+  CHECK(t.trace_export_deadline_ms == 2000);  // the default
+  s.env = std::vector<std::string>{"COACT_TRACE_EXPORT_DEADLINE_MS=250"};
+  CHECK(coact::resolve_tuning(s).trace_export_deadline_ms == 250);
+  s.env = std::vector<std::string>{"COACT_TRACE_EXPORT_DEADLINE_MS=-1"};
+  CHECK_THROWS_WITH(coact::resolve_tuning(s), Catch::Contains("COACT_TRACE_EXPORT_DEADLINE_MS"));
 }
 
 TEST_CASE("trace: request_stop writes the trace file while the runtime is still up") {
@@ -529,6 +534,7 @@ TEST_CASE("trace: the signal's export deadline drops and counts what does not fi
   INFO(od.dump());
   CHECK(od["export_deadline_ms"] == 1);
   CHECK(od["export_cut"].get<uint64_t>() > 0);
+  CHECK(od["joined"] == false);  // the send index (half the deadline) did not fit either
   CHECK(od["written"].get<uint64_t>() + od["export_cut"].get<uint64_t>() == od["events"].get<uint64_t>());
 #endif
 }
@@ -613,6 +619,7 @@ TEST_CASE("trace export: every write ends after a whole event, so any cut file l
   const json whole = json::parse(prefix + writes.back());
   CHECK(whole["otherData"]["events"] == appended);
   CHECK(whole["otherData"]["export_cut"] == 0);
+  CHECK(whole["otherData"]["joined"] == true);
   CHECK(whole["traceEvents"].size() > cut_events);
   // The mail ids join each send to its handler: one flow pair per mail.
   CHECK(whole["otherData"]["flows"].get<uint64_t>() > appended / 3);

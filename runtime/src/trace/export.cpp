@@ -21,7 +21,10 @@
 // ends after a complete event and loads once "]}" is appended. The events of
 // the rings are merged by the time they were recorded (their last stamp), so
 // a cut file, or one stopped by its deadline, covers every thread up to one
-// point in time. No event is copied: the rings are read in place.
+// point in time. No event is copied: the rings are read in place. A deadline
+// (a signal's write) is checked while the index is built (which may take half
+// of it, else the events are written unjoined) and every 256 events written;
+// past it, the rest is counted (export_cut), not written.
 //
 // Memory: the send index (24 bytes a send: mail key, t_sent, position, depth)
 // for the whole write, and while the depths are computed 32 bytes a handled
@@ -153,6 +156,19 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
   ExportResult res;
   Out out(fd);
   const auto past_deadline = [&] { return deadline_at_ns != 0 && sync::now_ns() >= deadline_at_ns; };
+  // The index may take half the time left: its passes look at the clock
+  // every 64Ki slots (only its sorts run unchecked). Once late, the index is
+  // dropped and the events are written without it: handler slices without
+  // their send's stamps, no flows, no depths ("joined": false).
+  const uint64_t index_deadline_ns = deadline_at_ns == 0 ? 0 : [&] {
+    const uint64_t now = sync::now_ns();
+    return now >= deadline_at_ns ? now : now + (deadline_at_ns - now) / 2;
+  }();
+  bool late = false;
+  const auto check = [&](uint64_t i) {
+    if ((i & 0xffff) == 0 && !late) late = index_deadline_ns != 0 && sync::now_ns() >= index_deadline_ns;
+    return !late;
+  };
 
   // The header first: a file cut from here on holds at least the track names.
   out.raw(R"({"displayTimeUnit":"ns","traceEvents":[)");
@@ -201,14 +217,14 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
   std::vector<SendEntry> index;
   index.reserve(size_t(sends));
   for (size_t r = 0; r < rings.size(); ++r) {
-    for (uint64_t i = 0; i < n[r]; ++i) {
+    for (uint64_t i = 0; i < n[r] && check(i); ++i) {
       const Event* e = rings[r]->at(i);
       if (e != nullptr && e->type == EventType::send && e->id != 0 && index.size() < sends) {
         index.push_back({e->id, e->t1, uint32_t(base[r] + i), kUnhandled});
       }
     }
   }
-  if (past_deadline()) index.clear();  // nothing will be written: skip the work
+  if (late) index = {};
   std::sort(index.begin(), index.end(), [](const SendEntry& a, const SendEntry& b) {
     return a.key != b.key ? a.key < b.key : a.t_sent != b.t_sent ? a.t_sent < b.t_sent : a.pos < b.pos;
   });
@@ -225,11 +241,11 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
   // Enqueue depth at deposit: per recipient, traced mail sent before this one
   // (t_sent, then send order) and not yet received at this one's t_sent. The
   // first handler of a mail (in ring order) gives its t_received.
-  if (!past_deadline()) {
+  if (!late) {
     std::vector<MailEntry> mails;
     mails.reserve(size_t(handlers));
     for (size_t r = 0; r < rings.size(); ++r) {
-      for (uint64_t i = 0; i < n[r]; ++i) {
+      for (uint64_t i = 0; i < n[r] && check(i + 1); ++i) {
         const Event* e = rings[r]->at(i);
         if (e == nullptr || e->type != EventType::handler) continue;
         SendEntry* s = send_of(*e);
@@ -237,6 +253,10 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
         s->depth = 0;
         mails.push_back({locate(s->pos)->a, s->t_sent, e->t1, uint32_t(s - index.data()), s->pos});
       }
+    }
+    if (late) {
+      mails = {};
+      index = {};
     }
     std::sort(mails.begin(), mails.end(), [](const MailEntry& a, const MailEntry& b) {
       return a.recipient != b.recipient ? a.recipient < b.recipient
@@ -461,6 +481,7 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
                 {"flows", flows},
                 {"written", res.written},
                 {"export_cut", res.cut},
+                {"joined", !late},
                 {"export_deadline_ms", deadline_at_ns == 0 ? 0 : info.export_deadline_ns / 1'000'000}}
                .dump())
       .raw("}\n");
