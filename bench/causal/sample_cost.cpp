@@ -2,17 +2,18 @@
 //
 //   coact-sample-cost [--samples N] [--depth D] [--drain both|scope|full]
 //
-// 1. signal: N samples taken by raise(SIGPROF) from a call chain D frames
+// 1. signal: N samples taken by detail::raise_sample() (the sampling signal,
+//    queued to the thread as coact's own) from a call chain D frames
 //    deep on a registered thread while sampling is active (its timer period
-//    set to 10 s so that only raise() samples), against N raise(SIGPROF) with
-//    an empty handler: the difference is the handler's own work (copying 17
+//    set to 10 s so that only raised samples), against N signals queued the
+//    same way (getpid, gettid, rt_tgsigqueueinfo) to an empty handler: the difference is the handler's own work (copying 17
 //    registers and up to 2 KiB of stack, the region read), the rest is the
 //    kernel's signal delivery, which a timer-driven sample pays as well.
 // 2. drain: the drainer's work per sample: unwinding the copied stack with
 //    libdwfl and attributing it to a line (Symbolizer::unwind + attribute),
 //    on the same samples (one address cache, as a sweep's drainer): "scope"
 //    unwinds up to the first frame in scope, as the drainer does (here:
-//    raise() in libc, then chain(), 2 frames); "full" walks every frame
+//    the libc syscall stub, raise_sample, then chain()); "full" walks every frame
 //    (D + 2), as the drainer did before. Both must attribute every sample
 //    to the same line (exit 1 otherwise). Both use the cached unwinding
 //    rules (Symbolizer::unwind); drain_dwfl_ns / drain_full_dwfl_ns are the
@@ -44,8 +45,10 @@
 // --tool=callgrind (--drain scope or full alone, and read drain_pass's
 // inclusive instruction count, and the handler's).
 #include <signal.h>
+#include <sys/syscall.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,13 +67,24 @@ using clock_type = std::chrono::steady_clock;
 
 void empty_handler(int) {}
 
+// 1a's signal, sent with raise_sample's system calls (SI_QUEUE to this thread).
+bool queue_empty() noexcept {
+  siginfo_t si{};
+  si.si_signo = SIGPROF;
+  si.si_code = SI_QUEUE;
+  si.si_pid = ::getpid();
+  si.si_uid = ::getuid();
+  return ::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), SIGPROF, &si) == 0;
+}
+bool (*g_send)() noexcept = queue_empty;  // 1b: coact::causal::detail::raise_sample
+
 __attribute__((noinline)) void chain(int depth, int n) {
   if (depth > 1) {
     chain(depth - 1, n);
     asm volatile("" ::: "memory");  // not a tail call: the frames stay
     return;
   }
-  for (int i = 0; i < n; ++i) raise(SIGPROF);
+  for (int i = 0; i < n; ++i) (void)g_send();
 }
 
 struct DrainResult {
@@ -168,6 +182,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "coact-sample-cost: sampling did not start\n");
     return 1;
   }
+  g_send = coact::causal::detail::raise_sample;
   std::vector<coact::causal::RawSample> raws;
   raws.reserve(static_cast<size_t>(n));
   clock_type::duration sampled{};

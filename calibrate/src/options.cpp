@@ -113,6 +113,9 @@ constexpr std::array kKeys{
         0, 1'000'000, false, "0"sv, ""sv,
         "CPU time between samples while an experiment selects a line (the perf event); 0: the sample period / 8; "
         "else at least 10"sv},
+    Key{"COACT_CAUSAL_SAMPLE_SIGNAL"sv, "causal"sv, "sample_signal"sv, Type::text, ""sv, 0, 0, false, "rt"sv, ""sv,
+        "the samples' signal: rt (a real-time signal no handler uses, picked at start), prof (SIGPROF), or rtmin+N; "
+        "other deliveries of it go to the program's handler"sv},
     Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv,
         ""sv, "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
         "COACT_CAUSAL_SAMPLING)"sv},

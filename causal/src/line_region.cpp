@@ -181,7 +181,7 @@ bool start_line_sampling(const LineSamplingOptions& options) {
     st.stats.symbolizer_error = st.sym->error();
     st.stats.experiment_period_ns = st.experiment_ns;
   }
-  if (!start_sampling(options.period)) return false;
+  if (!start_sampling(options.period, options.signal)) return false;
   detail::set_end_experiment_hook(end_experiment_hook);
   detail::set_begin_experiment_hook(begin_experiment_hook);
   std::lock_guard lk(st.run_mu);

@@ -1,7 +1,7 @@
 // causal/src/sampler.cpp: per-thread CPU-time sampling (coact/causal/sampler.hpp).
 //
 // Layout: one Ring per registered thread (single producer: the thread's
-// SIGPROF handler; single consumer: drain_samples under g_mu). The handler
+// sampling-signal handler; single consumer: drain_samples under g_mu). The handler
 // finds its ring through a constinit thread_local pointer (static TLS of the
 // executable: no allocation, no __tls_get_addr on first use), so a thread
 // that never registered — or has unregistered — ignores the signal.
@@ -9,21 +9,25 @@
 // Handler protocol (async-signal-safe: atomics, copies, reads of the
 // thread's own region stack; no malloc, no lock, no unwinding):
 //  1. save errno; t_in_handler = true (signal fence);
+//  1b. if the signal is not from coact's sources (classify): count it in
+//      g_foreign, hand it to the previous disposition (chain); done;
 //  2. if sampling is off or this thread has no ring: done;
 //  3. if the ring is full (head - tail >= kSampleRing): dropped += 1; done;
 //  4. write buf[head % kSampleRing]: the interrupted registers (ucontext),
 //     the stack from the interrupted SP up to kSampleStack bytes, never past
 //     the thread's stack end (recorded at registration), region, overrun,
-//     tid, the source that signalled (si_code) and the period that source
+//     tid, the source that signalled (classify) and the period that source
 //     was armed at (detail::set_armed_period), a count per source;
 //     if its PC is on the published sample target (the selected line), its
 //     delay: G += x and this ring's credit += x (two relaxed RMWs);
 //  5. the sample hook, if set, sees the sample;
 //  6. head += 1 (release); t_in_handler = false; restore errno.
 //
-// The handler stays installed once installed: a SIGPROF queued just before
+// The handler stays installed once installed: a signal queued just before
 // stop_sampling disarmed a timer must not meet the default disposition
-// (which terminates the process). While inactive it returns at step 2.
+// (which terminates the process). While inactive it returns at step 2 (and
+// still hands foreign signals on at 1b). Each signal coact ever sampled with
+// keeps its handler (tests start with different signals in one process).
 //
 #include <coact/causal/sampler.hpp>
 
@@ -42,11 +46,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <new>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 #include <coact/causal/delay_ledger.hpp>
@@ -61,7 +67,14 @@ struct Ring {
   uint64_t stack_lo = 0;    // the thread's stack [lo, hi), from pthread_getattr_np
   uint64_t stack_hi = 0;
   timer_t timer{};          // the POSIX CPU-clock timer, when has_posix
+  int timer_signo = 0;      // guarded by g_mu: the signal `timer` was created with
   int perf_fd = -1;         // guarded by g_mu: the task-clock perf event while it is open (precise mode)
+  // The thread's last two perf event fds (written under g_mu when one is
+  // opened, before it is enabled; read by the handler: a perf signal is
+  // coact's when its si_fd is one of them; the previous one covers a signal
+  // queued by an event closed since).
+  std::atomic<int> sig_fd{-1};
+  std::atomic<int> prev_sig_fd{-1};
   bool perf_ok = false;     // guarded by g_mu: a perf event could be opened for the thread at registration
   bool has_posix = false;   // guarded by g_mu
   bool has_timer = false;   // guarded by g_mu: has_posix || perf_ok
@@ -109,6 +122,113 @@ std::atomic<uint64_t> g_armed_ns{0};
 std::atomic<bool> g_precise{false};
 uint64_t g_retired_by_source[3] = {};  // guarded by g_mu: by_source of freed rings
 std::atomic<detail::SampleHook> g_hook{nullptr};
+
+// The sampling signal (sampler.hpp "The sampling signal"). g_signo: the
+// current (or last) start's, written under g_mu. g_auto_signo: the real-time
+// signal chosen for start_sampling(signo 0), kept for later starts (guarded
+// by g_mu). Per signal (guarded by g_mu): coact's handler is installed;
+// a program's handler was there then. g_replaced: check_handler_locked
+// found coact's handler replaced since this start (said once on stderr).
+std::atomic<int> g_signo{0};
+int g_auto_signo = 0;
+bool g_installed[_NSIG] = {};
+bool g_had_foreign[_NSIG] = {};
+bool g_replaced = false;
+// Deliveries not from coact's sources (producer: any thread's handler).
+std::atomic<uint64_t> g_foreign{0};
+
+// The disposition each signal had when coact installed its handler (chain's
+// target): written under g_mu before coact's handler is installed (again
+// at a later start if the program had replaced it meanwhile), read by the
+// handler. Atomics, so a handler that reads while a later start rewrites
+// it sees a field torn between two dispositions at worst, never a data race.
+struct ChainTarget {
+  std::atomic<uintptr_t> fn{0};  // sa_sigaction / sa_handler, as an integer (SIG_DFL 0, SIG_IGN 1)
+  std::atomic<int> flags{0};
+  std::atomic<uint64_t> mask[sizeof(sigset_t) / 8]{};
+};
+ChainTarget g_chain[_NSIG];
+constinit thread_local bool t_chaining = false;  // chain() runs on this thread: a target that chains back is cut
+
+void set_chain_target(int sig, const struct sigaction& old) noexcept {
+  ChainTarget& c = g_chain[sig];
+  uint64_t words[sizeof(sigset_t) / 8];
+  std::memcpy(words, &old.sa_mask, sizeof(words));
+  for (size_t i = 0; i < sizeof(sigset_t) / 8; ++i) c.mask[i].store(words[i], std::memory_order_relaxed);
+  c.flags.store(old.sa_flags, std::memory_order_relaxed);
+  c.fn.store((old.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<uintptr_t>(old.sa_sigaction)
+                                              : reinterpret_cast<uintptr_t>(old.sa_handler),
+             std::memory_order_release);
+}
+
+// si_value of coact's own signals: kTag in the high 32 bits, the target
+// thread's tid in the low ones (a program's timer or sigqueue carries its
+// own value; matching all 32 tag bits by chance is not a concern).
+constexpr uint64_t kTag = 0xc0ac7516;
+void* tag_value(int tid) noexcept {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>((kTag << 32) | static_cast<uint32_t>(tid)));
+}
+bool tagged(const siginfo_t& info) noexcept {
+  return (reinterpret_cast<uintptr_t>(info.si_value.sival_ptr) >> 32) == kTag;
+}
+
+// Which of coact's sources sent this signal (a SampleSource), or -1: not
+// coact's. POSIX timer: SI_TIMER with the tag, for this thread (a timer
+// belongs to this process, and coact's signals only its own thread). Perf event: a POLL_* code with si_fd one of
+// the thread's events (the program's setitimer(ITIMER_PROF) is SI_KERNEL, a
+// positive code too: the fd tells them apart). raise_sample: SI_QUEUE, the
+// tag, from this process. Async-signal-safe.
+int classify(const siginfo_t* info, const Ring* r) noexcept {
+  if (info == nullptr) return -1;
+  const int code = info->si_code;
+  if (code == SI_TIMER) {
+    const bool mine = tagged(*info) && (r == nullptr || static_cast<uint32_t>(reinterpret_cast<uintptr_t>(
+                                                            info->si_value.sival_ptr)) == static_cast<uint32_t>(r->tid));
+    return mine ? static_cast<int>(SampleSource::cpu_timer) : -1;
+  }
+  if (code == SI_QUEUE) {
+    return tagged(*info) && info->si_pid == ::getpid() ? static_cast<int>(SampleSource::other) : -1;
+  }
+  if (code >= POLL_IN && code <= POLL_HUP && r != nullptr && info->si_fd >= 0 &&
+      (info->si_fd == r->sig_fd.load(std::memory_order_relaxed) ||
+       info->si_fd == r->prev_sig_fd.load(std::memory_order_relaxed))) {
+    return static_cast<int>(SampleSource::perf_event);
+  }
+  return -1;
+}
+
+// Hands a foreign delivery of `sig` to the disposition it had before coact's
+// handler (sampler.hpp: SIG_IGN and SIG_DFL drop it). The old handler runs
+// with its own sa_mask added to the mask (as the kernel would have). A
+// target that chains back to coact's handler (a program that replaced it
+// and calls what it replaced, then was replaced in turn at a later start)
+// ends at the second visit on the thread (t_chaining). Called by the handler
+// only; async-signal-safe (pthread_sigmask is).
+void chain(int sig, siginfo_t* info, void* ucontext) noexcept {
+  if (sig <= 0 || sig >= _NSIG || t_chaining) return;
+  const ChainTarget& c = g_chain[sig];
+  const uintptr_t fn = c.fn.load(std::memory_order_acquire);
+  const int flags = c.flags.load(std::memory_order_relaxed);
+  if ((flags & SA_SIGINFO) == 0 &&
+      (fn == reinterpret_cast<uintptr_t>(SIG_DFL) || fn == reinterpret_cast<uintptr_t>(SIG_IGN))) {
+    return;
+  }
+  if (fn == 0) return;
+  uint64_t words[sizeof(sigset_t) / 8];
+  for (size_t i = 0; i < sizeof(sigset_t) / 8; ++i) words[i] = c.mask[i].load(std::memory_order_relaxed);
+  sigset_t mask;
+  std::memcpy(&mask, words, sizeof(mask));
+  sigset_t prev;
+  const bool masked = sigisemptyset(&mask) == 0 && pthread_sigmask(SIG_BLOCK, &mask, &prev) == 0;
+  t_chaining = true;
+  if ((flags & SA_SIGINFO) != 0) {
+    reinterpret_cast<void (*)(int, siginfo_t*, void*)>(fn)(sig, info, ucontext);
+  } else {
+    reinterpret_cast<void (*)(int)>(fn)(sig);
+  }
+  t_chaining = false;
+  if (masked) (void)pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+}
 
 // The selected line for in-handler injection (detail::set_sample_target).
 // A seqlock without fences (TSan does not model them): the writer (one at a
@@ -178,11 +298,18 @@ std::vector<Ring*>& rings() {
   return *g_rings;
 }
 
-void on_sigprof(int, siginfo_t* info, void* ucontext) {
+void on_sample_signal(int sig, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;
+  Ring* r = t_ring;
+  const int source = classify(info, r);
+  if (source < 0) {  // not coact's: the program's (or nobody's), never a sample
+    g_foreign.fetch_add(1, std::memory_order_relaxed);
+    chain(sig, info, ucontext);
+    errno = saved_errno;
+    return;
+  }
   t_in_handler = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  Ring* r = t_ring;
   if (r != nullptr && g_active.load(std::memory_order_relaxed)) {
     const uint64_t h = r->head.load(std::memory_order_relaxed);
     if (h - r->tail.load(std::memory_order_acquire) >= kSampleRing) {
@@ -206,22 +333,18 @@ void on_sigprof(int, siginfo_t* info, void* ucontext) {
       s.region = detail::sampled_region();
       // si_overrun is a POSIX timer's field (a perf event's signal carries
       // si_band / si_fd there, and never merges periods: it fires per period).
-      s.overrun = info != nullptr && info->si_code == SI_TIMER && info->si_overrun > 0
+      s.overrun = source == static_cast<int>(SampleSource::cpu_timer) && info->si_overrun > 0
                       ? static_cast<uint32_t>(info->si_overrun)
                       : 0;
       s.tid = r->tid;
-      // Which source signalled: a POSIX timer's signal is SI_TIMER; the perf
-      // event's (F_SETSIG) carries a POLL_* code (> 0); anything else
-      // (raise(), kill: SI_TKILL / SI_USER, <= 0) is weighed at the current mode's period.
-      const int code = info != nullptr ? info->si_code : 0;
-      if (code == SI_TIMER) {
-        s.source = static_cast<uint32_t>(SampleSource::cpu_timer);
+      // The period of the source that signalled (classify); raise_sample's
+      // samples are weighed at the current mode's period.
+      s.source = static_cast<uint32_t>(source);
+      if (source == static_cast<int>(SampleSource::cpu_timer)) {
         s.period_ns = r->posix_ns.load(std::memory_order_relaxed);
-      } else if (code > 0) {
-        s.source = static_cast<uint32_t>(SampleSource::perf_event);
+      } else if (source == static_cast<int>(SampleSource::perf_event)) {
         s.period_ns = r->perf_ns.load(std::memory_order_relaxed);
       } else {
-        s.source = static_cast<uint32_t>(SampleSource::other);
         s.period_ns = g_armed_ns.load(std::memory_order_relaxed);
       }
       auto& count = r->by_source[s.source];
@@ -261,7 +384,7 @@ void atfork_child() {
   g_mu.unlock();
 }
 
-int open_task_clock(int tid) noexcept;
+int open_task_clock(int tid, int signo) noexcept;
 
 // The perf event at `period_ns`, opened if it is not open; 0: closed. Closed,
 // not just disabled, outside the precise mode: a disabled per-thread event
@@ -276,8 +399,12 @@ bool arm_perf(Ring& r, uint64_t period_ns) noexcept {
     r.perf_armed = false;
     return true;
   }
-  if (r.perf_fd < 0) r.perf_fd = open_task_clock(r.tid);
-  if (r.perf_fd < 0) return false;
+  if (r.perf_fd < 0) {
+    r.perf_fd = open_task_clock(r.tid, g_signo.load(std::memory_order_relaxed));
+    if (r.perf_fd < 0) return false;
+    r.prev_sig_fd.store(r.sig_fd.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    r.sig_fd.store(r.perf_fd, std::memory_order_relaxed);
+  }
   uint64_t p = period_ns;
   r.perf_ns.store(period_ns, std::memory_order_relaxed);
   if (::ioctl(r.perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0 || ::ioctl(r.perf_fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
@@ -333,11 +460,12 @@ bool arm(Ring& r) noexcept {
 // a short branch's slack; hence the perf event during line experiments.
 // But its hrtimer costs CPU at every expiry and at every context switch of
 // the thread while enabled (docs/perf/history/),
-// so it is open only then. Created disabled; SIGPROF to thread `tid` at each
-// overflow (O_ASYNC, F_SETSIG, F_SETOWN_EX). -1 if perf events are not
+// so it is open only then. Created disabled; `signo` to thread `tid` at each
+// overflow (O_ASYNC, F_SETSIG, F_SETOWN_EX: the signal carries si_fd, which
+// classify checks). -1 if perf events are not
 // allowed (e.g. perf_event_paranoid 3, a seccomp filter): the POSIX timer
 // then serves both modes.
-int open_task_clock(int tid) noexcept {
+int open_task_clock(int tid, int signo) noexcept {
   perf_event_attr pe{};
   pe.size = sizeof(pe);
   pe.type = PERF_TYPE_SOFTWARE;
@@ -352,7 +480,7 @@ int open_task_clock(int tid) noexcept {
   const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &pe, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) return -1;
   f_owner_ex owner{F_OWNER_TID, tid};
-  if (::fcntl(fd, F_SETFL, O_ASYNC) != 0 || ::fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
+  if (::fcntl(fd, F_SETFL, O_ASYNC) != 0 || ::fcntl(fd, F_SETSIG, signo) != 0 ||
       ::fcntl(fd, F_SETOWN_EX, &owner) != 0) {
     (void)::close(fd);
     return -1;
@@ -360,15 +488,75 @@ int open_task_clock(int tid) noexcept {
   return fd;
 }
 
+// (Re)creates `r`'s POSIX CPU-clock timer to signal `signo` to its thread
+// (SIGEV_THREAD_ID, si_value tagged: classify), deleting the one it had.
+// Under g_mu; from any thread of the process (the kernel accepts any thread
+// of the same process as the target). Sets has_posix.
+void make_posix(Ring& r, int signo) noexcept {
+  if (r.has_posix) (void)timer_delete(r.timer);
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = signo;
+  sev.sigev_value.sival_ptr = tag_value(r.tid);
+  sev._sigev_un._tid = r.tid;  // sigev_notify_thread_id (glibc names it only with _GNU_SOURCE in C)
+  // The CPU clock of thread r.tid (the kernel's MAKE_THREAD_CPUCLOCK(tid,
+  // CPUCLOCK_SCHED), as pthread_getcpuclockid builds it): not
+  // CLOCK_THREAD_CPUTIME_ID, which is the calling thread's.
+  const auto clock = static_cast<clockid_t>((~static_cast<unsigned>(r.tid) << 3) | 2u | 4u);
+  r.has_posix = timer_create(clock, &sev, &r.timer) == 0;
+  r.timer_signo = signo;
+  r.posix_armed = false;
+}
+
+// The real-time signal for start_sampling(signo 0) (sampler.hpp "The
+// sampling signal"): the one chosen before, else the highest whose
+// disposition is SIG_DFL. 0: none free. Under g_mu.
+int pick_realtime_signal() noexcept {
+  if (g_auto_signo != 0) return g_auto_signo;
+  for (int sig = SIGRTMAX; sig >= SIGRTMIN; --sig) {
+    struct sigaction cur {};
+    if (g_installed[sig] || sigaction(sig, nullptr, &cur) != 0) continue;
+    if ((cur.sa_flags & SA_SIGINFO) == 0 && cur.sa_handler == SIG_DFL) return g_auto_signo = sig;
+  }
+  return 0;
+}
+
+// True if coact's handler is the one installed for `sig` (sigaction read-back).
+bool handler_is_ours(int sig) noexcept {
+  struct sigaction cur {};
+  if (sigaction(sig, nullptr, &cur) != 0) return true;  // cannot tell: not reported
+  return (cur.sa_flags & SA_SIGINFO) != 0 && cur.sa_sigaction == on_sample_signal;
+}
+
+// While sampling runs: records (g_replaced) and says once on stderr that
+// coact's handler of the sampling signal was replaced. Under g_mu; called
+// by drain_samples_with_credit (the drainer's every wake) and sampler_stats.
+void check_handler_locked() noexcept {
+  const int sig = g_signo.load(std::memory_order_relaxed);
+  if (g_replaced || sig == 0 || !g_active.load(std::memory_order_relaxed) || handler_is_ours(sig)) return;
+  g_replaced = true;
+  const std::string name = sample_signal_name(sig);
+  std::fprintf(stderr,
+               "coact sampler: the handler of %s was replaced while sampling ran (by the program or a library): "
+               "coact's samples now go to that handler and sampled lines lose them; set "
+               "COACT_CAUSAL_SAMPLE_SIGNAL to a signal the program does not use (default: rt)\n",
+               name.c_str());
+}
+
 // Samples written into `r` so far, excluding drops.
 uint64_t written(const Ring& r) { return r.head.load(std::memory_order_acquire); }
 
 }  // namespace
 
-bool start_sampling(std::chrono::nanoseconds period) {
+bool start_sampling(std::chrono::nanoseconds period, int signo) {
   if (period < std::chrono::microseconds(10)) {
     throw std::invalid_argument("sampling period " + std::to_string(period.count()) +
                                 " ns: expected at least 10000 ns (10 us)");
+  }
+  if (signo != 0 && signo != SIGPROF && (signo < SIGRTMIN || signo > SIGRTMAX)) {
+    throw std::invalid_argument("sampling signal " + std::to_string(signo) +
+                                ": expected SIGPROF or one of SIGRTMIN..SIGRTMAX (" + std::to_string(SIGRTMIN) +
+                                ".." + std::to_string(SIGRTMAX) + ")");
   }
   std::lock_guard lk(g_mu);
   if (g_forked_child.load(std::memory_order_relaxed)) return false;
@@ -379,15 +567,50 @@ bool start_sampling(std::chrono::nanoseconds period) {
     }
     g_atfork_installed = true;
   }
-  if (!g_handler_installed) {
+  const int sig = signo != 0 ? signo : pick_realtime_signal();
+  if (sig == 0) {
+    throw std::system_error(EBUSY, std::generic_category(),
+                            "sampler: every real-time signal has a handler; set COACT_CAUSAL_SAMPLE_SIGNAL "
+                            "(prof, or rtmin+N) to one the program does not need");
+  }
+  // Installed the first time, and again when the program replaced coact's
+  // handler since (its handler becomes the chain target).
+  if (!g_installed[sig] || !handler_is_ours(sig)) {
+    // The disposition before coact's is kept for chain() and published
+    // before coact's handler can run.
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) {
+      throw std::system_error(errno, std::generic_category(), "sampler: sigaction(" + sample_signal_name(sig) + ")");
+    }
+    set_chain_target(sig, old);
+    g_had_foreign[sig] = (old.sa_flags & SA_SIGINFO) != 0 ? old.sa_sigaction != nullptr
+                                                          : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN;
     struct sigaction sa {};
-    sa.sa_sigaction = on_sigprof;
+    sa.sa_sigaction = on_sample_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGPROF, &sa, nullptr) != 0) {
-      throw std::system_error(errno, std::generic_category(), "sampler: sigaction(SIGPROF)");
+    if (sigaction(sig, &sa, nullptr) != 0) {
+      throw std::system_error(errno, std::generic_category(), "sampler: sigaction(" + sample_signal_name(sig) + ")");
     }
+    g_installed[sig] = true;
     g_handler_installed = true;
+    if (g_had_foreign[sig]) {
+      std::fprintf(stderr,
+                   "coact sampler: %s already has a handler (the program's or a library's); coact samples with it "
+                   "and hands that handler every %s that is not from coact's timers (its signals are not counted "
+                   "as samples)\n",
+                   sample_signal_name(sig).c_str(), sample_signal_name(sig).c_str());
+    }
+  }
+  g_signo.store(sig, std::memory_order_relaxed);
+  g_replaced = false;
+  // Timers created (at registration, or by an earlier start) with another
+  // signal are created anew with this one.
+  for (Ring* r : rings()) {
+    if (!r->exited && r->has_posix && r->timer_signo != sig) {
+      make_posix(*r, sig);
+      r->has_timer = r->has_posix || r->perf_ok;
+    }
   }
   const auto ns = static_cast<uint64_t>(period.count());
   g_period_ns.store(ns, std::memory_order_relaxed);
@@ -402,6 +625,7 @@ bool start_sampling(std::chrono::nanoseconds period) {
 
 void stop_sampling() noexcept {
   std::lock_guard lk(g_mu);
+  check_handler_locked();  // a replacement since the drainer's last wake is still reported
   g_active.store(false, std::memory_order_relaxed);
   if (g_rings == nullptr) return;
   for (Ring* r : *g_rings) {
@@ -410,6 +634,34 @@ void stop_sampling() noexcept {
 }
 
 bool sampling_active() noexcept { return g_active.load(std::memory_order_relaxed); }
+
+int sample_signal() noexcept { return g_signo.load(std::memory_order_relaxed); }
+
+int parse_sample_signal(std::string_view text) noexcept {
+  auto lower = [](std::string_view t, std::string_view want) {
+    if (t.size() != want.size()) return false;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const char c = (t[i] >= 'A' && t[i] <= 'Z') ? static_cast<char>(t[i] - 'A' + 'a') : t[i];
+      if (c != want[i]) return false;
+    }
+    return true;
+  };
+  if (lower(text, "rt")) return 0;
+  if (lower(text, "prof")) return SIGPROF;
+  if (text.size() <= 6 || !lower(text.substr(0, 6), "rtmin+")) return -1;
+  int n = 0;
+  for (const char c : text.substr(6)) {
+    if (c < '0' || c > '9' || n > 1000) return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n <= SIGRTMAX - SIGRTMIN ? SIGRTMIN + n : -1;
+}
+
+std::string sample_signal_name(int signo) {
+  if (signo == SIGPROF) return "SIGPROF";
+  if (signo >= SIGRTMIN && signo <= SIGRTMAX) return "SIGRTMIN+" + std::to_string(signo - SIGRTMIN);
+  return "signal " + std::to_string(signo);
+}
 
 uint64_t sampling_period_ns() noexcept { return g_period_ns.load(std::memory_order_relaxed); }
 
@@ -433,14 +685,14 @@ void register_sampled_thread() noexcept {
     // the perf event during them (set_armed_period).
     if (!g_forked_child.load(std::memory_order_relaxed)) {
       // Probed here (opened and closed): arm() opens it for the precise mode.
-      const int fd = open_task_clock(r->tid);
+      const int fd = open_task_clock(r->tid, SIGPROF);
       r->perf_ok = fd >= 0;
       if (fd >= 0) (void)::close(fd);
-      sigevent sev{};
-      sev.sigev_notify = SIGEV_THREAD_ID;
-      sev.sigev_signo = SIGPROF;
-      sev._sigev_un._tid = r->tid;  // sigev_notify_thread_id (glibc names it only with _GNU_SOURCE in C)
-      r->has_posix = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &r->timer) == 0;
+      // With the current sampling signal; before the first start, with
+      // SIGPROF as a placeholder (never armed: start_sampling creates it
+      // anew with the signal it installs).
+      const int sig = g_signo.load(std::memory_order_relaxed);
+      make_posix(*r, sig != 0 ? sig : SIGPROF);
     }
     r->has_timer = r->has_posix || r->perf_ok;
     if (!r->has_timer) {  // listed as unsampled by stats()
@@ -484,6 +736,7 @@ uint64_t drain_samples(const std::function<void(const RawSample&)>& fn) {
 
 uint64_t drain_samples_with_credit(const std::function<uint64_t(const RawSample&)>& fn) {
   std::lock_guard lk(g_mu);
+  check_handler_locked();
   if (g_rings == nullptr) return 0;
   uint64_t n = 0;
   auto& rs = *g_rings;
@@ -520,7 +773,13 @@ SamplerStats sampler_stats() {
   std::set<int> live;
   {
     std::lock_guard lk(g_mu);
+    check_handler_locked();
     st.active = g_active.load(std::memory_order_relaxed);
+    st.signal = g_signo.load(std::memory_order_relaxed);
+    if (st.signal != 0) st.signal_name = sample_signal_name(st.signal);
+    st.foreign_handler = st.signal != 0 && g_had_foreign[st.signal];
+    st.handler_replaced = g_replaced;
+    st.foreign_signals = g_foreign.load(std::memory_order_relaxed);
     st.disabled_after_fork = g_forked_child.load(std::memory_order_relaxed);
     st.period_ns = g_period_ns.load(std::memory_order_relaxed);
     st.samples = g_retired_samples;
@@ -564,6 +823,21 @@ SamplerStats sampler_stats() {
 
 namespace detail {
 bool in_sample_handler() noexcept { return t_in_handler; }
+
+bool raise_sample() noexcept {
+  const int sig = g_signo.load(std::memory_order_relaxed);
+  if (sig == 0) return false;
+  siginfo_t si{};
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = ::getpid();
+  si.si_uid = ::getuid();
+  const int tid = current_tid();
+  si.si_value.sival_ptr = tag_value(tid);
+  // rt_tgsigqueueinfo to the calling thread: delivered before the syscall
+  // returns to user space (unless the signal is blocked), as raise() does.
+  return ::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), tid, sig, &si) == 0;
+}
 void set_sample_hook(SampleHook hook) noexcept { g_hook.store(hook, std::memory_order_release); }
 void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
                        uint64_t period_ns, const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {

@@ -715,8 +715,8 @@ TEST_CASE("sampler: a sample's credit reaches its thread as soon as the sample i
   std::thread t([&] {
     coact::causal::register_sampled_thread();
     tid.store(static_cast<int>(gettid()));
-    raise(SIGPROF);
-    raise(SIGPROF);
+    REQUIRE(coact::causal::detail::raise_sample());
+    REQUIRE(coact::causal::detail::raise_sample());
     phase.store(1);
     while (phase.load() != 2) std::this_thread::yield();
     taken.store(coact::causal::detail::take_sample_credit());

@@ -122,6 +122,10 @@ struct Options {
   /// characters, matched against full source paths): which lines can be
   /// regions; empty (default): the program's own sources (symbolizer.hpp).
   std::vector<std::string> source_scope;
+  /// COACT_CAUSAL_SAMPLE_SIGNAL: the signal of `sampling`'s samples: "rt"
+  /// (default: a real-time signal no handler uses, picked at start), "prof"
+  /// (SIGPROF) or "rtmin+N" (sampler.hpp parse_sample_signal, "The sampling signal").
+  std::string sample_signal = "rt";
 };
 
 /// The JSON path used when COACT_CAUSAL_JSON_OUTPUT is unset: `coz_path` with a

@@ -90,6 +90,10 @@ struct LineSamplingOptions {
   /// CPU time per sample while an experiment selects a line region (header
   /// comment); 0: period / kExperimentPeriodDivisor. At least 10 µs.
   std::chrono::nanoseconds experiment_period{0};
+
+  /// The sampling signal (sampler.hpp start_sampling's `signo`; parse_sample_signal
+  /// reads COACT_CAUSAL_SAMPLE_SIGNAL): 0, a free real-time signal.
+  int signal = 0;
 };
 
 /// The drainer's wake-up period outside line experiments: the time a

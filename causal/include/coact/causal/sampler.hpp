@@ -3,7 +3,9 @@
 //
 // What: every registered thread (runtime workers register at start; program
 // threads call register_sampled_thread()) owns two samplers of its own CPU
-// time, each firing SIGPROF at that thread:
+// time, each firing the sampling signal at that thread (the "sampling
+// signal" below: a real-time signal by default, SIGPROF on request; see
+// "The sampling signal"):
 //   * a POSIX timer on the thread's CPU clock (timer_create(
 //     CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID) — the base mode, every
 //     `period` of CPU time (default 1 ms, as Coz). The kernel checks it only
@@ -30,6 +32,31 @@
 // (symbolizer.hpp: libdwfl's unwinder over the copied stack, as `perf record
 // --call-graph dwarf` does) and symbolizes it.
 //
+// The sampling signal (start_sampling's `signo`, COACT_CAUSAL_SAMPLE_SIGNAL):
+// by default a real-time signal, chosen when sampling first starts: the
+// highest of SIGRTMAX down to SIGRTMIN whose disposition is SIG_DFL (no
+// handler: nobody in the process uses it; libraries that take one usually
+// count up from SIGRTMIN), kept for the process's later starts. Why not
+// SIGPROF: a program's own profiler (gperftools, a language runtime's,
+// setitimer(ITIMER_PROF)) expects SIGPROF and installs its handler on it, so
+// the two would take each other's signals; a real-time signal is queued
+// (one delivery per timer expiry or perf overflow, with its siginfo intact)
+// and no profiler expects it. "prof" selects SIGPROF, "rtmin+N" a fixed one.
+// Only signals from coact's own sources are samples: a POSIX timer's
+// (SI_TIMER) whose si_value carries coact's tag, a perf event's (POLL_*)
+// whose si_fd is the thread's event, one raised by detail::raise_sample
+// (SI_QUEUE, the tag, this process's pid). Any other delivery of the signal
+// (the program's setitimer(ITIMER_PROF), kill(), its own timer) is not
+// counted and goes to the disposition the signal had when coact installed
+// its handler: that handler is called with the same arguments (sa_sigaction
+// with SA_SIGINFO, else sa_handler; under its sa_mask); SIG_IGN and SIG_DFL
+// drop it (counted in SamplerStats::foreign_signals: coact's handler keeps
+// a stray signal from terminating the program). A handler already there at
+// start is said once on stderr (SamplerStats::foreign_handler); a handler
+// that replaces coact's while sampling runs is detected by the drainer and
+// sampler_stats (sigaction read-back), said once on stderr
+// (SamplerStats::handler_replaced): coact's samples then go to that handler.
+//
 // Why not unwind in the handler (libunwind's unw_init_local2 with
 // UNW_INIT_SIGNAL_FRAME): Debian's libunwind 1.6 takes pthread mutexes inside
 // unw_step — its global register-state cache (UNW_CACHE_PER_THREAD falls back
@@ -53,6 +80,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -75,7 +103,7 @@ inline constexpr uint32_t kSampleRegs = 17;
 enum class SampleSource : uint32_t {
   cpu_timer = 0,   ///< The POSIX CPU-clock timer (si_code SI_TIMER): the base mode.
   perf_event = 1,  ///< The task-clock perf event (si_code POLL_*): the precise mode.
-  other = 2,       ///< Anything else (raise(), kill()): weighed at the armed period.
+  other = 2,       ///< Raised by detail::raise_sample (tests, benchmarks): weighed at the armed period.
 };
 
 /// One sample, as the handler wrote it.
@@ -117,7 +145,7 @@ struct SamplerStats {
   uint64_t samples = 0;             ///< Written by handlers into rings.
   uint64_t samples_cpu_timer = 0;   ///< Of `samples`: signalled by the POSIX CPU-clock timer.
   uint64_t samples_perf_event = 0;  ///< Of `samples`: signalled by the perf event.
-  uint64_t samples_other = 0;       ///< Of `samples`: raised otherwise (raise(), kill()).
+  uint64_t samples_other = 0;       ///< Of `samples`: raised by detail::raise_sample.
   uint64_t threads_perf_event = 0;  ///< Threads ever registered with a perf event (0: the precise mode falls back to the POSIX timer).
   uint64_t threads_cpu_timer = 0;   ///< Threads ever registered with a POSIX CPU-clock timer.
   uint64_t dropped = 0;             ///< Lost to full rings.
@@ -125,18 +153,36 @@ struct SamplerStats {
   uint64_t threads_live = 0;        ///< Registered and not exited.
   uint64_t threads_exited = 0;      ///< Registered, then exited (their rings drained).
   std::vector<UnsampledThread> unsampled;  ///< Live threads never registered (e.g. created before the runtime).
+  int signal = 0;                   ///< The sampling signal of the current (or last) start; 0: never started.
+  std::string signal_name;          ///< sample_signal_name(signal): "SIGPROF", "SIGRTMIN+30"; "" if never started.
+  bool foreign_handler = false;     ///< `signal` had a handler of the program's when coact installed its own (chained to).
+  bool handler_replaced = false;    ///< coact's handler of `signal` was found replaced while sampling ran.
+  uint64_t foreign_signals = 0;     ///< Deliveries of a sampling signal not from coact's sources (handed on, not counted).
 };
 
+/// COACT_CAUSAL_SAMPLE_SIGNAL's values: "rt" -> 0 (start_sampling picks a
+/// free real-time signal), "prof" -> SIGPROF, "rtmin+N" -> SIGRTMIN + N
+/// (N in 0..SIGRTMAX-SIGRTMIN). Case-insensitive. -1: none of these.
+/// Any thread.
+int parse_sample_signal(std::string_view text) noexcept;
+
+/// "SIGPROF", "SIGRTMIN+N", else "signal N". Any thread.
+std::string sample_signal_name(int signo);
+
 /// Starts sampling every registered thread (and each thread that registers
-/// later) every `period` of its CPU time: installs the SIGPROF handler and
-/// arms the timers. Preconditions: period >= 10 µs. A second call while
+/// later) every `period` of its CPU time: installs the handler of the
+/// sampling signal `signo` (0: a free real-time signal, header comment;
+/// else SIGPROF or one of SIGRTMIN..SIGRTMAX) and arms the timers. A handler
+/// the program has on that signal is chained to (header comment) and said
+/// once on stderr. Preconditions: period >= 10 µs. A second call while
 /// active changes nothing and returns false. Returns true when started.
-/// Errors: std::invalid_argument (period), std::system_error (sigaction).
+/// Errors: std::invalid_argument (period, signo), std::system_error
+/// (sigaction; no free real-time signal).
 /// Any thread; takes the sampler mutex. In a fork() child of a sampling
 /// process: returns false (sampling stays off there).
-bool start_sampling(std::chrono::nanoseconds period = std::chrono::milliseconds(1));
+bool start_sampling(std::chrono::nanoseconds period = std::chrono::milliseconds(1), int signo = 0);
 
-/// Disarms every timer. The SIGPROF handler stays installed (a signal queued
+/// Disarms every timer. The sampling signal's handler stays installed (a signal queued
 /// before the disarm must not meet the default disposition, which would
 /// terminate the process) and ignores signals while sampling is off. Rings
 /// keep their samples for drain_samples. Any thread; idempotent.
@@ -145,12 +191,18 @@ void stop_sampling() noexcept;
 /// True between start_sampling and stop_sampling. Any thread.
 bool sampling_active() noexcept;
 
+/// The sampling signal of the current (or last) start; 0 if never started. Any thread.
+int sample_signal() noexcept;
+
 /// The period of the current (or last) sampling, nanoseconds; 0 if never started.
 uint64_t sampling_period_ns() noexcept;
 
 /// Registers the calling thread: creates its CPU-time sampler (armed at once
 /// if sampling is active) and its ring. Idempotent. Runtime workers call it
 /// at start; program threads that should be sampled call it themselves.
+/// A thread that keeps the sampling signal blocked must not register: a
+/// real-time signal is queued per sample (the perf event's), and would pile
+/// up in the kernel until the thread unblocks it.
 /// Unregistering happens by itself when the thread exits. Any thread;
 /// takes the sampler mutex; never throws (failures are counted as
 /// unsampled: the thread is listed by stats()).
@@ -180,6 +232,11 @@ namespace detail {
 /// True while the calling thread is inside the sampling signal handler
 /// (tests: a malloc/lock interposer asserts it is never true). Async-signal-safe.
 bool in_sample_handler() noexcept;
+/// Sends the sampling signal to the calling thread as a sample of coact's
+/// own (SampleSource::other; SI_QUEUE with coact's tag), as a timer would:
+/// tests and benchmarks take samples at chosen points with it. Returns false
+/// if sampling never started or the signal could not be sent. Calling thread.
+bool raise_sample() noexcept;
 /// Function the handler calls after writing a sample, with the sample
 /// (line regions install one). Must be async-signal-safe. Null: none.
 using SampleHook = void (*)(const RawSample&) noexcept;
