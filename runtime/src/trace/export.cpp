@@ -176,10 +176,11 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
                        {"args", {{"name", "coact runtime"}}}}
                       .dump());
   for (uint32_t r = 0; r < rings.size(); ++r) {
-    const bool worker = r < info.workers;
-    out.begin().raw(json{{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", int(r) + 1},
-                         {"args", {{"name", worker ? "worker " + std::to_string(r) : std::string("other threads (roots)")}}}}
-                        .dump());
+    const std::string track =
+        r < info.workers ? "worker " + std::to_string(r) : std::string("other threads (roots)");
+    out.begin().raw(
+        json{{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", int(r) + 1}, {"args", {{"name", track}}}}
+            .dump());
     out.begin().raw(json{{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", int(r) + 1},
                          {"args", {{"sort_index", int(r)}}}}
                         .dump());
@@ -290,7 +291,9 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
   };
   const auto ts = [&](uint64_t t) { return int64_t(t - boot_ns); };  // ns since boot (two's complement: may be < 0)
   const auto span = [](uint64_t from, uint64_t to) { return int64_t(to - from); };
-  const auto pid_text = [&](uint64_t a) -> Out& { return out.raw("\"").u(a >> 32).raw(".").u(a & 0xffffffffu).raw("\""); };
+  const auto pid_text = [&](uint64_t a) -> Out& {  // an actor pid, "high.low" 32-bit halves
+    return out.raw("\"").u(a >> 32).raw(".").u(a & 0xffffffffu).raw("\"");
+  };
   const auto head = [&](std::string_view name_json, std::string_view cat, std::string_view ph, uint16_t ring) -> Out& {
     return out.begin()
         .raw(R"({"name":)")
