@@ -44,7 +44,8 @@
 // skipped with a WARN (it would measure the machine, not the profiler).
 //
 // Time: 5 workloads, 11 (workload, stage) cases, 80 rounds of about 1 s:
-// ~90 s on a quiet machine, ~4 min at worst (every round redone twice).
+// ~90 s on a quiet machine, ~4 min at worst (every round redone twice); the
+// three sleepers shapes (1 s windows, A's two curves and B's) add ~4 min.
 // The cases hold test_ledger_mutex() (the ledger and the selection are
 // process-global). Sanitizer builds skip them (see kSanitized).
 #include <catch2/catch.hpp>
