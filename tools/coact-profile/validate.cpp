@@ -73,7 +73,9 @@
 //     experiments for, gets no Coz estimate and says why (coz_reason).
 //  7. Print the table (workload, region, s, predicted, its 95% interval,
 //     actual, error in points; with --with-coz Coz's prediction and error)
-//     and the mean and maximum absolute error; --json prints one JSON object
+//     and the mean and maximum absolute error, and in how many rows the 95%
+//     interval holds the actual ("ci_covers_actual" of "rows_with_ci" in the
+//     JSON); --json prints one JSON object
 //     instead, each row with "program" ("real": the archiver, the analytics
 //     job; "known_answer")
 //     and "predicted_ci" ([lo, hi], the estimator's "ci" at s; nulls where
@@ -772,6 +774,15 @@ int validate(ValidateArgs& a) {
     ++n;
   }
   const double mean_abs = n > 0 ? sum_abs / n : std::nan("");
+  // Coverage: rows whose 95% interval contains the measured speedup, of the
+  // rows with both (an honest interval holds the truth in ~95% of rows,
+  // less the truth's own measurement noise).
+  int covered = 0, with_ci = 0;
+  for (const Row& r : rows) {
+    if (std::isnan(r.predicted_lo) || std::isnan(r.predicted_hi) || std::isnan(r.actual)) continue;
+    ++with_ci;
+    covered += r.predicted_lo <= r.actual && r.actual <= r.predicted_hi ? 1 : 0;
+  }
   // Coz on the rows it predicted; coact on those of them it predicted too.
   double coz_sum = 0, coz_max = 0, both_sum = 0, both_max = 0;
   int coz_n = 0, both_n = 0;
@@ -829,6 +840,8 @@ int validate(ValidateArgs& a) {
     j["mean_abs_error_pts"] = json_num(mean_abs);
     j["max_abs_error_pts"] = json_num(n > 0 ? max_abs : std::nan(""));
     j["rows_compared"] = n;
+    j["ci_covers_actual"] = covered;
+    j["rows_with_ci"] = with_ci;
     j["sweep_s"] = a.sweep_s;
     j["chunks"] = chunks;
     j["actual_s"] = a.actual_s;
@@ -858,9 +871,10 @@ int validate(ValidateArgs& a) {
       if (!r.note.empty()) std::printf("%-12s %s\n", "", r.note.c_str());
       if (a.with_coz && !r.line.empty() && !r.coz_reason.empty()) std::printf("%-12s coz: %s\n", "", r.coz_reason.c_str());
     }
-    std::printf("mean |error| %s pts, max %s pts over %d rows; sweep %.0f s per workload in %d chunks; profiles in %s\n",
-                fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, a.sweep_s,
-                chunks, out_dir.c_str());
+    std::printf("mean |error| %s pts, max %s pts over %d rows; the 95%% interval holds the actual in %d of %d rows; "
+                "sweep %.0f s per workload in %d chunks; profiles in %s\n",
+                fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, covered, with_ci,
+                a.sweep_s, chunks, out_dir.c_str());
     if (a.with_coz) {
       std::printf("Coz (coz run --fixed-line, %.0f s per run): mean |error| %s pts, max %s pts over %d rows; "
                   "coact on %d of them: mean %s, max %s\n",
