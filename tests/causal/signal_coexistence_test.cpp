@@ -123,6 +123,25 @@ __attribute__((noinline)) void burn_cpu(double ms) {
 
 enum class Foreign { none, before, after };
 
+// Under ThreadSanitizer a signal is held until the thread's next
+// interception point, one per signal number: a second SIGPROF that arrives
+// meanwhile (coact's and the program's, when both use SIGPROF) is dropped by
+// the sanitizer before any handler sees it. The program's counts on a shared
+// SIGPROF are then the sanitizer's, not coact's: reported, not checked.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kSharedSignalCountsHold = false;
+#else
+constexpr bool kSharedSignalCountsHold = true;
+#endif
+#define CHECK_SHARED_SIGPROF(expr)                                                   \
+  do {                                                                               \
+    if (kSharedSignalCountsHold) {                                                   \
+      CHECK(expr);                                                                   \
+    } else if (!(expr)) {                                                            \
+      WARN("under ThreadSanitizer (shared SIGPROF, signals merged): not met: " #expr); \
+    }                                                                                \
+  } while (0)
+
 struct Result {
   uint64_t prog = 0;      // the program's handler's signals
   uint64_t prog_expirations = 0;  // the program's timer expirations they stand for (1 + si_overrun each)
@@ -265,7 +284,7 @@ TEST_CASE("signal coexistence: a program's SIGPROF profiler and coact's sampler 
     print("prof, program before", r);
     CHECK(r.stats.signal == SIGPROF);
     CHECK(r.stats.foreign_handler);
-    CHECK(within(r.prog_expirations, prog_alone.prog_expirations, 0.10));
+    CHECK_SHARED_SIGPROF(within(r.prog_expirations, prog_alone.prog_expirations, 0.10));
     CHECK(within(r.periods, coact_alone.periods, 0.10));
     CHECK(r.phantom == 0);
     CHECK(r.foreign == r.prog);  // every program signal went through coact's handler to the program's
@@ -277,7 +296,7 @@ TEST_CASE("signal coexistence: a program's SIGPROF profiler and coact's sampler 
     print("prof precise, coact alone", alone);
     print("prof precise, program before", r);
     if (alone.stats.threads_perf_event != 0) CHECK(alone.stats.samples_perf_event > 0);
-    CHECK(within(r.prog_expirations, prog_alone.prog_expirations, 0.10));
+    CHECK_SHARED_SIGPROF(within(r.prog_expirations, prog_alone.prog_expirations, 0.10));
     CHECK(within(r.periods, alone.periods, 0.10));
     CHECK(r.phantom == 0);
     CHECK(r.foreign == r.prog);
@@ -296,7 +315,7 @@ TEST_CASE("signal coexistence: a program's SIGPROF profiler and coact's sampler 
       // program's count alone at least (coact taking them over left it 0 or
       // 1), and every one that came was handed on.
       if (it_alone.prog >= 10) {
-        CHECK(x->prog * 2 >= it_alone.prog);
+        CHECK_SHARED_SIGPROF(x->prog * 2 >= it_alone.prog);
       } else {
         WARN("ITIMER_PROF delivered " << it_alone.prog << " signals without coact: too few to compare");
       }
