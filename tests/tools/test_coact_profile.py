@@ -196,6 +196,33 @@ class CoactProfileRun(unittest.TestCase):
             self.assertIn("--line-experiment-period-us", r.stderr)
             self.assertFalse(os.path.exists(marker), bad)
 
+    def test_sample_signal_reaches_the_sampler_and_bad_values_exit_2(self):
+        # The default: a real-time signal, named in the sampler record.
+        r = run(["run", "-q", "-o", self.path("p.coz"), "--experiment-ms", "100", "--duration-s", "1", "--sampling",
+                 "--", SERVER, "--progress", "--seconds", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        recs = self.records("p.jsonl")
+        self.assertEqual(next(x for x in recs if x["type"] == "startup")["options"]["sample_signal"], "rt")
+        sampler = next(x for x in recs if x["type"] == "sampler")
+        self.assertTrue(sampler["signal"].startswith("SIGRTMIN+"), sampler["signal"])
+        self.assertFalse(sampler["foreign_handler"])
+        self.assertFalse(sampler["handler_replaced"])
+        self.assertGreater(sampler["samples"], 0)
+        # --sample-signal prof: SIGPROF, as Coz.
+        r = run(["run", "-q", "-o", self.path("q.coz"), "--experiment-ms", "100", "--duration-s", "1", "--sampling",
+                 "--sample-signal", "prof", "--", SERVER, "--progress", "--seconds", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        recs = self.records("q.jsonl")
+        self.assertEqual(next(x for x in recs if x["type"] == "startup")["options"]["sample_signal"], "prof")
+        self.assertEqual(next(x for x in recs if x["type"] == "sampler")["signal"], "SIGPROF")
+        marker = self.path("started")
+        for bad in ("usr1", "rtmin+", "rtmin+99", "SIGPROF", ""):
+            r = run(["run", "--sampling", "--sample-signal", bad, "--", "/bin/sh", "-c", f"touch {marker}"])
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, (bad, r.stderr))
+            self.assertIn("--sample-signal", r.stderr)
+            self.assertFalse(os.path.exists(marker), bad)
+
     def test_profile_only_records_where_the_time_goes_without_experiments(self):
         r = run(["run", "-o", self.path("p.coz"), "--profile-only", "--sampling", "--", SERVER, "--progress",
                  "--seconds", "2"])

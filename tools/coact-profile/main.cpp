@@ -6,6 +6,8 @@
 // This file only parses the command line (CLI11) and dispatches. An unknown
 // option gets a did-you-mean from the command's own options (CLI11 has none),
 // and a program given without the `--` before it gets the corrected command.
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <coact/causal/sampler.hpp>
 
 #include "tool.hpp"
 
@@ -212,6 +215,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--line-experiment-period-us", line_experiment_period_us,
                       "CPU time between samples while an experiment selects a line, us (with --sampling; the "
                       "perf event's period there; default 0: --sample-period-us / 8)");
+  std::string sample_signal = "rt";
+  run_cmd->add_option("--sample-signal", sample_signal,
+                      "The samples' signal (with --sampling): rt (a real-time signal no handler uses), prof "
+                      "(SIGPROF, as Coz) or rtmin+N; other deliveries of it go to the program's own handler")
+      ->capture_default_str();
   auto* po = run_cmd->add_flag("--profile-only", o.profile_only,
                                "Run no experiment: record where the time goes (regions' visits and time; with "
                                "--sampling, the sampled lines), as the 'profile' JSON record and profile.coz's "
@@ -372,6 +380,12 @@ int main(int argc, char** argv) {
     }
     o.line_experiment_period = std::chrono::microseconds(*us);
   }
+  if (ca::parse_sample_signal(sample_signal) < 0) {
+    std::fprintf(stderr, "coact-profile run: --sample-signal '%s': expected rt, prof or rtmin+N (N in 0..%d)\n",
+                 sample_signal.c_str(), SIGRTMAX - SIGRTMIN);
+    return 2;
+  }
+  o.sample_signal = sample_signal;
   o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
   o.cooldown = std::chrono::milliseconds(cooldown_ms);
   o.duration = std::chrono::seconds(duration_s);
