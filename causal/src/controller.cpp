@@ -694,13 +694,14 @@ class Sweep {
     bool settled = !estimates_.empty();
     nlohmann::json points = nlohmann::json::array();
     for (const auto& pe : estimates_) {
-      bool all_ranked = true;  // every region above the floor that ran in the sweep
+      uint32_t unranked_above_floor = 0;  // regions above the floor that ran in the sweep, not yet ranked
       for (const auto& [id, sh] : share) {
         if (sh < floor || sh <= 0) continue;
         const auto it = std::find_if(pe.regions.begin(), pe.regions.end(),
                                      [&](const detail::RegionEstimate& r) { return r.region == id; });
-        if (it == pe.regions.end() || !it->ranked) all_ranked = false;
+        if (it == pe.regions.end() || !it->ranked) ++unranked_above_floor;
       }
+      const bool all_ranked = unranked_above_floor == 0;
       const bool narrow = width > 0 && pe.leader >= 0 && pe.widest * kRankAt < width;
       const bool ok = pe.leader >= 0 && all_ranked && (pe.separated || narrow);
       settled = settled && ok;
@@ -720,6 +721,7 @@ class Sweep {
                         {"baseline_experiments", pe.baseline_experiments},
                         {"leader", pe.leader >= 0 ? nlohmann::json(pe.regions[size_t(pe.leader)].name) : nullptr},
                         {"settled", ok},
+                        {"unranked_above_floor", unranked_above_floor},
                         {"regions", std::move(rs)}});
     }
     settled_ = settled;

@@ -528,7 +528,9 @@ class Settlement:
 def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Settlement:
     """Settled: at least one region is ranked, and the best ranked region's
     lower bound at rank_at is above every other ranked region's upper bound.
-    Regions without enough evidence do not block it but are named."""
+    Regions without enough evidence do not block it but are named (the
+    sweep's own rule, which knows running times, also waits for every region
+    above its time-share floor to be ranked: evidence.hpp)."""
     ranked = [r for r in results if r.ranked]
     unranked = [r.region for r in results if not r.ranked]
     if not ranked:
@@ -550,7 +552,7 @@ def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Set
         if len(keyed) == 1:
             msg = f"settled: {leader.region} is the only ranked region"
     if unranked:
-        msg += f"; {len(unranked)} region(s) without enough evidence to rank"
+        msg += f"; {len(unranked)} region(s) without enough evidence to rank were not compared"
     return Settlement(not overlapping, leader.region, rank_at, msg, overlapping, unranked)
 
 

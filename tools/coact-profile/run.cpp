@@ -249,7 +249,11 @@ std::string ranking_status(const Records& r, bool verbose) {
       }
     }
   }
-  s += e.value("settled", false) ? ", settled" : ", not settled";
+  const unsigned waiting = p.value("unranked_above_floor", 0u);
+  s += e.value("settled", false) ? ", settled"
+       : waiting > 0             ? fmt::format(", not settled ({} region{} above the time-share floor not ranked yet)",
+                                               waiting, waiting == 1 ? "" : "s")
+                                 : ", not settled";
   if (points.size() > 1) s += fmt::format(" (progress point {})", p.value("point", ""));
   return s;
 }
