@@ -21,7 +21,7 @@ env -u PYTHONPATH "$bin" profile toy.coz -o curves.png -t "installed coact-plot"
   { echo "FAIL: curves.png is not a PNG" >&2; exit 1; }
 grep -q 'toy.cpp:27' table.txt || { echo "FAIL: ranking table lacks toy.cpp:27" >&2; cat table.txt >&2; exit 1; }
 env -u PYTHONPATH "$bin" estimate toy.coz --json >est.json 2>/dev/null
-/usr/bin/python3 -c 'import json,sys; d=json.load(open("est.json")); assert d["regions"] and d["version"]==1' ||
+/usr/bin/python3 -c 'import json,sys; d=json.load(open("est.json")); assert d["regions"] and d["version"]==2' ||
   { echo "FAIL: installed coact-plot estimate --json" >&2; exit 1; }
 # A moved prefix still works (the launcher finds the package relative to itself).
 mv "$prefix" "$work/moved"
