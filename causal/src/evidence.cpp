@@ -12,7 +12,8 @@ namespace coact::causal::detail {
 namespace {
 
 constexpr double kOutlierMads = 3.5;  // Hampel's rule
-constexpr size_t kOutlierMinN = 6;
+constexpr size_t kOutlierMinN = 10;
+constexpr double kOutlierMaxShare = 0.10;  // at most this share of the points, the most extreme first
 constexpr uint32_t kMinLevels = 3;
 constexpr uint32_t kMinBaseline = 3;
 constexpr double kMinY = -1.0, kMaxY = 2.0;
@@ -25,8 +26,10 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// True at each outlier by Hampel's rule (nothing below kOutlierMinN values
-// or with a zero MAD).
+// True at each outlier by Hampel's rule, at most kOutlierMaxShare of the
+// values, the most extreme first (nothing below kOutlierMinN values or with
+// a zero MAD). Ties in deviation keep the earlier value first, as
+// estimate.py's stable sort does.
 std::vector<bool> hampel(const std::vector<double>& v) {
   std::vector<bool> out(v.size(), false);
   if (v.size() < kOutlierMinN) return out;
@@ -36,7 +39,13 @@ std::vector<bool> hampel(const std::vector<double>& v) {
   for (double x : v) dev.push_back(std::fabs(x - med));
   const double mad = 1.4826 * median(dev);
   if (!(mad > 0)) return out;
-  for (size_t i = 0; i < v.size(); ++i) out[i] = std::fabs(v[i] - med) > kOutlierMads * mad;
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return dev[a] > dev[b]; });
+  const auto most = static_cast<size_t>(static_cast<double>(v.size()) * kOutlierMaxShare);
+  for (size_t k = 0; k < most; ++k) {
+    if (dev[order[k]] > kOutlierMads * mad) out[order[k]] = true;
+  }
   return out;
 }
 

@@ -9,12 +9,14 @@
 // both to the same numbers on one profile):
 //  1. Per progress point, the baseline is every speedup-0 experiment pooled
 //     (whatever region it named: at speedup 0 nothing is delayed), after
-//     dropping outlying values (Hampel's rule on log values, >= 6
-//     experiments); its relative standard error is the ratio estimator's.
+//     dropping outlying values (Hampel's rule on log values, >= 10
+//     experiments, at most a tenth of them); its relative standard error is
+//     the ratio estimator's.
 //  2. A region's non-zero-speedup experiments give y = 1 - value / baseline;
-//     y outside [-1, 2] is dropped. With >= 6 points, points whose residual
+//     y outside [-1, 2] is dropped. With >= 10 points, points whose residual
 //     from the duration-weighted line y = b s is an outlier by Hampel's rule
-//     are dropped and the line refitted.
+//     (at most a tenth, the most extreme first) are dropped and the line
+//     refitted.
 //  3. The 95% interval of b: Student t with min(n - 1, m - 1) degrees of
 //     freedom on the weighted residual variance, the baseline's relative error
 //     propagated through the fit and added in quadrature. The ranking key is

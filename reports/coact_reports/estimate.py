@@ -42,10 +42,11 @@ prediction at each s, the ranking key, the band in the plot) comes from that
 one model. A prediction beyond the largest measured speedup is marked as
 extrapolated.
 
-Outliers: with at least 6 experiments, a point whose residual from the
+Outliers: with at least 10 experiments, a point whose residual from the
 model chosen on all points is more than 3.5 robust standard deviations (1.4826 x the median absolute
 deviation) from the median residual is excluded and the models are refitted
-(Hampel's rule); the same rule on log values picks out outlying baselines.
+(Hampel's rule), the most extreme first and at most a tenth of the points;
+the same rule on log values picks out outlying baselines.
 Excluded points are kept in ``Curve.outliers`` and drawn as crosses.
 
 95% interval (honest at small n)
@@ -87,7 +88,8 @@ MIN_LEVELS = 3                     # ... at this many distinct speedups
 MIN_BASELINE = 3                   # speedup-0 experiments a ranked region's baseline needs
 SPEEDUP_RANGE = (-1.0, 2.0)        # viewer: keep -1 <= progress_speedup <= 2
 OUTLIER_MADS = 3.5                 # Hampel's rule
-OUTLIER_MIN_N = 6                  # fewer points: no outlier rule (the MAD is meaningless)
+OUTLIER_MIN_N = 10                 # fewer points: no outlier rule (the MAD is too unstable)
+OUTLIER_MAX_SHARE = 0.10           # at most this share of the points (the most extreme) is excluded
 BEND_ALPHA = 0.01                  # family-wise level of the line-vs-bend F test
 BEND_MIN_N = 8
 MIN_SE = 1e-9                      # a coefficient's standard error below this is no interval (exact data)
@@ -252,15 +254,22 @@ def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> Tuple[np.ndarray, float
 
 
 def _hampel(values: np.ndarray) -> np.ndarray:
-    """True where a value is an outlier by Hampel's rule (needs
-    OUTLIER_MIN_N values; a zero MAD flags nothing)."""
+    """True where a value is an outlier by Hampel's rule, at most the
+    OUTLIER_MAX_SHARE most extreme of them (needs OUTLIER_MIN_N values; a
+    zero MAD flags nothing)."""
+    out = np.zeros(len(values), dtype=bool)
     if len(values) < OUTLIER_MIN_N:
-        return np.zeros(len(values), dtype=bool)
+        return out
     med = np.median(values)
-    mad = 1.4826 * np.median(np.abs(values - med))
+    dev = np.abs(values - med)
+    mad = 1.4826 * np.median(dev)
     if not (mad > 0):
-        return np.zeros(len(values), dtype=bool)
-    return np.abs(values - med) > OUTLIER_MADS * mad
+        return out
+    most = int(len(values) * OUTLIER_MAX_SHARE)
+    for i in np.argsort(-dev, kind="stable")[:most]:
+        if dev[i] > OUTLIER_MADS * mad:
+            out[i] = True
+    return out
 
 
 def _baseline(arr: np.ndarray) -> Tuple[float, float, int, int]:
@@ -615,7 +624,8 @@ def estimator_json(args) -> dict:
                       f"F test prefers it (p < {BEND_ALPHA:g} / knees tried, n >= {BEND_MIN_N})"
                       if args.fit == "auto" else "line through the origin"),
             "weights": "effective duration",
-            "outliers": f"Hampel: |residual - median| > {OUTLIER_MADS:g} x 1.4826 MAD (n >= {OUTLIER_MIN_N})",
+            "outliers": (f"Hampel: |residual - median| > {OUTLIER_MADS:g} x 1.4826 MAD (n >= {OUTLIER_MIN_N}, "
+                         f"at most {OUTLIER_MAX_SHARE:.0%} of the points)"),
             "ci": "95% Student t on the fit's residuals, the baseline's error propagated",
             "fit": args.fit, "min_points": args.min_points,
             "min_experiments": args.min_experiments, "rank_at": args.rank_at}

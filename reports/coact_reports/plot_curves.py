@@ -7,6 +7,7 @@ from typing import Optional, Sequence
 
 from .estimate import RegionResult
 from .plotting import _check_output, _ellipsize, _figure, _save
+from .ranking import short_region_name
 
 def plot_profile(results: Sequence[RegionResult], output: str,
                  title: Optional[str] = None, columns: int = 3) -> None:
@@ -66,7 +67,7 @@ def plot_profile(results: Sequence[RegionResult], output: str,
         else:
             sub = f"not ranked: {best.why_unranked}"
             head = "- "
-        ax.set_title(f"{head}{_ellipsize(r.region)}\n{_ellipsize(sub, 60)}", fontsize=9)
+        ax.set_title(f"{head}{_ellipsize(short_region_name(r.region))}\n{_ellipsize(sub, 60)}", fontsize=9)
         ax.grid(True, color="0.92")
         ax.set_xlim(0, 100)
         ax.xaxis.set_major_formatter(PercentFormatter(decimals=0))

@@ -15,7 +15,11 @@ LINE_QUALIFIER = " @ "
 
 def short_region_name(name: str) -> str:
     """A handler's name without namespaces: "ns::Type::on(ns::Msg)" ->
-    "Type::on(Msg)"; other names are returned as they are."""
+    "Type::on(Msg)", also before a line qualifier ("... @ file:line");
+    other names are returned as they are."""
+    i = name.rfind(LINE_QUALIFIER)
+    if i > 0:
+        return short_region_name(name[:i]) + name[i:]
     head, paren, args = name.partition("(")
     parts = head.split("::")
     short = "::".join(parts[-2:])
