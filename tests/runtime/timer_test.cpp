@@ -598,7 +598,12 @@ TEST_CASE("cancelled timers do not keep memory: 10^6 one-hour send_after + cance
   const double grew_mb = (double(heap_after) - double(heap_before)) / 1e6;
   INFO("malloc'd bytes grew by " << grew_mb << " MB over " << kTimers << " arm + cancel");
   CHECK(rt->pending_timers() == 10u);
-  CHECK(grew_mb < 2.0);  // 86 MB before: one 64-byte entry + action + set node per cancelled timer
+  // 86 MB before: one 64-byte entry + action + set node per cancelled timer.
+  // The bound leaves room for what the allocator's caches hold at that
+  // moment, which depends on the other threads' timing (a loaded CI run
+  // went past a 2 MB bound once).
+  constexpr double kSlackMb = 4.0;
+  CHECK(grew_mb < kSlackMb);
   // Arm them all first, then cancel them all: memory returns once they are gone.
   std::vector<coact::TimerId> ids;
   ids.reserve(kTimers / 10);
@@ -610,7 +615,7 @@ TEST_CASE("cancelled timers do not keep memory: 10^6 one-hour send_after + cance
   CHECK(rt->pending_timers() == 10u);
   const double grew_all_mb = (double(mallinfo2().uordblks) - double(heap_before)) / 1e6;
   INFO("after arming " << kTimers / 10 << " then cancelling them all: grew " << grew_all_mb << " MB");
-  CHECK(grew_all_mb < 2.0 + double(ids.capacity() * sizeof(coact::TimerId)) / 1e6);
+  CHECK(grew_all_mb < kSlackMb + double(ids.capacity() * sizeof(coact::TimerId)) / 1e6);
   CHECK(rt->stats().timers_cancelled == uint64_t(kTimers + kTimers / 10));
   // A sleeper (one live sleep) and the 10 live sends are dropped at shutdown, and counted.
   std::atomic<int64_t> woke{-1};
