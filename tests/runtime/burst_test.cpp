@@ -572,12 +572,11 @@ TEST_CASE("burst: the direct hint: narrow cheap invocations send direct; FIFO an
     // never timed the bounce's kind (8,000 of 8,000 burst): the stride is
     // drawn per sample now (Scheduler::dispatch_claimed).
     CHECK(stats.bursts > 0);
-#if defined(__SANITIZE_THREAD__) || defined(COACT_TSAN)
-    // Instrumented and oversubscribed (4 workers on a 2-core CI machine),
-    // the costs are trusted later still (a CI rehearsal went past half).
-    // The hint must still keep a clear share of the invocations direct.
-    CHECK(stats.bursts < uint64_t(producers) * rounds * 3 / 4);
-#else
+#if !defined(__SANITIZE_THREAD__) && !defined(COACT_TSAN)
+    // The hint decides by timed handler costs; under ThreadSanitizer those
+    // timings (and the oversubscribed 4-worker case on a 2-core machine)
+    // say little, so the instrumented build checks only the correctness
+    // above: FIFO and exactly-once across both paths.
     CHECK(stats.bursts < uint64_t(producers) * rounds / 2);
 #endif
   }
