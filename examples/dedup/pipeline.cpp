@@ -110,10 +110,12 @@ void Reader::on(const Start& s) {
   schedule_pump();
 }
 
-bool Reader::list_dir(const std::string& rel, Frame& out) {
-  const std::filesystem::path dir = rel.empty() ? ctx_->root : ctx_->root / rel;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return false;
+namespace {
+// Fills `out` with the entries of `d` but "." and "..", sorted bytewise
+// (char_traits<char> compares as unsigned), and closes `d`. False with errno
+// set if reading failed.
+template <class Frame>  // Reader::Frame (private to Reader; deduced here)
+bool read_names(DIR* d, const std::string& rel, Frame& out) {
   out.rel = rel;
   out.names.clear();
   out.next = 0;
@@ -128,8 +130,16 @@ bool Reader::list_dir(const std::string& rel, Frame& out) {
     errno = err;
     return false;
   }
-  std::sort(out.names.begin(), out.names.end());  // bytewise: char_traits<char> compares as unsigned
+  std::sort(out.names.begin(), out.names.end());
   return true;
+}
+}  // namespace
+
+bool Reader::list_dir(const std::string& rel, Frame& out) {
+  const std::filesystem::path dir = rel.empty() ? ctx_->root : ctx_->root / rel;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
+  return read_names(d, rel, out);
 }
 
 // fast_reader: lists directory `name` under the open directory `parent_fd`
@@ -147,22 +157,12 @@ bool Reader::list_dir_at(int parent_fd, const std::string& name, const std::stri
     errno = err;
     return false;
   }
-  out.rel = rel;
-  out.names.clear();
-  out.next = 0;
-  errno = 0;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    out.names.emplace_back(e->d_name);
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) {
+  if (!read_names(d, rel, out)) {
+    const int err = errno;
     ::close(fd);
     errno = err;
     return false;
   }
-  std::sort(out.names.begin(), out.names.end());
   out.fd = fd;
   return true;
 }
