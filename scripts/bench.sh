@@ -12,14 +12,40 @@
 #            ARGS after `--` go to the benchmark binary (e.g. --benchmark_filter=BM_spawn).
 #            --quick: --benchmark_min_time=0.01.
 #   peers    whole programs, coact vs CAF 0.17 (bench/peers/) vs tokio 1.24 (bench/tokio/):
-#            ping_pong, fan_out, thread_ring, skynet. Trials alternate coact, caf,
-#            tokio (bounded channels), tokio (unbounded), ... (at least 3 each);
-#            medians are reported; tokio's figure is its faster variant (named):
+#            ping_pong, fan_out, thread_ring, skynet. Trials alternate coact, caf and
+#            each tokio variant (at least 3 trials each): actor_bounded and
+#            actor_unbounded (an actor emulation: a mailbox channel per task),
+#            idiomatic (arguments moved in at spawn, one channel where the workload
+#            needs one; skynet: idiomatic_join, children's JoinHandles awaited) and,
+#            at 1 worker, idiomatic_current_thread (tokio's one-thread scheduler).
+#            Medians are compared; tokio's figure is its fastest variant by median,
+#            named in tokio_variant:
 #            {"group":"peers","workload":W,"parameters":{...},"workers":2,"unit":...,
 #             "coact_msgs_per_s":M,"caf_msgs_per_s":M,"ratio":coact/caf,
-#             "tokio_msgs_per_s":M,"tokio_channel":"bounded"|"unbounded",
-#             "coact_over_tokio":coact/tokio,"trials":{"coact":[...],"caf":[...],...}}
+#             "tokio_msgs_per_s":M,"tokio_variant":V,"tokio_channel":"bounded"|"unbounded",
+#             "coact_over_tokio":coact/tokio,"tokio_msgs_per_s_by_variant":{V:M,...},
+#             "coact_over_tokio_by_variant":{V:R,...},
+#             "coact":{"median","min","max","slow_share","slow_trials","trials"},"caf":{...},
+#             "tokio_variants":{V:{the same},...},
+#             "slow_mode":{"definition","fraction":0.8,"share":{"coact":S,"caf":S,"tokio_V":S}},
+#             "trials":{"coact":[...],"caf":[...],"tokio_V":[...]},"wrap":CMD (if set)}
+#            The slow mode: a trial below 0.8 x the best trial of the same runtime
+#            (and tokio variant) in the run; slow_share is its share of the trials.
 #            --quick: small n (CI smoke); the numbers then mean little.
+#   scaling  coact with burst dispatch on and off, and tokio's idiomatic variant, at
+#            each worker count of COACT_BENCH_SCALING_WORKERS (default: those of
+#            1,2,4,8,16 at most twice the cores): the four peers workloads and the
+#            fan-out of width 512 (bench/burst's fan_out row, 0 us handlers).
+#            COACT_BENCH_TRIALS pairs (on / off, ABBA) per row, tokio alternating.
+#            One object per workload and worker count:
+#            {"group":"scaling","workload":W,"width":N (fan_out_512 only),"workers":K,
+#             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":on/off (median of pairs),
+#             "tokio_msgs_per_s":M (peers workloads),"tokio_variant":V,
+#             "coact_over_tokio":best coact side/tokio,"trials":{"on":[...],"off":[...],
+#             "tokio":[...]},...}
+#            and a last {"group":"scaling","workload":"summary","workers":[...],
+#            "speedup":{W:{"on":[rate(K)/rate(first K)...],"off":[...]}}}.
+#            --quick: small n.
 #   timers   timer programs, coact vs CAF 0.17 vs tokio 1.24 (bench/timers/, bench/tokio/;
 #            scenarios in timers_common.hpp). Trials alternate coact, caf, tokio (at
 #            least 3 each; tokio runs end after 60 s, unfired timers counted as such);
@@ -75,7 +101,16 @@
 #             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":R,"ratio_of_medians":R,
 #             "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T}
 #            syncs: scheduling synchronizations (wakes + injector pushes + deque pushes)
-#            of the run; width 0 marks the peers rows. --quick: small sizes.
+#            of the run; width 0 marks the peers rows. Each row adds every trial
+#            ("on_trials","off_trials","pair_ratios") and the 95 % intervals of its
+#            ratio: "ratio_geomean","ratio_ci95" (t interval of the mean log pair
+#            ratio), "ratio_median_ci95" (bootstrap of the median pair ratio),
+#            "loss_over_3pct_excluded" (both intervals above 0.97) and "verdict"
+#            (faster / slower / no difference shown). A last row,
+#            {"group":"burst","workload":"summary",...,"burst_default_supported":B,
+#             "rows_not_excluding_loss":[...],"worst_row":{...}}, is the decision for
+#            burst as the default: B when every row excludes a loss over 3 %.
+#            --quick: small sizes.
 #   instructions  load-independent costs per message of coact-peers (the four peers
 #            workloads, 1 worker, COACT_BURST off and on): instructions (valgrind
 #            --tool=callgrind, the difference between a run of n and one of 3n, or 10n
@@ -146,6 +181,12 @@
 #   COACT_BENCH_WORKERS    worker threads for both runtimes in `peers` and `timers` (default 2)
 #   COACT_BENCH_WORKLOADS  comma-separated subset of the peers workloads (or of the
 #                          timers scenarios: lateness, idle_cpu, cancel_rate)
+#   COACT_BENCH_WRAP       peers: a command every trial runs under, split at blanks
+#                          (e.g. "setarch -R", "taskset -c 1"), recorded as "wrap"
+#   COACT_BENCH_RUNTIMES   peers: comma-separated subset of coact,caf,tokio (default all;
+#                          coact required; a missing runtime's fields are null)
+#   COACT_BENCH_SCALING_WORKERS  scaling: comma-separated worker counts (default: those
+#                          of 1,2,4,8,16 at most twice the cores)
 #   COACT_BENCH_TIMEOUT_S  seconds before one peers/timers trial counts as hung (default 300;
 #                          the program's watchdog then prints the runtime's counters
 #                          and exits 3); for group runtime, the limit on the whole
@@ -163,7 +204,7 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS).
-readonly BENCH_GROUPS=(runtime peers timers burst instructions sampling)
+readonly BENCH_GROUPS=(runtime peers timers burst scaling instructions sampling)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
@@ -179,6 +220,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              peers    coact vs CAF, whole programs (${PEER_WORKLOADS[*]})
              timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
              burst    coact with burst dispatch on vs off (COACT_BURST), side by side
+             scaling  coact burst on / off and tokio by worker count (COACT_BENCH_SCALING_WORKERS)
              instructions  coact-peers instructions and syscalls per message (callgrind, strace)
              sampling the archiver with and without CPU-time sampling, and one sample's cost
   --quick  small sizes for a CI smoke run
@@ -232,6 +274,11 @@ if ! is_uint "$TIMEOUT_S" || ((10#$TIMEOUT_S < 1)); then
   die 2 "COACT_BENCH_TIMEOUT_S='$TIMEOUT_S': want an integer >= 1"
 fi
 TRIALS=$((10#$TRIALS)) WORKERS=$((10#$WORKERS)) TIMEOUT_S=$((10#$TIMEOUT_S))
+# COACT_BENCH_WRAP: a command every peers trial runs under (split at blanks).
+read -r -a WRAP <<<"${COACT_BENCH_WRAP:-}"
+if ((${#WRAP[@]})) && ! command -v "${WRAP[0]}" >/dev/null; then
+  die 2 "COACT_BENCH_WRAP='${COACT_BENCH_WRAP}': '${WRAP[0]}' is not a command"
+fi
 
 # The benchmark programs run without our COACT_BENCH_* knobs in their environment.
 child_env=(env)
@@ -294,18 +341,35 @@ peer_n() {
   fi
 }
 
+# The tokio variants every peers trial runs (bench/tokio/src/bin/tokio-peers.rs
+# says what each is): the actor emulation with bounded and unbounded channels,
+# and the idiomatic program (skynet: its JoinHandle shape, the faster of its
+# two); at 1 worker also the idiomatic program on tokio's current-thread
+# scheduler, a one-thread tokio program's idiom.
+tokio_variants() {
+  local v=(tokio-actor_bounded tokio-actor_unbounded tokio-idiomatic)
+  ((WORKERS == 1)) && v+=(tokio-idiomatic_current_thread)
+  echo "${v[@]}"
+}
+
 # run_peer_trial RUNTIME WORKLOAD N TRIAL OUTFILE: one run, its JSON line appended to OUTFILE.
+# RUNTIME: coact, caf or tokio-VARIANT (tokio_variants). Every run goes under
+# COACT_BENCH_WRAP's command, if set (e.g. "setarch -R" or "taskset -c 0,1").
 run_peer_trial() {
-  local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line variant=()
+  local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line variant=() idiom=idiomatic
+  [[ $wl == skynet ]] && idiom=join
   case $rt in
     coact) bin=$COACT_BIN ;;
     caf) bin=$CAF_BIN ;;
-    tokio-bounded) bin=$TOKIO_BIN variant=(--channel bounded) ;;
-    tokio-unbounded) bin=$TOKIO_BIN variant=(--channel unbounded) ;;
+    tokio-actor_bounded) bin=$TOKIO_BIN variant=(--style actor --channel bounded) ;;
+    tokio-actor_unbounded) bin=$TOKIO_BIN variant=(--style actor --channel unbounded) ;;
+    tokio-idiomatic) bin=$TOKIO_BIN variant=(--style "$idiom") ;;
+    tokio-idiomatic_current_thread) bin=$TOKIO_BIN variant=(--style "$idiom" --flavor current_thread) ;;
+    *) die 1 "peers/$wl: unknown runtime '$rt' (a bug in bench.sh)" ;;
   esac
   # The program's own watchdog reports a hang with the runtime's counters (exit
   # 3); `timeout` is the backstop should the process not even manage that.
-  line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" --workload "$wl" --n "$n" \
+  line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "${WRAP[@]}" "$bin" --workload "$wl" --n "$n" \
            --workers "$WORKERS" --watchdog-s "$TIMEOUT_S" "${variant[@]}") || rc=$?
   if ((rc == 3 || rc == 124)); then
     die 1 "peers/$wl: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s (n=$n)"
@@ -344,20 +408,29 @@ run_peers_group() {
   [[ -n $CAF_BIN ]] || die 1 "group peers: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
   [[ -n $TOKIO_BIN ]] || die 1 "group peers: tokio-peers not found in $BUILD_DIR (cargo or librust-tokio-dev missing at configure time? run scripts/bootstrap.sh, then reconfigure)"
 
-  local wl n t
+  local wl n t rt runtimes=(coact) tv want
+  IFS=, read -r -a want <<<"${COACT_BENCH_RUNTIMES:-coact,caf,tokio}"
+  for rt in "${want[@]}"; do
+    in_list "$rt" coact caf tokio || die 2 "COACT_BENCH_RUNTIMES: unknown runtime '$rt' (known: coact, caf, tokio)"
+  done
+  in_list coact "${want[@]}" || die 2 "COACT_BENCH_RUNTIMES='${COACT_BENCH_RUNTIMES}': coact is required"
+  in_list caf "${want[@]}" && runtimes+=(caf)
+  if in_list tokio "${want[@]}"; then
+    read -r -a tv <<<"$(tokio_variants)"
+    runtimes+=("${tv[@]}")
+  fi
   for wl in "${selected[@]}"; do
     n=$(peer_n "$wl")
     : >"$tmp/$wl.coact"
     : >"$tmp/$wl.caf"
     : >"$tmp/$wl.tokio"
-    log "peers/$wl: n=$n, workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf/tokio"
+    log "peers/$wl: n=$n, workers=$WORKERS, $TRIALS trials per runtime, alternating ${runtimes[*]}${WRAP[*]:+ under '${WRAP[*]}'}"
     for ((t = 1; t <= TRIALS; t++)); do
-      run_peer_trial coact "$wl" "$n" "$t" "$tmp/$wl.coact"
-      run_peer_trial caf "$wl" "$n" "$t" "$tmp/$wl.caf"
-      run_peer_trial tokio-bounded "$wl" "$n" "$t" "$tmp/$wl.tokio"
-      run_peer_trial tokio-unbounded "$wl" "$n" "$t" "$tmp/$wl.tokio"
+      for rt in "${runtimes[@]}"; do
+        run_peer_trial "$rt" "$wl" "$n" "$t" "$tmp/$wl.${rt%%-*}"
+      done
     done
-    bench_py peers "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" "$tmp/$wl.tokio" ||
+    bench_py peers "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" "$tmp/$wl.tokio" "${WRAP[*]}" ||
       die 1 "peers/$wl: aggregating the trials failed"
   done
 }
@@ -484,9 +557,72 @@ run_burst_group() {
   log "burst: $bin ${args[*]}"
   local rc=0 limit=${COACT_BENCH_TIMEOUT_S:+$TIMEOUT_S}
   limit=${limit:-3600}  # the whole run (every row)
-  timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" || rc=$?
+  timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" >"$tmp/burst.jsonl" || rc=$?
   ((rc != 124)) || die 1 "group burst: coact-burst-bench timed out after ${limit}s"
   ((rc == 0)) || die 1 "group burst: coact-burst-bench failed (exit $rc)"
+  bench_py burst "$tmp/burst.jsonl" || die 1 "group burst: aggregating the rows failed"
+}
+
+# ---- group scaling --------------------------------------------------------------
+# scaling_workers: COACT_BENCH_SCALING_WORKERS, or those of 1,2,4,8,16 at most
+# twice the cores (so the same command covers 16 on a machine of 8 or more).
+scaling_workers() {
+  local list=${COACT_BENCH_SCALING_WORKERS:-} k cores out=()
+  if [[ -z $list ]]; then
+    cores=$(nproc)
+    for k in 1 2 4 8 16; do ((k <= 2 * cores)) && out+=("$k"); done
+    echo "${out[@]}"
+    return
+  fi
+  IFS=, read -r -a out <<<"$list"
+  for k in "${out[@]}"; do
+    if ! is_uint "$k" || ((10#$k < 1 || 10#$k > 1024)); then
+      die 2 "COACT_BENCH_SCALING_WORKERS='$list': want comma-separated worker counts in 1..1024"
+    fi
+  done
+  echo "${out[@]}"
+}
+
+run_scaling_group() {
+  local ks
+  read -r -a ks <<<"$(scaling_workers)"
+  configure_build_dir
+  build_targets coact-burst-bench coact-peers tokio-bench
+  local bin peers tokio_bin
+  bin=$(find_binary coact-burst-bench bench/burst/coact-burst-bench)
+  peers=$(find_binary coact-peers bench/peers/coact-peers)
+  tokio_bin=$(find_binary tokio-peers bench/tokio/tokio-peers)
+  [[ -n $bin && -n $peers ]] || die 1 "group scaling: coact-burst-bench or coact-peers not found in $BUILD_DIR"
+  local rows="$tmp/scaling.burst" trows="$tmp/scaling.tokio" k wl n t rc line style
+  : >"$rows"
+  : >"$trows"
+  for k in "${ks[@]}"; do
+    # coact: burst on / off in ABBA pairs (coact-burst-bench), fan-out width 512 and the
+    # four peers workloads (its peers rows: n = 3x the peers group's, skynet 10^6).
+    local args=(--trials "$TRIALS" --workers "$k" --rows fan_out,peers --widths 512 --handler-us 0
+                --peers "$peers")
+    ((quick)) && args+=(--quick)
+    log "scaling: workers=$k: $bin ${args[*]}"
+    rc=0
+    timeout $((TIMEOUT_S * 10)) "${child_env[@]}" "$bin" "${args[@]}" >>"$rows" || rc=$?
+    ((rc == 0)) || die 1 "scaling/workers=$k: coact-burst-bench failed (exit $rc)"
+    [[ -n $tokio_bin ]] || continue
+    # tokio: its idiomatic variant (multi-thread scheduler at every k), the same n.
+    for wl in "${PEER_WORKLOADS[@]}"; do
+      n=3000000 style=idiomatic
+      [[ $wl == skynet ]] && n=1000000 style=join
+      ((quick)) && { [[ $wl == skynet ]] && n=1000 || n=$((n / 100)); }
+      for ((t = 1; t <= TRIALS; t++)); do
+        rc=0
+        line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$tokio_bin" --workload "$wl" --n "$n" \
+                 --workers "$k" --style "$style" --watchdog-s "$TIMEOUT_S") || rc=$?
+        ((rc == 0)) || die 1 "scaling/$wl: tokio trial $t/$TRIALS at $k workers failed (exit $rc, n=$n)"
+        tail -n 1 <<<"$line" >>"$trows"
+      done
+      log "scaling/$wl: tokio, $TRIALS trials at $k workers done"
+    done
+  done
+  bench_py scaling "$rows" "$trows" "$quick" || die 1 "group scaling: aggregating the rows failed"
 }
 
 # ---- group instructions -----------------------------------------------------------

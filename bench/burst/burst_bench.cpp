@@ -19,7 +19,8 @@
 // ratio_of_medians the medians' quotient:
 //   {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
 //    "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":R,"ratio_of_medians":R,
-//    "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T}
+//    "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T,
+//    "on_trials":[...],"off_trials":[...],"pair_ratios":[...]}  (every trial, run order)
 // syncs = scheduling synchronizations of the timed run: wakes of parked
 // workers + injector pushes + own-deque pushes (RuntimeStats::syncs(); for
 // peers rows, the whole process's, printed by coact-peers on stderr).
@@ -265,6 +266,13 @@ void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, ui
   }
   const double on = median(on_r), off = median(off_r);
   const uint64_t son = median(on_s), soff = median(off_s);
+  // Every trial, in run order (pair i = on_trials[i] / off_trials[i]): the
+  // interval of the ratio is computed from these (scripts/bench.sh burst).
+  auto every = [](const std::vector<double>& v, int places) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double x : v) a.push_back(coact::bench::rounded(x, places));
+    return a;
+  };
   coact::bench::print_json_line({{"group", "burst"},
                                  {"workload", workload},
                                  {"width", width},
@@ -277,7 +285,10 @@ void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, ui
                                  {"syncs_on", son},
                                  {"syncs_off", soff},
                                  {"sync_ratio", coact::bench::rounded(double(soff) / double(std::max<uint64_t>(son, 1)), 2)},
-                                 {"trials", trials}});
+                                 {"trials", trials},
+                                 {"on_trials", every(on_r, 1)},
+                                 {"off_trials", every(off_r, 1)},
+                                 {"pair_ratios", every(pair_r, 5)}});
   std::fflush(stdout);
 }
 

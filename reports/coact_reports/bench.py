@@ -2,17 +2,20 @@
 the JSON lines bench.sh prints (one object per workload). Called as
 
   python3 -m coact_reports.bench runtime BENCHMARK_JSON
-  python3 -m coact_reports.bench peers WORKLOAD N WORKERS QUICK COACT_ROWS CAF_ROWS TOKIO_ROWS
+  python3 -m coact_reports.bench peers WORKLOAD N WORKERS QUICK COACT_ROWS CAF_ROWS TOKIO_ROWS [WRAP]
   python3 -m coact_reports.bench timers SCENARIO KEY PARAMS_JSON WORKERS QUICK COACT_ROWS CAF_ROWS TOKIO_ROWS
   python3 -m coact_reports.bench sampling PARAMS_JSON TRIALS_ROWS COST_JSON
+  python3 -m coact_reports.bench burst BURST_ROWS
+  python3 -m coact_reports.bench scaling BURST_ROWS TOKIO_ROWS QUICK
 
 (QUICK is 0 or 1; *_ROWS are files of the programs' JSON lines, one per
-trial; TOKIO_ROWS of peers holds both channel variants, told apart by their
-"channel" member). An error exits non-zero with one line naming the group and workload.
+trial; TOKIO_ROWS of peers holds every tokio variant, told apart by their
+"variant" member (or, in older rows, "channel"); CAF_ROWS of peers may be empty). An error exits non-zero with one line naming the group and workload.
 The output formats are documented in scripts/bench.sh's header.
 """
 
 import json
+import os
 import re
 import statistics
 import sys
@@ -95,26 +98,55 @@ def load_rows(path, runtime, label, expect):
     return rows
 
 
+# The slow mode: a trial below SLOW_FRACTION of the best trial of the same
+# runtime (and tokio variant) in the same run. Shares of slow trials are
+# reported per runtime/variant next to every trial.
+SLOW_FRACTION = 0.8
+
+
+def spread(xs):
+    """median, min, max, the share of slow-mode trials and every trial of one
+    runtime's (or variant's) rates, higher is better."""
+    best = max(xs)
+    slow = [x for x in xs if x < SLOW_FRACTION * best]
+    return {"median": round(statistics.median(xs), 1), "min": round(min(xs), 1), "max": round(best, 1),
+            "slow_share": round(len(slow) / len(xs), 4), "slow_trials": len(slow), "trials": xs}
+
+
+def tokio_variant_name(row):
+    """The row's tokio variant; rows from before --style carry only "channel"."""
+    return row.get("variant") or f"actor_{row.get('channel', '?')}"
+
+
 def peers(argv):
-    wl, n, workers, quick, coact_path, caf_path, tokio_path = argv
+    wl, n, workers, quick, coact_path, caf_path, tokio_path, *rest = argv
     n, workers, quick = int(n), int(workers), quick == "1"
+    wrap = rest[0] if rest else ""
+    label = f"peers/{wl}"
 
-    def load(path, runtime):
-        return load_rows(path, runtime, f"peers/{wl}", {"workload": wl, "n": n})
+    def load(path, runtime, optional=False):
+        if optional and os.path.getsize(path) == 0:
+            return []
+        return load_rows(path, runtime, label, {"workload": wl, "n": n})
 
-    coact, caf, tokio = load(coact_path, "coact"), load(caf_path, "caf"), load(tokio_path, "tokio")
+    coact = load(coact_path, "coact")
+    caf, tokio = load(caf_path, "caf", True), load(tokio_path, "tokio", True)
     unit = coact[0]["unit"]
     msgs = coact[0]["msgs"]
     if any(r["msgs"] != msgs for r in coact + caf + tokio):
-        sys.exit(f"bench.sh: peers/{wl}: coact, caf and tokio disagree on the message count")
-    # tokio: the faster (by median) of its bounded and unbounded channel variants.
+        sys.exit(f"bench.sh: {label}: coact, caf and tokio disagree on the message count")
+    # tokio: every variant (actor-style bounded / unbounded, idiomatic, ...); the
+    # comparison is against the fastest by median, named in "tokio_variant".
     tokio_by = {}
     for r in tokio:
-        tokio_by.setdefault(r.get("channel", "?"), []).append(r["msgs_per_s"])
-    if set(tokio_by) != {"bounded", "unbounded"}:
-        sys.exit(f"bench.sh: peers/{wl}: tokio trials need both channel variants, got {sorted(tokio_by)}")
-    tokio_med = {ch: statistics.median(xs) for ch, xs in tokio_by.items()}
-    tokio_best = max(tokio_med, key=tokio_med.get)
+        tokio_by.setdefault(tokio_variant_name(r), []).append(r["msgs_per_s"])
+    idiomatic = sorted(v for v in tokio_by if v.startswith("idiomatic"))
+    if tokio and (not {"actor_bounded", "actor_unbounded"} <= set(tokio_by) or not idiomatic):
+        sys.exit(f"bench.sh: {label}: tokio trials need the actor_bounded, actor_unbounded and an idiomatic "
+                 f"variant, got {sorted(tokio_by)}")
+    tokio_stats = {v: spread(xs) for v, xs in sorted(tokio_by.items())}
+    tokio_best = max(tokio_stats, key=lambda v: tokio_stats[v]["median"]) if tokio else None
+    tm = tokio_stats[tokio_best]["median"] if tokio else None
 
     # What one unit of the figure is, per workload (see bench/peers/peers_common.hpp).
     if wl == "ping_pong":
@@ -134,7 +166,12 @@ def peers(argv):
 
     c = [r["msgs_per_s"] for r in coact]
     k = [r["msgs_per_s"] for r in caf]
-    cm, km = statistics.median(c), statistics.median(k)
+    cs = spread(c)
+    ks = spread(k) if k else None
+    cm = cs["median"]
+    km = ks["median"] if ks else None
+    trials = {"coact": c, "caf": k}
+    trials.update({f"tokio_{v}": xs for v, xs in sorted(tokio_by.items())})
     out = {
         "group": "peers",
         "workload": wl,
@@ -142,19 +179,169 @@ def peers(argv):
         "workers": workers,
         "unit": "actors_per_s" if unit == "actors" else "msgs_per_s",
         "figure": figure,
-        "coact_msgs_per_s": round(cm, 1),
-        "caf_msgs_per_s": round(km, 1),
-        "ratio": round(cm / km, 4) if km > 0 else None,
-        "tokio_msgs_per_s": round(tokio_med[tokio_best], 1),
-        "tokio_channel": tokio_best,
-        "tokio_msgs_per_s_by_channel": {ch: round(v, 1) for ch, v in sorted(tokio_med.items())},
-        "coact_over_tokio": round(cm / tokio_med[tokio_best], 4) if tokio_med[tokio_best] > 0 else None,
-        "trials": {"coact": c, "caf": k, "tokio_bounded": tokio_by["bounded"],
-                   "tokio_unbounded": tokio_by["unbounded"]},
+        "coact_msgs_per_s": cm,
+        "caf_msgs_per_s": km,
+        "ratio": round(cm / km, 4) if km else None,
+        "tokio_msgs_per_s": tm,
+        "tokio_variant": tokio_best,
+        "tokio_channel": None if not tokio else "bounded" if tokio_best == "actor_bounded" else "unbounded",
+        "coact_over_tokio": round(cm / tm, 4) if tm else None,
+        "tokio_msgs_per_s_by_variant": {v: st["median"] for v, st in tokio_stats.items()},
+        "coact_over_tokio_by_variant": {v: round(cm / st["median"], 4) if st["median"] > 0 else None
+                                        for v, st in tokio_stats.items()},
+        "coact": cs,
+        "caf": ks,
+        "tokio_variants": tokio_stats,
+        "slow_mode": {
+            "definition": f"a trial below {SLOW_FRACTION} x the best trial of the same runtime (and tokio "
+                          "variant) in this run",
+            "fraction": SLOW_FRACTION,
+            "share": {"coact": cs["slow_share"], **({"caf": ks["slow_share"]} if ks else {}),
+                      **{f"tokio_{v}": st["slow_share"] for v, st in tokio_stats.items()}},
+        },
+        "trials": trials,
         "seconds": {"coact": [r["seconds"] for r in coact], "caf": [r["seconds"] for r in caf]},
-        "order": "alternating coact, caf, tokio bounded, tokio unbounded",
+        "order": "alternating coact, caf, then each tokio variant, per trial",
     }
+    if wrap:
+        out["wrap"] = wrap  # the command every trial ran under (COACT_BENCH_WRAP)
     print(json.dumps(out, separators=(",", ":")), flush=True)
+
+
+# ---- burst on vs off: the interval of each row's ratio ----------------------------
+# A loss this large or larger must be excluded by a row's interval before burst
+# dispatch may be the default (issue: "a CI that excludes a >3% loss").
+BURST_LOSS_LIMIT = 0.03
+
+
+def ratio_intervals(pairs, seed=1):
+    """95 % intervals of the on/off ratio from the per-pair ratios: a t interval
+    of the mean log ratio (the geometric mean; pairs share the machine's drift,
+    so they are the unit) and a percentile bootstrap of the median (10^4
+    resamples, fixed seed: the same rows give the same interval)."""
+    import numpy as np
+    from scipy import stats
+    x = np.log(np.asarray(pairs, dtype=float))
+    n = len(x)
+    gmean = float(np.exp(x.mean()))
+    if n < 2:
+        return gmean, None, None
+    half = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    t_ci = [round(float(np.exp(x.mean() - half)), 4), round(float(np.exp(x.mean() + half)), 4)]
+    rng = np.random.default_rng(seed)
+    meds = np.median(rng.choice(np.asarray(pairs, dtype=float), size=(10000, n), replace=True), axis=1)
+    boot = [round(float(np.percentile(meds, 2.5)), 4), round(float(np.percentile(meds, 97.5)), 4)]
+    return gmean, t_ci, boot
+
+
+def burst(argv):
+    """Reads coact-burst-bench's rows (ROWS file), prints each with its ratio's
+    intervals and verdict, then one summary row."""
+    path, = argv
+    rows = load_jsonl(path, "burst")
+    verdicts = []
+    for r in rows:
+        pairs = r.get("pair_ratios")
+        if pairs:
+            gmean, t_ci, boot = ratio_intervals(pairs)
+            r["ratio_geomean"] = round(gmean, 4)
+            r["ratio_ci95"] = t_ci
+            r["ratio_median_ci95"] = boot
+            if t_ci:
+                # Both intervals must clear the limit: the t interval assumes
+                # log-normal pairs, the bootstrap of the median does not.
+                lo = min(t_ci[0], boot[0])
+                r["loss_over_3pct_excluded"] = lo >= 1 - BURST_LOSS_LIMIT
+                r["verdict"] = ("slower" if max(t_ci[1], boot[1]) < 1 else
+                                "faster" if lo > 1 else "no difference shown")
+                verdicts.append(r)
+        print(json.dumps(r, separators=(",", ":")), flush=True)
+    if verdicts:
+        label = lambda r: f"{r['workload']}/w{r.get('width')}/{r.get('handler_us')}us"  # noqa: E731
+        blocking = [label(r) for r in verdicts if not r["loss_over_3pct_excluded"]]
+        worst = min(verdicts, key=lambda r: min(r["ratio_ci95"][0], r["ratio_median_ci95"][0]))
+        print(json.dumps({
+            "group": "burst", "workload": "summary", "workers": verdicts[0].get("workers"),
+            "pairs_per_row": min(len(r["pair_ratios"]) for r in verdicts),
+            "loss_limit": BURST_LOSS_LIMIT,
+            "rows": len(verdicts),
+            "rows_excluding_loss": len(verdicts) - len(blocking),
+            "rows_not_excluding_loss": blocking,
+            "rows_slower": [label(r) for r in verdicts if r["verdict"] == "slower"],
+            "worst_row": {"row": label(worst), "ratio_ci95": worst["ratio_ci95"],
+                          "ratio_median_ci95": worst["ratio_median_ci95"]},
+            "burst_default_supported": not blocking,
+            "rule": "burst may be the default when every row's 95 % intervals (t of the mean log ratio and "
+                    "bootstrap of the median) lie above 1 - loss_limit",
+        }, separators=(",", ":")), flush=True)
+
+
+def load_jsonl(path, label):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                sys.exit(f"bench.sh: {label}: bad JSON line: {line!r}")
+    if not rows:
+        sys.exit(f"bench.sh: {label}: no rows")
+    return rows
+
+
+# ---- scaling: coact burst on / off and tokio's idiomatic variant by worker count ----
+def scaling(argv):
+    """BURST_ROWS: coact-burst-bench's rows at every worker count (fan_out width
+    512 and the peers rows); TOKIO_ROWS: tokio-peers' rows (any worker counts).
+    Prints one row per (workload, workers) and a summary of the speedups."""
+    burst_path, tokio_path, quick = argv
+    rows = load_jsonl(burst_path, "scaling")
+    tokio = load_jsonl(tokio_path, "scaling") if os.path.getsize(tokio_path) else []
+    tok = {}
+    for t in tokio:
+        tok.setdefault((t["workload"], t["workers"]), []).append(t)
+    by_wl = {}
+    for r in rows:
+        wl = r["workload"] if r.get("width", 0) == 0 else f"{r['workload']}_{r['width']}"
+        k = r["workers"]
+        out = {"group": "scaling", "workload": wl, "workers": k, "quick": quick == "1"}
+        if r.get("width"):
+            out["width"] = r["width"]
+            out["handler_us"] = r.get("handler_us")
+        for key in ("on_msgs_per_s", "off_msgs_per_s", "ratio", "syncs_on", "syncs_off"):
+            out[key] = r.get(key)
+        if r.get("pair_ratios"):
+            _, t_ci, boot = ratio_intervals(r["pair_ratios"])
+            out["ratio_ci95"], out["ratio_median_ci95"] = t_ci, boot
+        out["trials"] = {"on": r.get("on_trials"), "off": r.get("off_trials")}
+        trs = tok.get((r["workload"], k)) if not r.get("width") else None
+        if trs:
+            xs = [t["msgs_per_s"] for t in trs]
+            st = spread(xs)
+            best_coact = max(x for x in (r.get("on_msgs_per_s"), r.get("off_msgs_per_s")) if x is not None)
+            out["tokio_msgs_per_s"] = st["median"]
+            out["tokio_variant"] = tokio_variant_name(trs[0])
+            out["coact_over_tokio"] = round(best_coact / st["median"], 4) if st["median"] else None
+            out["tokio"] = st
+            out["trials"]["tokio"] = xs
+        by_wl.setdefault(wl, []).append(out)
+        print(json.dumps(out, separators=(",", ":")), flush=True)
+    summary = {"group": "scaling", "workload": "summary",
+               "workers": sorted({o["workers"] for v in by_wl.values() for o in v}), "speedup": {}}
+    for wl, outs in by_wl.items():
+        outs.sort(key=lambda o: o["workers"])
+        sp = {}
+        for side in ("on", "off", "tokio"):
+            key = "tokio_msgs_per_s" if side == "tokio" else f"{side}_msgs_per_s"
+            base = outs[0].get(key)
+            if base:
+                sp[side] = [round(o[key] / base, 3) if o.get(key) else None for o in outs]
+        summary["speedup"][wl] = sp
+    summary["speedup_is"] = "rate at each worker count over the rate at the first (same order as workers)"
+    print(json.dumps(summary, separators=(",", ":")), flush=True)
 
 
 def timers(argv):
@@ -352,7 +539,8 @@ def sampling(argv):
           flush=True)
 
 
-COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers, "sampling": sampling}
+COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers, "sampling": sampling, "burst": burst,
+            "scaling": scaling}
 
 
 def main(argv=None):

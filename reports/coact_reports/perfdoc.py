@@ -133,11 +133,16 @@ def peers_section(rows):
         unit = "actors/s" if r.get("unit") == "actors_per_s" else "msgs/s"
         body.append([PEERS_NAMES.get(r.get("workload"), r.get("workload")), unit, rate(r.get("coact_msgs_per_s")),
                      rate(r.get("caf_msgs_per_s")),
-                     f"{rate(r.get('tokio_msgs_per_s'))} ({r.get('tokio_channel', '?')})",
+                     f"{rate(r.get('tokio_msgs_per_s'))} ({r.get('tokio_variant') or r.get('tokio_channel', '?')})",
                      f"**{num(r.get('ratio'), 1)}**", f"**{num(r.get('coact_over_tokio'), 2)}**"])
     workers = sorted({r.get("workers") for r in rows if r.get("workers") is not None})
-    note = (f"Medians of alternating trials, {', '.join(map(str, workers))} worker(s); tokio's figure is "
-            "the faster of its bounded and unbounded channels.")
+    if any(r.get("tokio_variant") for r in rows):
+        best = ("its fastest variant by median (named: actor_bounded / actor_unbounded, an actor emulation; "
+                "idiomatic, arguments moved in at spawn; idiomatic_join, skynet's JoinHandle shape; "
+                "_current_thread, tokio's one-thread scheduler)")
+    else:  # rows from before the idiomatic variants
+        best = "the faster of its bounded and unbounded channels"
+    note = f"Medians of alternating trials, {', '.join(map(str, workers))} worker(s); tokio's figure is {best}."
     return note + "\n\n" + table(["workload", "unit", "coact", "CAF 0.17", "tokio 1.24", "coact/CAF",
                                   "coact/tokio"], body)
 

@@ -42,12 +42,18 @@ class BenchAggregationTest(unittest.TestCase):
             paths[rt] = self.write_rows(d, rt, [
                 {"runtime": rt, "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": r,
                  "unit": "msgs", "seconds": 0.1} for r in rates])
-        # tokio: unbounded is the faster variant by median (80 vs 40), whatever the order.
-        tokio = [("bounded", 40), ("unbounded", 90), ("bounded", 30), ("unbounded", 80),
+        # tokio: idiomatic is the fastest variant by median (100 vs 80 vs 40), whatever
+        # the order and although actor_unbounded has the best single trial. The
+        # actor-style rows carry only "channel" (as before --style), the idiomatic
+        # ones "variant".
+        tokio = [("bounded", 40), ("unbounded", 190), ("bounded", 30), ("unbounded", 80),
                  ("bounded", 50), ("unbounded", 10)]
-        paths["tokio"] = self.write_rows(d, "tokio", [
-            {"runtime": "tokio", "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": r,
-             "unit": "msgs", "seconds": 0.1, "channel": ch} for ch, r in tokio])
+        rows = [{"runtime": "tokio", "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": r,
+                 "unit": "msgs", "seconds": 0.1, "channel": ch} for ch, r in tokio]
+        rows += [{"runtime": "tokio", "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": r,
+                  "unit": "msgs", "seconds": 0.1, "channel": "unbounded", "variant": "idiomatic"}
+                 for r in (100, 110, 70)]
+        paths["tokio"] = self.write_rows(d, "tokio", rows)
         return paths
 
     def test_peers_medians_and_ratios(self):
@@ -58,9 +64,23 @@ class BenchAggregationTest(unittest.TestCase):
             row = json.loads(p.stdout)
             self.assertEqual((row["coact_msgs_per_s"], row["caf_msgs_per_s"], row["ratio"]),
                              (200, 100, 2.0))
-            self.assertEqual((row["tokio_msgs_per_s"], row["tokio_channel"], row["coact_over_tokio"]),
-                             (80, "unbounded", 2.5))
-            self.assertEqual(row["tokio_msgs_per_s_by_channel"], {"bounded": 40, "unbounded": 80})
+            self.assertEqual((row["tokio_msgs_per_s"], row["tokio_variant"], row["coact_over_tokio"]),
+                             (100, "idiomatic", 2.0))
+            self.assertEqual(row["tokio_msgs_per_s_by_variant"],
+                             {"actor_bounded": 40, "actor_unbounded": 80, "idiomatic": 100})
+            self.assertEqual(row["coact_over_tokio_by_variant"]["actor_bounded"], 5.0)
+            # Both (all) variants' medians, ranges and every trial are in the row.
+            self.assertEqual(row["tokio_variants"]["actor_unbounded"]["min"], 10)
+            self.assertEqual(row["tokio_variants"]["actor_unbounded"]["max"], 190)
+            self.assertEqual(row["tokio_variants"]["idiomatic"]["trials"], [100, 110, 70])
+            self.assertEqual(row["trials"]["tokio_actor_bounded"], [40, 30, 50])
+            # The slow mode: below 0.8 x the best trial of the same runtime/variant.
+            # coact 300/100/200: 100 and 200 are below 240; idiomatic: 70 < 88.
+            self.assertEqual((row["coact"]["min"], row["coact"]["max"]), (100, 300))
+            self.assertAlmostEqual(row["slow_mode"]["share"]["coact"], 0.6667)
+            self.assertAlmostEqual(row["slow_mode"]["share"]["tokio_idiomatic"], 0.3333)
+            self.assertEqual(row["slow_mode"]["fraction"], 0.8)
+            self.assertEqual(row["slow_mode"]["share"]["tokio_actor_unbounded"], 0.6667)
             p = bench("peers", "fan_out", "10", "2", "1", paths["coact"], paths["caf"], paths["tokio"])
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("peers/fan_out: coact printed an unexpected row", p.stderr)
@@ -116,15 +136,76 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("bench sampling/archiver: no trial of side 'sweep0' with wall_s", p.stderr)
 
-    def test_peers_needs_both_tokio_variants(self):
+    def test_peers_needs_the_actor_and_idiomatic_tokio_variants(self):
         with tempfile.TemporaryDirectory() as d:
             paths = self.peer_rows(d)
             only = self.write_rows(d, "only", [
                 {"runtime": "tokio", "workload": "ping_pong", "n": 10, "msgs": 20, "msgs_per_s": 5,
-                 "unit": "msgs", "seconds": 0.1, "channel": "bounded"}])
+                 "unit": "msgs", "seconds": 0.1, "channel": ch} for ch in ("bounded", "unbounded")])
             p = bench("peers", "ping_pong", "10", "2", "1", paths["coact"], paths["caf"], only)
             self.assertNotEqual(p.returncode, 0)
-            self.assertIn("need both channel variants", p.stderr)
+            self.assertIn("need the actor_bounded, actor_unbounded and an idiomatic variant", p.stderr)
+            # Without CAF or tokio rows (COACT_BENCH_RUNTIMES=coact): their fields are null.
+            empty = self.write_rows(d, "empty", [])
+            p = bench("peers", "ping_pong", "10", "2", "1", paths["coact"], empty, empty, "setarch -R")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            row = json.loads(p.stdout)
+            self.assertEqual((row["caf_msgs_per_s"], row["tokio_variant"], row["coact_over_tokio"]),
+                             (None, None, None))
+            self.assertEqual(row["wrap"], "setarch -R")
+
+    def test_burst_intervals_and_the_default_decision(self):
+        with tempfile.TemporaryDirectory() as d:
+            base = {"group": "burst", "width": 8, "handler_us": 0, "workers": 2, "trials": 8}
+            # Row a: pairs around 1.00 +- 1 %: both intervals above 0.97. Row b: around
+            # 0.95: a 5 % loss, slower, not excluded.
+            a = dict(base, workload="fan_out", pair_ratios=[0.99, 1.01, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99])
+            b = dict(base, workload="chain", pair_ratios=[0.95, 0.94, 0.96, 0.95, 0.94, 0.96, 0.95, 0.95])
+            rows = self.write_rows(d, "burst", [a])
+            p = bench("burst", rows)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            row, summary = [json.loads(x) for x in p.stdout.splitlines()]
+            self.assertLess(row["ratio_ci95"][0], 1.0)
+            self.assertGreater(row["ratio_ci95"][0], 0.97)
+            self.assertTrue(row["loss_over_3pct_excluded"])
+            self.assertEqual(row["verdict"], "no difference shown")
+            self.assertTrue(summary["burst_default_supported"])
+            rows = self.write_rows(d, "burst2", [a, b])
+            p = bench("burst", rows)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = [json.loads(x) for x in p.stdout.splitlines()]
+            self.assertEqual(out[1]["verdict"], "slower")
+            self.assertFalse(out[1]["loss_over_3pct_excluded"])
+            self.assertFalse(out[2]["burst_default_supported"])
+            self.assertEqual(out[2]["rows_not_excluding_loss"], ["chain/w8/0us"])
+            self.assertEqual(out[2]["worst_row"]["row"], "chain/w8/0us")
+            # The same rows give the same intervals (the bootstrap's seed is fixed).
+            self.assertEqual(bench("burst", rows).stdout, p.stdout)
+
+    def test_scaling_rows_join_tokio_by_workload_and_workers(self):
+        with tempfile.TemporaryDirectory() as d:
+            burst = self.write_rows(d, "burst", [
+                {"group": "burst", "workload": w, "width": width, "handler_us": 0, "workers": k,
+                 "on_msgs_per_s": on, "off_msgs_per_s": off, "ratio": on / off,
+                 "on_trials": [on] * 3, "off_trials": [off] * 3, "pair_ratios": [on / off] * 3}
+                for k, (w, width, on, off) in [(1, ("fan_out", 512, 10, 8)), (1, ("ping_pong", 0, 20, 20)),
+                                               (2, ("fan_out", 512, 30, 8)), (2, ("ping_pong", 0, 10, 30))]])
+            tokio = self.write_rows(d, "tokio", [
+                {"runtime": "tokio", "workload": "ping_pong", "workers": k, "msgs_per_s": x, "variant": "idiomatic"}
+                for k, x in ((1, 4), (1, 5), (1, 6), (2, 10), (2, 10), (2, 20))])
+            p = bench("scaling", burst, tokio, "0")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = [json.loads(x) for x in p.stdout.splitlines()]
+            self.assertEqual([(r["workload"], r["workers"]) for r in out[:4]],
+                             [("fan_out_512", 1), ("ping_pong", 1), ("fan_out_512", 2), ("ping_pong", 2)])
+            self.assertNotIn("tokio_msgs_per_s", out[0])
+            self.assertEqual((out[1]["tokio_msgs_per_s"], out[1]["coact_over_tokio"]), (5, 4.0))
+            self.assertEqual(out[3]["coact_over_tokio"], 3.0)  # the faster coact side (off) over tokio
+            self.assertEqual(out[3]["trials"]["tokio"], [10, 10, 20])
+            summary = out[4]
+            self.assertEqual(summary["workers"], [1, 2])
+            self.assertEqual(summary["speedup"]["fan_out_512"], {"on": [1.0, 3.0], "off": [1.0, 1.0]})
+            self.assertEqual(summary["speedup"]["ping_pong"]["tokio"], [1.0, 2.0])
 
     def test_timers_idle_cpu_targets_and_tokio(self):
         with tempfile.TemporaryDirectory() as d:
