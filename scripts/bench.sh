@@ -379,7 +379,7 @@ run_peer_trial() {
   line=$(tail -n 1 <<<"$line")
   [[ $line == \{*\} ]] || die 1 "peers/$wl: $rt trial $t/$TRIALS printed no JSON line (got '$line')"
   echo "$line" >>"$outfile"
-  log "peers/$wl: $rt trial $t/$TRIALS: $(sed -n 's/.*"msgs_per_s":\([0-9.e+]*\).*"unit":"\([a-z]*\)".*/\1 \2\/s/p' <<<"$line")"
+  log "peers/$wl: $rt trial $t/$TRIALS: $line"
 }
 
 run_peers_group() {

@@ -192,18 +192,34 @@ def timers_section(rows):
 
 
 def burst_section(rows):
-    rows = [r for r in rows if r.get("group") == "burst"]
+    summary = [r for r in rows if r.get("group") == "burst" and r.get("workload") == "summary"]
+    rows = [r for r in rows if r.get("group") == "burst" and r.get("workload") != "summary"]
     if not rows:
         return None
+    with_ci = any(r.get("ratio_ci95") for r in rows)  # runs from before the intervals have none
     body = []
     for r in rows:
         width = r.get("width")
-        body.append([r.get("workload", "?"), "—" if width in (None, 0) else width,
-                     f"{r.get('handler_us', '?')} µs", num(r.get("ratio"), 3),
-                     f"{rate(r.get('on_msgs_per_s'))} / {rate(r.get('off_msgs_per_s'))}",
-                     num(r.get("sync_ratio"), 1)])
-    return ("On/off is the median of the pairs' ratios; syncs are wakes + injector and deque pushes.\n\n" +
-            table(["workload", "width", "handler", "on/off throughput", "msgs/s on / off", "syncs off/on"], body))
+        line = [r.get("workload", "?"), "—" if width in (None, 0) else width,
+                f"{r.get('handler_us', '?')} µs", num(r.get("ratio"), 3)]
+        if with_ci:
+            ci = r.get("ratio_ci95")
+            line.append(f"[{num(ci[0], 3)}, {num(ci[1], 3)}]" if ci else "—")
+        line += [f"{rate(r.get('on_msgs_per_s'))} / {rate(r.get('off_msgs_per_s'))}", num(r.get("sync_ratio"), 1)]
+        body.append(line)
+    head = ["workload", "width", "handler", "on/off throughput"] + (["95 % interval"] if with_ci else []) + \
+        ["msgs/s on / off", "syncs off/on"]
+    note = "On/off is the median of the pairs' ratios; syncs are wakes + injector and deque pushes."
+    if with_ci:
+        note += " The interval: Student-t of the pairs' mean log ratio."
+    if summary:
+        s = summary[0]
+        note += (f" Burst as the default: {'supported' if s.get('burst_default_supported') else 'not supported'} "
+                 f"({s.get('rows_excluding_loss')} of {s.get('rows')} rows exclude a loss over "
+                 f"{round(100 * s.get('loss_limit', 0))} %"
+                 + (f"; not: {', '.join(s['rows_not_excluding_loss'])}" if s.get("rows_not_excluding_loss") else "")
+                 + ").")
+    return note + "\n\n" + table(head, body)
 
 
 def sampling_section(rows):
