@@ -111,6 +111,17 @@
 #             "rows_not_excluding_loss":[...],"worst_row":{...}}, is the decision for
 #            burst as the default: B when every row excludes a loss over 3 %.
 #            --quick: small sizes.
+#   slowmode the peers group (coact only unless COACT_BENCH_RUNTIMES says otherwise)
+#            once per condition of COACT_BENCH_SLOWMODE_WRAPS, ';'-separated commands
+#            each trial runs under ("none" = plain), default
+#              none;setarch -R;taskset -c 0;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+#            (address-space randomization off; every thread on one core; malloc'd
+#            memory in transparent huge pages, process-local, with THP in madvise
+#            mode). Prints the peers rows (each with "wrap") and one summary per run:
+#            {"group":"slowmode","workload":"summary","workers":K,"fraction":0.8,
+#             "conditions":[...],"share":{COND:{W:S}},"slow_trials":{COND:{W:[k,n]}},
+#             "median":{COND:{W:M}},"min":{...},"max":{...}}
+#            (S: the share of coact trials below 0.8 x the best trial of the same run).
 #   instructions  load-independent costs per message of coact-peers (the four peers
 #            workloads, 1 worker, COACT_BURST off and on): instructions (valgrind
 #            --tool=callgrind, the difference between a run of n and one of 3n, or 10n
@@ -185,6 +196,7 @@
 #                          (e.g. "setarch -R", "taskset -c 1"), recorded as "wrap"
 #   COACT_BENCH_RUNTIMES   peers: comma-separated subset of coact,caf,tokio (default all;
 #                          coact required; a missing runtime's fields are null)
+#   COACT_BENCH_SLOWMODE_WRAPS  slowmode: ';'-separated conditions (see the group)
 #   COACT_BENCH_SCALING_WORKERS  scaling: comma-separated worker counts (default: those
 #                          of 1,2,4,8,16 at most twice the cores)
 #   COACT_BENCH_TIMEOUT_S  seconds before one peers/timers trial counts as hung (default 300;
@@ -204,7 +216,7 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS).
-readonly BENCH_GROUPS=(runtime peers timers burst scaling instructions sampling)
+readonly BENCH_GROUPS=(runtime peers timers burst scaling slowmode instructions sampling)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
@@ -221,6 +233,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
              burst    coact with burst dispatch on vs off (COACT_BURST), side by side
              scaling  coact burst on / off and tokio by worker count (COACT_BENCH_SCALING_WORKERS)
+             slowmode the peers group under each layout/placement condition (COACT_BENCH_SLOWMODE_WRAPS)
              instructions  coact-peers instructions and syscalls per message (callgrind, strace)
              sampling the archiver with and without CPU-time sampling, and one sample's cost
   --quick  small sizes for a CI smoke run
@@ -623,6 +636,29 @@ run_scaling_group() {
     done
   done
   bench_py scaling "$rows" "$trows" "$quick" || die 1 "group scaling: aggregating the rows failed"
+}
+
+# ---- group slowmode ---------------------------------------------------------------
+run_slowmode_group() {
+  local conds cond rows="$tmp/slowmode.jsonl"
+  IFS=';' read -r -a conds <<<"${COACT_BENCH_SLOWMODE_WRAPS:-none;setarch -R;taskset -c 0;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1}"
+  ((${#conds[@]})) || die 2 "COACT_BENCH_SLOWMODE_WRAPS is empty (want ';'-separated commands, or none)"
+  for cond in "${conds[@]}"; do
+    read -r -a WRAP <<<"$cond"
+    [[ ${WRAP[*]} == none ]] && WRAP=()
+    if ((${#WRAP[@]})) && ! command -v "${WRAP[0]}" >/dev/null; then
+      die 2 "COACT_BENCH_SLOWMODE_WRAPS: '${WRAP[0]}' is not a command (condition '$cond')"
+    fi
+  done
+  : >"$rows"
+  export COACT_BENCH_RUNTIMES=${COACT_BENCH_RUNTIMES:-coact}
+  for cond in "${conds[@]}"; do
+    read -r -a WRAP <<<"$cond"
+    [[ ${WRAP[*]} == none ]] && WRAP=()
+    log "slowmode: condition '${cond}'"
+    run_peers_group | tee -a "$rows"
+  done
+  bench_py slowmode "$rows" "$WORKERS" || die 1 "group slowmode: aggregating the rows failed"
 }
 
 # ---- group instructions -----------------------------------------------------------

@@ -7,6 +7,7 @@ the JSON lines bench.sh prints (one object per workload). Called as
   python3 -m coact_reports.bench sampling PARAMS_JSON TRIALS_ROWS COST_JSON
   python3 -m coact_reports.bench burst BURST_ROWS
   python3 -m coact_reports.bench scaling BURST_ROWS TOKIO_ROWS QUICK
+  python3 -m coact_reports.bench slowmode PEERS_ROWS WORKERS
 
 (QUICK is 0 or 1; *_ROWS are files of the programs' JSON lines, one per
 trial; TOKIO_ROWS of peers holds every tokio variant, told apart by their
@@ -344,6 +345,27 @@ def scaling(argv):
     print(json.dumps(summary, separators=(",", ":")), flush=True)
 
 
+# ---- slowmode: the peers rows of each layout/placement condition, side by side ----
+def slowmode(argv):
+    """ROWS: the peers rows of `bench.sh slowmode` (one run per condition, each
+    row with "wrap", none for the plain condition). Prints one summary row."""
+    path, workers = argv
+    rows = [r for r in load_jsonl(path, "slowmode") if r.get("group") == "peers"]
+    conds = []
+    out = {"group": "slowmode", "workload": "summary", "workers": int(workers), "fraction": SLOW_FRACTION,
+           "conditions": conds, "share": {}, "slow_trials": {}, "median": {}, "min": {}, "max": {}}
+    for r in rows:
+        cond = r.get("wrap") or "none"
+        if cond not in conds:
+            conds.append(cond)
+        c = r["coact"]
+        out["share"].setdefault(cond, {})[r["workload"]] = c["slow_share"]
+        out["slow_trials"].setdefault(cond, {})[r["workload"]] = [c["slow_trials"], len(c["trials"])]
+        for k in ("median", "min", "max"):
+            out[k].setdefault(cond, {})[r["workload"]] = c[k]
+    print(json.dumps(out, separators=(",", ":")), flush=True)
+
+
 def timers(argv):
     scenario, key, params, workers, quick, coact_path, caf_path, tokio_path = argv
     params, workers, quick = json.loads(params), int(workers), quick == "1"
@@ -540,7 +562,7 @@ def sampling(argv):
 
 
 COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers, "sampling": sampling, "burst": burst,
-            "scaling": scaling}
+            "scaling": scaling, "slowmode": slowmode}
 
 
 def main(argv=None):

@@ -207,6 +207,22 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertEqual(summary["speedup"]["fan_out_512"], {"on": [1.0, 3.0], "off": [1.0, 1.0]})
             self.assertEqual(summary["speedup"]["ping_pong"]["tokio"], [1.0, 2.0])
 
+    def test_slowmode_summary_by_condition(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = self.peer_rows(d)
+            rows = []
+            for wrap in ("", "setarch -R"):
+                p = bench("peers", "ping_pong", "10", "2", "1", paths["coact"], paths["caf"], paths["tokio"], wrap)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                rows.append(json.loads(p.stdout))
+            p = bench("slowmode", self.write_rows(d, "sm", rows), "2")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = json.loads(p.stdout)
+            self.assertEqual(out["conditions"], ["none", "setarch -R"])
+            self.assertEqual(out["slow_trials"]["setarch -R"]["ping_pong"], [2, 3])
+            self.assertAlmostEqual(out["share"]["none"]["ping_pong"], 0.6667)
+            self.assertEqual(out["max"]["none"]["ping_pong"], 300)
+
     def test_timers_idle_cpu_targets_and_tokio(self):
         with tempfile.TemporaryDirectory() as d:
             paths = {rt: self.write_rows(d, rt, [

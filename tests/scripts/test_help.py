@@ -13,7 +13,7 @@ MISTAKES = [
     ("run.sh", ["--duration", "5"], "did you mean --seconds"),
     ("run.sh", ["--out"], "--out needs a value"),
     ("bench.sh", ["--quik"], "did you mean --quick?"),
-    ("bench.sh", ["peer"], "unknown group 'peer' (known: runtime peers timers burst scaling instructions sampling)"),
+    ("bench.sh", ["peer"], "unknown group 'peer' (known: runtime peers timers burst scaling slowmode instructions sampling)"),
     ("bench.sh", [], "no group given"),
     ("bench.sh", ["peers", "--", "--benchmark_filter=x"], "only for group(s) runtime"),
     ("perf-compare.sh", ["--trails", "5"], "did you mean --trials?"),
