@@ -7,6 +7,27 @@
 #include <map>
 #include <set>
 
+namespace coact::causal {
+
+double student_t95(uint32_t df) {
+  // The 0.975 quantile (two-sided 95%): df 1..30 from a table, beyond that
+  // Hill's expansion around the normal quantile to 1/df^4 (error < 3e-8).
+  static constexpr double kTable[] = {
+      0,           12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581837, 2.446911849, 2.364624251,
+      2.306004135, 2.262157163,  2.228138852, 2.200985160, 2.178812830, 2.160368656, 2.144786688, 2.131449546,
+      2.119905299, 2.109815578,  2.100922040, 2.093024054, 2.085963447, 2.079613845, 2.073873068, 2.068657610,
+      2.063898562, 2.059538553,  2.055529439, 2.051830516, 2.048407142, 2.045229642, 2.042272456};
+  if (df == 0) return std::nan("");
+  if (df <= 30) return kTable[df];
+  const double z = 1.959963984540054, n = df;
+  const double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
+  return z + (z3 + z) / (4 * n) + (5 * z5 + 16 * z3 + 3 * z) / (96 * n * n) +
+         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * n * n * n) +
+         (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * n * n * n * n);
+}
+
+}  // namespace coact::causal
+
 namespace coact::causal::detail {
 
 namespace {
@@ -54,23 +75,6 @@ struct Pt {
 };
 
 }  // namespace
-
-double student_t95(uint32_t df) {
-  // The 0.975 quantile (two-sided 95%): df 1..30 from a table, beyond that
-  // Hill's expansion around the normal quantile to 1/df^4 (error < 3e-8).
-  static constexpr double kTable[] = {
-      0,           12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581837, 2.446911849, 2.364624251,
-      2.306004135, 2.262157163,  2.228138852, 2.200985160, 2.178812830, 2.160368656, 2.144786688, 2.131449546,
-      2.119905299, 2.109815578,  2.100922040, 2.093024054, 2.085963447, 2.079613845, 2.073873068, 2.068657610,
-      2.063898562, 2.059538553,  2.055529439, 2.051830516, 2.048407142, 2.045229642, 2.042272456};
-  if (df == 0) return std::nan("");
-  if (df <= 30) return kTable[df];
-  const double z = 1.959963984540054, n = df;
-  const double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
-  return z + (z3 + z) / (4 * n) + (5 * z5 + 16 * z3 + 3 * z) / (96 * n * n) +
-         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * n * n * n) +
-         (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * n * n * n * n);
-}
 
 std::vector<PointEstimates> estimate(const std::vector<Observation>& obs,
                                      const std::unordered_map<uint32_t, std::string>& names,

@@ -36,6 +36,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <coact/causal/student_t.hpp>
+
 namespace coact::causal::detail {
 
 /// One written experiment, as the estimator needs it.
@@ -73,8 +75,7 @@ struct PointEstimates {
   double widest = 0;                ///< the widest ranked interval of the key (points as a fraction)
 };
 
-/// Two-sided 95% quantile of Student's t with `df` >= 1 degrees of freedom.
-double student_t95(uint32_t df);
+using coact::causal::student_t95;  // coact/causal/student_t.hpp
 
 /// The estimates of every progress point named in `obs` (sorted by name).
 /// `names` maps a region id to its name. Pure.

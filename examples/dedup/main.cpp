@@ -4,7 +4,7 @@
 //                       [--fingerprinters N] [--workers N] [--passes N]
 //                       [--seconds S] [--inflight-mb N] [--fingerprint sha1]
 //                       [--fast-chunker] [--fast-index] [--fast-reader]
-//                       [--fast-writer]
+//                       [--fast-writer] [--summary-json FILE]
 //   coact-dedup extract OUT.cdar [-C DESTDIR]
 //   coact-dedup verify OUT.cdar
 //
@@ -24,9 +24,13 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <coact/runtime/runtime.hpp>
 
 #include "dedup/extract.hpp"
@@ -46,6 +50,24 @@ void install_signal_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+// --summary-json: the run's figures as one JSON object in `path` (replaced).
+// Throws std::runtime_error naming the path if it cannot be written.
+void write_summary_json(const std::string& path, const coact::dedup::ArchiveStats& s, unsigned workers) {
+  const nlohmann::json j = {{"passes", s.passes},
+                            {"total_seconds", s.total_seconds},
+                            {"later_pass_seconds", s.later_pass_seconds()},
+                            {"last_pass_seconds", s.last.seconds},
+                            {"chunks_per_pass", s.last.chunks},
+                            {"bytes_per_pass", s.last.bytes_in},
+                            {"unique_chunks", s.last.unique_chunks},
+                            {"archive_bytes", s.last.archive_bytes},
+                            {"workers", workers}};
+  std::ofstream out(path, std::ios::trunc);
+  out << j.dump() << "\n";
+  out.flush();
+  if (!out) throw std::runtime_error("cannot write --summary-json '" + path + "'");
 }
 
 }  // namespace
@@ -82,6 +104,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   ar->add_flag("-q,--quiet", quiet, "no summary");
+  std::string summary_json;
+  ar->add_option("--summary-json", summary_json,
+                 "also write the summary as one JSON object to this file (passes, seconds per pass after the first, "
+                 "chunks per pass, ...): what benchmarks and `coact-profile validate` read");
   std::string fingerprint = "sha256";
   ar->add_option("--fingerprint", fingerprint,
                  "chunk fingerprint: sha256, or sha1 (cheaper per chunk: a really-faster Fingerprinter; the archive's "
@@ -128,6 +154,7 @@ int main(int argc, char** argv) {
       if (!quiet)
         std::fprintf(stderr, "%s\n  runtime      %u workers, %u fingerprinters, %u compressors, zstd level %d\n",
                      dd::format_summary(opt, s).c_str(), rt.workers(), opt.fingerprinters, opt.compressors, opt.level);
+      if (!summary_json.empty()) write_summary_json(summary_json, s, rt.workers());
     } else if (*ex) {
       const dd::ExtractStats s = dd::extract(archive_path, dest);
       std::fprintf(stderr,

@@ -187,6 +187,29 @@ class ArchiverRows(unittest.TestCase):
         self.assertIn("validate --dedup-stage 'Sorter': no such archiver stage (expected one of: Compressor, "
                       "Reader, Chunker, Fingerprinter, Index, Writer)", r.stderr)
 
+    def test_summary_json_is_whole_passes_and_a_bad_path_is_named(self):
+        out = tempfile.mkdtemp(prefix="coact-dedup-summary-")
+        self.addCleanup(shutil.rmtree, out, True)
+        tree = os.path.join(out, "tree")
+        os.makedirs(tree)
+        with open(os.path.join(tree, "f"), "w") as f:
+            f.write("coact " * 50000)
+        path = os.path.join(out, "s.json")
+        r = subprocess.run([DEDUP, "archive", tree, "-o", os.path.join(out, "a.cdar"), "-q", "--passes", "3",
+                            "--summary-json", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["passes"], 3)
+        self.assertGreater(doc["chunks_per_pass"], 0)
+        self.assertGreater(doc["later_pass_seconds"], 0)
+        self.assertLessEqual(doc["later_pass_seconds"] * 2, doc["total_seconds"] + 1e-9)
+        bad = os.path.join(out, "no-such-dir", "s.json")
+        r = subprocess.run([DEDUP, "archive", tree, "-o", os.path.join(out, "b.cdar"), "-q", "--summary-json", bad],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"cannot write --summary-json '{bad}'", r.stderr)
+
     def test_a_stage_row_is_real_and_names_its_change(self):
         # A short run of one archiver row on a small tree: only its shape is checked (the
         # numbers need the full-length run).
@@ -199,7 +222,8 @@ class ArchiverRows(unittest.TestCase):
             with open(os.path.join(tree, f"d{i % 3}", f"f{i}"), "w") as f:
                 f.write(" ".join(rng.choice(["actor", "chunk", "index", "dedup"]) for _ in range(20000)))
         r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-analytics", "--dedup", DEDUP, "--dedup-dir", tree,
-                            "--dedup-stage", "Index", "--chunks", "1", "--actual-s", "1.5", "--dedup-sweep-s", "6",
+                            "--dedup-stage", "Index", "--real-chunks", "2", "--real-run-s", "3",
+                            "--real-experiment-ms", "1000", "--dedup-sweep-s", "6",
                             "--json", "--out", os.path.join(out, "v")],
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -213,6 +237,16 @@ class ArchiverRows(unittest.TestCase):
         self.assertEqual(row["region"], "coact::dedup::Index::on(coact::dedup::HashedChunk)")
         self.assertEqual(len(row["predicted_ci"]), 2)
         self.assertIn("Index handler", row["note"])
+        # The archiver reports whole passes (--summary-json), so its truth is pass time, and two
+        # rounds give the measured speedup a Student-t interval around their mean.
+        self.assertEqual(row["actual_measure"], "pass_time")
+        self.assertEqual(row["actual_runs"], 2)
+        lo, hi = row["actual_ci"]
+        self.assertAlmostEqual(row["actual"], sum(row["actual_chunks"]) / 2, places=12)
+        self.assertLess(lo, row["actual"])
+        self.assertGreater(hi, row["actual"])
+        self.assertAlmostEqual(hi - row["actual"], row["actual"] - lo, places=12)
+        self.assertIn("agree_within_noise", doc)
         self.assertEqual(doc["skipped"], [{"what": "known-answer workloads", "why": "--no-known-answer"},
                                           {"what": "analytics", "why": "--no-analytics"}])
 
@@ -226,7 +260,8 @@ class AnalyticsRow(unittest.TestCase):
         out = tempfile.mkdtemp(prefix="coact-validate-analytics-")
         self.addCleanup(shutil.rmtree, out, True)
         r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--analytics", ANALYTICS,
-                            "--chunks", "1", "--actual-s", "1.5", "--dedup-sweep-s", "6", "--json",
+                            "--real-chunks", "2", "--real-run-s", "3", "--real-experiment-ms", "1000",
+                            "--dedup-sweep-s", "6", "--json",
                             "--out", os.path.join(out, "v")], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
@@ -239,6 +274,7 @@ class AnalyticsRow(unittest.TestCase):
         self.assertEqual(row["region"], "coact::analytics::Worker::on(coact::analytics::Batch)")
         self.assertGreater(row["s"], 0.3, row["note"])
         self.assertGreater(row["actual"], 0.2, row["note"])
+        self.assertEqual(row["actual_measure"], "window_rate")  # no passes: progress per window
 
 
 if __name__ == "__main__":

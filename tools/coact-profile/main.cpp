@@ -282,6 +282,18 @@ int main(int argc, char** argv) {
                       "Sweep seconds per real-program row (each archiver stage, the analytics job)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
+  val_cmd->add_option("--real-chunks", v.real_chunks,
+                      "Real-program rows: rounds of baseline, variant, baseline runs (and of the row's sweep); the "
+                      "measured speedup's 95% interval is over these rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100));
+  val_cmd->add_option("--real-run-s", v.real_run_s, "Real-program rows: seconds of each baseline or variant run")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 3600.0));
+  val_cmd->add_option("--real-experiment-ms", v.real_experiment_ms,
+                      "Real-program rows: experiment window of their sweeps, milliseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   val_cmd->add_flag("--no-dedup", v.no_dedup, "Skip the archiver");
   val_cmd->add_flag("--no-known-answer", v.no_known_answer,
                     "Skip the known-answer workloads (only the real programs' rows: the archiver's, the analytics job's)");

@@ -44,6 +44,13 @@ struct ValidateArgs {
   int dedup_fast_level = 1;
   std::string dedup_region = "dedup::Compressor::on(coact::dedup::NewChunk)";
   double dedup_sweep_s = 60;
+  // The real programs' rows: rounds of (baseline, variant, baseline) runs,
+  // each round followed by one round of the row's sweep; seconds per run.
+  int real_chunks = 5;
+  double real_run_s = 3;
+  // Their sweeps' experiment length: a real program's rate swings with the
+  // phase of its work, and a longer window averages more of it.
+  int64_t real_experiment_ms = 2000;
   std::vector<std::string> dedup_stages;  // only these archiver rows (validate.cpp's dedup_variants; empty: all)
   bool no_dedup = false;
   bool no_known_answer = false;  // skip the known-answer workloads (steps 2-4, 6)

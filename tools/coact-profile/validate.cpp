@@ -44,14 +44,22 @@
 //     --fast-chunker, Fingerprinter --fingerprint sha1, Index --fast-index,
 //     Writer --fast-writer; --dedup-stage picks rows. The analytics job
 //     (coact-analytics, progress point "jobs"; analytics_variants): Worker
-//     --fast-parse; --no-analytics skips it. Per row, in turn: a.
-//     interleaved runs of the baseline, the variant and the baseline again,
-//     each under a fixed-speedup-0 sweep of the row's handler with 1 s
-//     windows, measure progress visits per second (actual speedup =
-//     1 - rate(baseline) / rate(variant), the mean over the chunks) and the
-//     mean handler time per visit: r = 1 − t_variant / t_baseline. b. The prediction at s = r: interleaved runs of the
+//     --fast-parse; --no-analytics skips it. Per row, in turn, --real-chunks
+//     rounds of: a. the baseline, the variant and the baseline again
+//     (--real-run-s each), each under a fixed-speedup-0 sweep of the row's
+//     handler with 1 s windows, measuring the program's rate and the mean
+//     handler time per visit: r = 1 − t_variant / t_baseline. The rate is
+//     whole passes per second where the program reports them (the
+//     archiver's --summary-json: a run ends at a pass boundary, and a pass
+//     is a fixed number of progress visits), else progress visits per
+//     second of the windows (the analytics job: no phases). Actual speedup
+//     = 1 − rate(baseline) / rate(variant) per round; the row's actual is
+//     the mean over the rounds, with a Student-t 95% interval over them
+//     ("actual_ci"). b. The prediction at s = r: interleaved runs of the
 //     baseline under fixed-region sweeps of the handler at speedups 0,
-//     round(100 r) %, 0 (--dedup-sweep-s in all), pooled and given to the
+//     round(100 r) %, 0 (--dedup-sweep-s in all, at least 2.5 windows a
+//     run; --real-experiment-ms windows: a longer window averages more of a
+//     program's phases), pooled and given to the
 //     same estimator (a line through the origin and the pooled round(100 r) %
 //     point, evaluated at r, with its 95% interval). Fixed speedups, not a
 //     default sweep: the archiver's progress rate swings with the phase of
@@ -77,7 +85,9 @@
 //     interval holds the actual ("ci_covers_actual" of "rows_with_ci" in the
 //     JSON); --json prints one JSON object
 //     instead, each row with "program" ("real": the archiver, the analytics
-//     job; "known_answer")
+//     job; "known_answer"), real rows with "actual_ci" and "actual_measure",
+//     and "agree_within_noise" of "rows_with_both_ci" (rows whose
+//     prediction and actual are within both half-widths in quadrature)
 //     and "predicted_ci" ([lo, hi], the estimator's "ci" at s; nulls where
 //     it gave none). Exit 0, or 1 if a program failed.
 //  --no-known-answer skips steps 2-4 and 6 (only the real programs' rows).
@@ -99,6 +109,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <coact/causal/student_t.hpp>
+
 #include "estimator.hpp"
 #include "profile_reader.hpp"
 #include "tool.hpp"
@@ -119,6 +131,8 @@ struct Row {
   std::string region_kind = "handler";   // handler | scope | line
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
   double predicted_lo = std::nan(""), predicted_hi = std::nan("");  // the estimator's 95% interval at s
+  double actual_lo = std::nan(""), actual_hi = std::nan("");  // real rows: Student t over the rounds' speedups
+  std::string actual_measure;  // real rows: "pass_time" (whole passes) or "window_rate" (progress per window)
   int experiments = 0;
   int actual_runs = 0;
   std::vector<double> actual_chunks;  // the actual speedup of each kept chunk; `actual` is their median
@@ -584,6 +598,11 @@ int validate(ValidateArgs& a) {
     std::string progress;  // its throughput progress point
     std::function<std::vector<std::string>(double)> argv;  // a run of `secs` seconds, the baseline's options
     std::vector<RealVariant> variants;
+    // The program's option that writes its summary as JSON with
+    // "later_pass_seconds" (empty: none). A run then ends at a pass boundary
+    // and its rate is whole passes per second: progress per time window
+    // would depend on where in a pass each window falls.
+    std::string summary_flag;
   };
   std::vector<RealProgram> programs;
   // The archive goes to tmpfs when there is one: rewriting ~55 MB per pass
@@ -610,7 +629,7 @@ int validate(ValidateArgs& a) {
                           return std::vector<std::string>{dd, "archive", a.dedup_dir, "-o", archive, "-q", "--seconds",
                                                           fmt::format("{}", secs)};
                         },
-                        vs});
+                        vs, "--summary-json"});
   }
   const std::string an = a.no_analytics || a.reanalyze
                              ? std::string()
@@ -626,7 +645,7 @@ int validate(ValidateArgs& a) {
                         [&](double secs) {
                           return std::vector<std::string>{an, "--seconds", fmt::format("{}", secs), "-q"};
                         },
-                        analytics_variants()});
+                        analytics_variants(), ""});
   }
   // Runs `prog` (the baseline, or with a variant's `flags`) for `secs`
   // under a sweep of `region` with a fixed speedup, 1 s windows; returns its
@@ -634,28 +653,36 @@ int validate(ValidateArgs& a) {
   // visit of the region (ns).
   struct Measured {
     double rate = 0, handler_ns = 0;
+    double pass_s = 0;  // seconds per pass after the first (the program's summary; 0: none)
     std::string region;
     std::string profile;  // its JSON-lines file
   };
   int runs = 0;
   auto measure = [&](const RealProgram& prog, const std::string& region, const std::vector<std::string>& flags,
-                     double secs, uint32_t pct) {
+                     double secs, uint32_t pct, int64_t window_ms = 1000) {
     ca::Options m;
     m.progress = {prog.progress};
     m.fixed_region = region;
     m.fixed_speedup_pct = pct;
-    m.experiment = std::chrono::milliseconds(1000);
+    m.experiment = std::chrono::milliseconds(window_ms);
     m.max_experiment = m.experiment;
     m.output = "";
     m.json_output = out_dir + fmt::format("/{}-{}.jsonl", prog.workload, runs++);
     std::vector<std::string> argv = prog.argv(secs);
     argv.insert(argv.end(), flags.begin(), flags.end());
+    const std::string summary = m.json_output + ".summary.json";
+    if (!prog.summary_flag.empty()) argv.insert(argv.end(), {prog.summary_flag, summary});
     const ChildResult r = run_child(argv, child_env(ca::to_env(m)), log);
     if (!exited_ok(r)) failed = true;
     double visits = 0, eff = 0;
     uint64_t rv = 0, rns = 0;
     Measured out;
     out.profile = m.json_output;
+    if (!prog.summary_flag.empty()) {
+      std::ifstream sin(summary);
+      const json sj = json::parse(sin, nullptr, false);
+      if (sj.is_object() && sj.value("passes", 0) > 1) out.pass_s = sj.value("later_pass_seconds", 0.0);
+    }
     std::ifstream in(m.json_output);
     std::string line;
     while (std::getline(in, line)) {
@@ -685,16 +712,28 @@ int validate(ValidateArgs& a) {
       double t0 = 0, t1 = 0, rate0 = 0, rate1 = 0;
       std::vector<double> speedups;
       std::string region;
-      const double real_s = 2 * a.actual_s;
-      for (int c = 0; c < chunks; ++c) {
+      const double real_s = a.real_run_s;
+      const int rounds = a.real_chunks;
+      bool by_pass = true;
+      for (int c = 0; c < rounds; ++c) {
         say(fmt::format("{} {}: real runs {}/{} (baseline, {}, baseline; {:.0f} s each)", prog.workload, v.stage, c + 1,
-                        chunks, change, real_s));
+                        rounds, change, real_s));
         const Measured b0 = measure(prog, v.region, {}, real_s, 0);
         const Measured f = measure(prog, v.region, v.flags, real_s, 0);
         const Measured b1 = measure(prog, v.region, {}, real_s, 0);
         if (!b0.region.empty()) region = b0.region;
         const double rb = (b0.rate + b1.rate) / 2;
-        if (rb > 0 && f.rate > 0) {
+        // Whole passes when the program reports them (the same ratio: a pass
+        // is a fixed number of progress visits), else progress per window.
+        const bool passes = b0.pass_s > 0 && f.pass_s > 0 && b1.pass_s > 0;
+        by_pass = by_pass && passes;
+        if (passes) {
+          speedups.push_back(1.0 - f.pass_s / ((b0.pass_s + b1.pass_s) / 2));
+          rate0 += rb;
+          rate1 += f.rate;
+          t0 += (b0.handler_ns + b1.handler_ns) / 2;
+          t1 += f.handler_ns;
+        } else if (rb > 0 && f.rate > 0) {
           speedups.push_back(1.0 - rb / f.rate);
           rate0 += rb;
           rate1 += f.rate;
@@ -711,24 +750,41 @@ int validate(ValidateArgs& a) {
       r.region = region.empty() ? v.region : region;
       r.actual_runs = nrun;
       r.actual_chunks = speedups;
+      r.actual_measure = by_pass ? "pass_time" : "window_rate";
       if (nrun > 0 && t0 > 0) {
         double sum = 0;
         for (double x : speedups) sum += x;
         r.actual = sum / nrun;
+        // The measured speedup's own 95% interval: Student t over the rounds
+        // (none from one round, or when the rounds agree exactly).
+        if (nrun >= 2) {
+          double ss = 0;
+          for (double x : speedups) ss += (x - r.actual) * (x - r.actual);
+          const double se = std::sqrt(ss / (nrun - 1) / nrun);
+          if (se > 1e-12) {
+            const double half = ca::student_t95(static_cast<uint32_t>(nrun - 1)) * se;
+            r.actual_lo = r.actual - half;
+            r.actual_hi = r.actual + half;
+          }
+        }
         r.s = std::round(std::clamp(1.0 - t1 / t0, 0.0, 1.0) * 1e4) / 1e4;
         // 5b. The prediction at s = r: the baseline under fixed-speedup
         // sweeps of the handler, 0 and round(100 r) %, interleaved, pooled
         // by the estimator.
         const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
-        const double each = std::max(2.0, a.dedup_sweep_s / (3.0 * chunks));
+        // Each sweep run holds at least two whole windows after start-up.
+        const double each = std::max(2.5 * static_cast<double>(a.real_experiment_ms) / 1e3,
+                                     a.dedup_sweep_s / (3.0 * rounds));
         std::vector<std::string> profiles;
         // The variant's handler was not measurably faster (r rounds to 0 %,
         // e.g. on a loaded machine): there is no virtual speedup to sweep,
         // so no prediction (the row says why; not a failure of the run).
-        for (int c = 0; c < chunks && pct > 0; ++c) {
-          say(fmt::format("{} {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1, chunks,
+        for (int c = 0; c < rounds && pct > 0; ++c) {
+          say(fmt::format("{} {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1, rounds,
                           pct, each));
-          for (const uint32_t p : {0u, pct, 0u}) profiles.push_back(measure(prog, v.region, {}, each, p).profile);
+          for (const uint32_t p : {0u, pct, 0u}) {
+            profiles.push_back(measure(prog, v.region, {}, each, p, a.real_experiment_ms).profile);
+          }
         }
         if (pct > 0) try {
           EstimateOptions eo;
@@ -783,6 +839,19 @@ int validate(ValidateArgs& a) {
     ++with_ci;
     covered += r.predicted_lo <= r.actual && r.actual <= r.predicted_hi ? 1 : 0;
   }
+  // Agreement within the noise of both: rows where the prediction and the
+  // measured speedup are no further apart than the two 95% half-widths
+  // added in quadrature (a real row's truth is itself a measurement; the
+  // strict count above ignores its spread).
+  int agree = 0, with_both = 0;
+  for (const Row& r : rows) {
+    if (std::isnan(r.predicted_lo) || std::isnan(r.predicted_hi) || std::isnan(r.actual_lo) || std::isnan(r.actual_hi)) {
+      continue;
+    }
+    ++with_both;
+    const double hp = (r.predicted_hi - r.predicted_lo) / 2, ha = (r.actual_hi - r.actual_lo) / 2;
+    agree += std::abs(r.predicted - r.actual) <= std::sqrt(hp * hp + ha * ha) ? 1 : 0;
+  }
   // Coz on the rows it predicted; coact on those of them it predicted too.
   double coz_sum = 0, coz_max = 0, both_sum = 0, both_max = 0;
   int coz_n = 0, both_n = 0;
@@ -813,6 +882,8 @@ int validate(ValidateArgs& a) {
                            {"predicted", json_num(r.predicted)},
                            {"predicted_ci", json::array({json_num(r.predicted_lo), json_num(r.predicted_hi)})},
                            {"actual", json_num(r.actual)},
+                           {"actual_ci", json::array({json_num(r.actual_lo), json_num(r.actual_hi)})},
+                           {"actual_measure", r.actual_measure.empty() ? json(nullptr) : json(r.actual_measure)},
                            {"error_pts", json_num((r.predicted - r.actual) * 100)},
                            {"ideal", json_num(r.ideal)},
                            {"experiments", r.experiments},
@@ -842,6 +913,8 @@ int validate(ValidateArgs& a) {
     j["rows_compared"] = n;
     j["ci_covers_actual"] = covered;
     j["rows_with_ci"] = with_ci;
+    j["agree_within_noise"] = agree;
+    j["rows_with_both_ci"] = with_both;
     j["sweep_s"] = a.sweep_s;
     j["chunks"] = chunks;
     j["actual_s"] = a.actual_s;
@@ -853,16 +926,20 @@ int validate(ValidateArgs& a) {
   } else {
     size_t wr = 6;
     for (const Row& r : rows) wr = std::max(wr, r.region.size());
-    std::printf("%-12s %-*s %6s %10s %17s %8s %11s %7s %5s", "workload", static_cast<int>(wr), "region", "s",
-                "predicted", "95% CI", "actual", "error(pts)", "ideal", "exps");
+    std::printf("%-12s %-*s %6s %10s %17s %8s %17s %11s %7s %5s", "workload", static_cast<int>(wr), "region", "s",
+                "predicted", "95% CI", "actual", "actual's 95% CI", "error(pts)", "ideal", "exps");
     if (a.with_coz) std::printf(" %6s %9s", "coz", "coz err");
     std::printf("\n");
     for (const Row& r : rows) {
       const std::string ci = std::isnan(r.predicted_lo) || std::isnan(r.predicted_hi)
                                  ? std::string("-")
                                  : fmt::format("[{}, {}]", fmt_num(r.predicted_lo), fmt_num(r.predicted_hi));
-      std::printf("%-12s %-*s %6s %10s %17s %8s %11s %7s %5d", r.workload.c_str(), static_cast<int>(wr), r.region.c_str(),
-                  fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), ci.c_str(), fmt_num(r.actual).c_str(),
+      const std::string aci = std::isnan(r.actual_lo) || std::isnan(r.actual_hi)
+                                  ? std::string("-")
+                                  : fmt::format("[{}, {}]", fmt_num(r.actual_lo), fmt_num(r.actual_hi));
+      std::printf("%-12s %-*s %6s %10s %17s %8s %17s %11s %7s %5d", r.workload.c_str(), static_cast<int>(wr),
+                  r.region.c_str(), fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), ci.c_str(),
+                  fmt_num(r.actual).c_str(), aci.c_str(),
                   fmt_num((r.predicted - r.actual) * 100, 1).c_str(), fmt_num(r.ideal).c_str(), r.experiments);
       if (a.with_coz) {
         std::printf(" %6s %9s", fmt_num(r.coz_predicted).c_str(), fmt_num((r.coz_predicted - r.actual) * 100, 1).c_str());
@@ -875,6 +952,10 @@ int validate(ValidateArgs& a) {
                 "sweep %.0f s per workload in %d chunks; profiles in %s\n",
                 fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, covered, with_ci,
                 a.sweep_s, chunks, out_dir.c_str());
+    if (with_both > 0) {
+      std::printf("real programs: prediction and measured speedup agree within both intervals in %d of %d rows\n", agree,
+                  with_both);
+    }
     if (a.with_coz) {
       std::printf("Coz (coz run --fixed-line, %.0f s per run): mean |error| %s pts, max %s pts over %d rows; "
                   "coact on %d of them: mean %s, max %s\n",
