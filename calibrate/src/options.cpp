@@ -172,6 +172,10 @@ constexpr std::array kKeys{
 };
 constexpr std::size_t kKeyCount = kKeys.size();
 
+    Key{"COACT_MAILBOX_BOUND"sv, "scheduler"sv, "mailbox_bound"sv, Type::integer, "mails"sv, 0, 4'294'967'295,
+        false, "0"sv, ""sv,
+        "mails an actor may hold before a send from outside the pool is refused (send returns false, counted in "
+        "mailbox_rejected); pool senders are never refused; 0: unbounded"sv},
 // Old spellings: an error that names the new key (environment spelling; the
 // flag and TOML spellings are derived).
 struct Renamed {

@@ -1,8 +1,19 @@
 // runtime/src/runtime.cpp: Runtime's out-of-line members, ActorCell::release,
-// the post entry points and the live-scheduler set.
+// the post entry points, the live-scheduler set and the fork rule.
+//
+// Fork rule (docs/mailboxes.md "fork"): a child forked while a Runtime is
+// live has one thread, the forking one, and none of the pool's workers, so
+// the parent's runtime cannot run there and a new one would inherit the
+// forking thread's worker state. A pthread_atfork child handler marks such a
+// child; there, constructing a Runtime, run() and spawn() throw fork_error.
+// Supported: fork then exec (or _exit), and fork before the first Runtime
+// is constructed or after the last one is destroyed.
 #include <coact/runtime/runtime.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -33,6 +44,28 @@ void count_late_drops(Scheduler* s, uint64_t n) noexcept {
   std::lock_guard lk(g_live_mu);
   if (std::find(g_live.begin(), g_live.end(), s) != g_live.end()) s->count_dropped_dead(n);
 }
+
+namespace {
+// Runtimes constructed and not yet destroyed: Runtime's constructor and
+// destructor (relaxed: read by the atfork child handler on the forking
+// thread, after fork's own synchronization).
+std::atomic<uint32_t> g_live_runtimes{0};
+// Set in a child forked while a Runtime was live (the atfork child handler);
+// read by check_not_forked_child on the child's one thread.
+std::atomic<bool> g_forked_with_runtime{false};
+void mark_forked_child() noexcept {
+  if (g_live_runtimes.load(std::memory_order_relaxed) != 0) g_forked_with_runtime.store(true, std::memory_order_relaxed);
+}
+[[maybe_unused]] const int g_fork_rule_atfork = ::pthread_atfork(nullptr, nullptr, &mark_forked_child);
+
+void check_not_forked_child(const char* what) {
+  if (!g_forked_with_runtime.load(std::memory_order_relaxed)) return;
+  throw fork_error(std::string("coact: ") + what +
+                   " in a process forked while a Runtime was running: the child has none of its worker threads. "
+                   "Supported: fork then exec (or _exit) in the child, or fork before the first Runtime is "
+                   "constructed (docs/mailboxes.md, \"fork\")");
+}
+}  // namespace
 
 ActorCell*& constructing_cell() noexcept {
   thread_local ActorCell* c = nullptr;
@@ -70,13 +103,15 @@ void post_stop(ActorCell* target) { target->sched->post(target, new StopEnvelope
 
 Runtime& ActorBase::runtime() const noexcept { return *cell_->sched->runtime(); }
 
-Runtime::Runtime(SchedulerTuning tuning) : sched_(std::make_unique<detail::Scheduler>(this, tuning)) {
+Runtime::Runtime(SchedulerTuning tuning)
+    : sched_((detail::check_not_forked_child("Runtime constructed"), std::make_unique<detail::Scheduler>(this, tuning))) {
   // Causal profiling: region names for handler regions, and a sweep when the
   // environment asks for one (COACT_CAUSAL=1, set by coact-profile run). At
   // most one sweep per process; errors (a bad COACT_CAUSAL_* key) propagate.
   causal::set_kind_namer(&kind_name);
   causal::Controller::start_from_env();
   sched_->start();
+  detail::g_live_runtimes.fetch_add(1, std::memory_order_relaxed);
 }
 
 namespace {
@@ -91,13 +126,23 @@ Runtime::Runtime(int& argc, char** argv) try : Runtime(tuning_from_argv(argc, ar
   options::exit_with(argc > 0 ? argv[0] : nullptr, e);
 }
 
-Runtime::~Runtime() { sched_->shutdown(); }
+Runtime::~Runtime() {
+  if (detail::g_forked_with_runtime.load(std::memory_order_relaxed)) {
+    // A forked child: the workers are not here to stop or join; the
+    // scheduler's memory is left to the child's exit.
+    static_cast<void>(sched_.release());
+    return;
+  }
+  sched_->shutdown();
+  detail::g_live_runtimes.fetch_sub(1, std::memory_order_relaxed);
+}
 void Runtime::shutdown() {
   COACT_INVARIANT(detail::Scheduler::current_worker() == nullptr, "Runtime::shutdown() called from a pool worker");
   sched_->shutdown();
 }
 
 void Runtime::run() {
+  detail::check_not_forked_child("Runtime::run() called");
   COACT_INVARIANT(detail::Scheduler::current_worker() == nullptr, "Runtime::run() called from a pool worker");
   // A caller that was blocked on the runtime was woken by a worker that paid
   // (the last actor's finalize_stop and a handler's request_stop pay before
@@ -113,7 +158,11 @@ void Runtime::run() {
 void Runtime::request_stop() noexcept { sched_->request_stop(); }
 bool Runtime::stop_requested() const noexcept { return sched_->stop_requested(); }
 
-RuntimeStats Runtime::stats() const noexcept { return sched_->stats(); }
+RuntimeStats Runtime::stats() const noexcept {
+  RuntimeStats s = sched_->stats();
+  s.mailbox_rejected = mailbox_rejected_.load(std::memory_order_relaxed);
+  return s;
+}
 const SchedulerTuning& Runtime::tuning() const noexcept { return sched_->tuning(); }
 uint32_t Runtime::workers() const noexcept { return sched_->worker_count(); }
 
@@ -140,9 +189,15 @@ bool Runtime::send_named(const std::string& name, uint32_t kind, void* msg) {
     sched_->count_unresolved();
     return false;
   }
-  detail::post(e.cell, e.make(msg));
+  detail::Envelope* env = e.make(msg);
+  bool queued = true;
+  if (e.cell->mailbox_bound != 0) {
+    queued = detail::post_bounded(e.cell, env);  // false: refused by COACT_MAILBOX_BOUND, counted
+  } else {
+    detail::post(e.cell, env);
+  }
   e.cell->release();
-  return true;
+  return queued;
 }
 
 Pid Runtime::whereis(const std::string& name) const {
@@ -150,7 +205,11 @@ Pid Runtime::whereis(const std::string& name) const {
   return sched_->names().pid_of(name);
 }
 
-void Runtime::register_spawn(detail::ActorCell* c) { sched_->register_spawn(c); }
+void Runtime::register_spawn(detail::ActorCell* c) {
+  detail::check_not_forked_child("Runtime::spawn() called");
+  c->mailbox_bound = sched_->tuning().mailbox_bound;  // before the cell is published (it has no pid yet)
+  sched_->register_spawn(c);
+}
 void Runtime::finish_spawn(detail::ActorCell* c) noexcept { sched_->finish_spawn(c); }
 void Runtime::abort_spawn(detail::ActorCell* c) noexcept { sched_->abort_spawn(c); }
 

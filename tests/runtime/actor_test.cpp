@@ -202,25 +202,51 @@ TEST_CASE("request_stop makes run() return while actors are live; destructor cle
 }
 
 namespace {
+// A file-local (static) function: only the ELF symbol table names it, so a
+// backtrace that names frames from exported symbols alone misnames it.
+[[gnu::noinline]] static void throw_boom_deep(int k) {
+  if (k > 0) throw std::runtime_error("boom in handler");
+}
 struct Thrower : coact::Actor<Thrower> {
-  void on(int) { throw std::runtime_error("boom in handler"); }
+  void on(int k) {
+    try {  // an exception caught inside the handler is not the one reported
+      throw std::logic_error("caught inside");
+    } catch (const std::logic_error&) {
+    }
+    throw_boom_deep(k);
+  }
 };
 }  // namespace
 
 #include "support/child.hpp"
 
-TEST_CASE("an exception escaping a handler aborts naming the actor and a backtrace", "[actor][panic]") {
+// Regression: the backtrace was the scheduler's catch site (the throwing
+// frames were unwound by then), its frames named by the nearest exported
+// symbol, so a static function or a call ending a function came out misnamed.
+TEST_CASE("an exception escaping a handler aborts naming the actor and the throw site", "[actor][panic]") {
   auto r = coact::test::run_in_child([] {
     Runtime rt(tuning_for(2));
     auto t = rt.spawn<Thrower>();
     t.send(42);
     rt.run();
   });
+  INFO(r.err);
   CHECK(r.signaled(SIGABRT));
   CHECK_THAT(r.err, Catch::Contains("boom in handler"));
   CHECK_THAT(r.err, Catch::Contains("Thrower"));
   CHECK_THAT(r.err, Catch::Contains("pid "));
-  CHECK_THAT(r.err, Catch::Contains("backtrace:"));
+  CHECK_THAT(r.err, Catch::Contains("backtrace: the throw site"));
+  // Frame #0 is the throwing function, named and placed at its source line.
+  const auto f0 = r.err.find("#0 ");
+  REQUIRE(f0 != std::string::npos);
+  const std::string frame0 = r.err.substr(f0, r.err.find('\n', f0) - f0);
+  CHECK_THAT(frame0, Catch::Contains("throw_boom_deep(int)"));
+  CHECK_THAT(frame0, Catch::Contains("actor_test.cpp:"));
+  // Frame #1 is the handler's call (its return address looked up inside the
+  // call instruction): the handler's own source line, wherever it was inlined.
+  const auto f1 = r.err.find("#1 ");
+  REQUIRE(f1 != std::string::npos);
+  CHECK_THAT(r.err.substr(f1, r.err.find("#2 ", f1) - f1), Catch::Contains("actor_test.cpp:"));
 }
 
 namespace {

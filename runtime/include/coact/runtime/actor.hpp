@@ -20,6 +20,13 @@
 // holds: mail from one handler (or one outside thread) to one recipient is
 // handled in send order. Mail to an actor that has stopped is dropped and
 // counted (RuntimeStats::dropped_dead), never a crash.
+// Mailbox depth and bound (docs/mailboxes.md): ActorRef::mailbox() reads the
+// actor's queue depth and high-water mark. With COACT_MAILBOX_BOUND=N, a send
+// from a thread outside the pool to an actor holding N or more queued mails is
+// refused: send() returns false and the refusal is counted
+// (RuntimeStats::mailbox_rejected, MailboxStats::rejected; the first one is
+// reported on stderr). Sends from pool threads (handlers, timers) are never
+// refused: they are delivered over the bound.
 #pragma once
 
 #include <atomic>
@@ -98,7 +105,34 @@ class Actor : public ActorBase {
   ActorRef<Self> self() const noexcept;
 };
 
+/// One actor's mailbox counters (docs/mailboxes.md). Read with relaxed loads:
+/// exact once the actor is quiescent, approximate while mail flows.
+struct MailboxStats {
+  uint64_t depth = 0;       ///< mail queued now (pushed, not yet taken by a handler run)
+  uint64_t high_water = 0;  ///< the deepest queue since spawn (sampled at dequeue: exact to within 64 mails)
+  uint64_t pushed = 0;      ///< mail queued since spawn (user and system mail)
+  uint64_t rejected = 0;    ///< sends refused by the bound (senders outside the pool)
+  uint32_t bound = 0;       ///< COACT_MAILBOX_BOUND in force for this actor; 0 = unbounded
+};
+
 namespace detail {
+
+/// The counters of `c`'s mailbox. Any thread; `c` must be alive (a held reference).
+inline MailboxStats mailbox_stats(const ActorCell* c) noexcept {
+  MailboxStats s;
+  s.depth = c->inbox.depth();
+  s.high_water = c->inbox.high_water();
+  s.pushed = c->inbox.pushed();
+  s.rejected = c->inbox.rejected();
+  s.bound = c->mailbox_bound;
+  return s;
+}
+
+/// The send path of an actor with a mailbox bound (mailbox.cpp): from a
+/// thread outside every pool, refuses `e` (destroys it, counts it, returns
+/// false) when the inbox holds at least the bound; otherwise post(target, e)
+/// and true. Takes ownership of `e`. Any thread.
+bool post_bounded(ActorCell* target, Envelope* e);
 
 /// Records the envelope of a suspended coroutine handler (on the actor running
 /// on this thread); it is freed when the coroutine finishes or the actor stops.
@@ -228,12 +262,23 @@ class ActorRef {
   /// non-null ref; A must have a handler for M (checked at compile time, in
   /// the body: A may still be incomplete where the call is written, as long
   /// as it is defined later in the translation unit — detail::check_handles).
+  /// Returns true when the mail was queued (or counted as dropped_dead);
+  /// false only when COACT_MAILBOX_BOUND refused it: the sender is outside
+  /// the pool and the actor already holds the bound (the refusal is counted).
   template <class M>
-  void send(M&& msg) const {
+  bool send(M&& msg) const {
     using Msg = std::remove_cvref_t<M>;
     detail::check_handles<A, Msg>();
+    if (cell_->mailbox_bound != 0) [[unlikely]] {
+      return detail::post_bounded(cell_, detail::make_envelope<A, Msg>(std::forward<M>(msg)));
+    }
     detail::post(cell_, detail::make_envelope<A, Msg>(std::forward<M>(msg)));
+    return true;
   }
+
+  /// The actor's mailbox counters. Any thread; requires a non-null ref (the
+  /// counters stay readable after the actor stopped).
+  MailboxStats mailbox() const noexcept { return detail::mailbox_stats(cell_); }
 
   /// Asks the actor to stop once the mail queued ahead of this request is
   /// handled. Any thread; a no-op on an actor that already stopped.

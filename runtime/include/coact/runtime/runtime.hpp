@@ -18,15 +18,21 @@
 // called from any thread, including handlers. run() must not be called from a
 // handler. A Runtime must outlive every handler (it joins its workers).
 // Fail-fast: an exception escaping a handler aborts the process with a
-// message naming the actor (type and pid) and a libunwind backtrace of the
-// throw site (runtime/src/panic.cpp).
+// message naming the actor (type and pid) and a backtrace of the throw site
+// (recorded by the runtime's __cxa_throw while a handler runs; frames named
+// from the executable's symbol table and DWARF lines, runtime/src/panic.cpp).
+// Fork: in a child forked while a Runtime is live, only exec or _exit are
+// supported; Runtime(), run() and spawn() there throw fork_error.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <coact/runtime/actor.hpp>
 #include <coact/runtime/name.hpp>
@@ -39,6 +45,14 @@
 #include <chrono>
 
 namespace coact {
+
+/// Thrown by Runtime's constructor, run() and spawn() in a child process
+/// forked while a Runtime was live (runtime.cpp, "Fork rule"): the child has
+/// none of the pool's threads. Fork then exec (or _exit), or fork before the
+/// first Runtime.
+struct fork_error : std::logic_error {
+  using std::logic_error::logic_error;
+};
 
 /// Counters since boot. Read with relaxed loads: each is exact once the
 /// runtime is quiescent, approximate while it runs.
@@ -66,6 +80,7 @@ struct RuntimeStats {
   uint64_t timed_parks = 0;       ///< timekeeper parks with a timer deadline (each one kernel timer wake)
   uint64_t early_wake_spin_ns = 0;///< ns the timekeeper spun between its early wake and the deadline
   uint64_t wake_late_ns = 0;      ///< ns its timed parks returned past the requested (early) wake, summed
+  uint64_t mailbox_rejected = 0;  ///< sends from outside the pool refused by COACT_MAILBOX_BOUND (never silent)
 
   /// Scheduling synchronizations: wakes + injector pushes + deque pushes.
   uint64_t syncs() const noexcept { return wakes + injector_pushes + deque_pushes; }
@@ -117,7 +132,8 @@ class Runtime {
   }
 
   /// Sends to the actor `pid` (of type A). Returns false (and counts the mail
-  /// as dropped_unresolved) when the pid is stale, dead or of another type.
+  /// as dropped_unresolved) when the pid is stale, dead or of another type,
+  /// or (counted as mailbox_rejected) when COACT_MAILBOX_BOUND refused it.
   template <class A, class M>
   bool send(Pid pid, M&& msg) {
     detail::check_handles<A, std::remove_cvref_t<M>>();  // in the body: A may be complete only later (actor.hpp)
@@ -126,9 +142,15 @@ class Runtime {
       count_unresolved();
       return false;
     }
-    detail::post(c, new detail::TypedEnvelope<A, std::remove_cvref_t<M>>(std::forward<M>(msg)));
+    detail::Envelope* e = new detail::TypedEnvelope<A, std::remove_cvref_t<M>>(std::forward<M>(msg));
+    bool queued = true;
+    if (c->mailbox_bound != 0) [[unlikely]] {
+      queued = detail::post_bounded(c, e);  // false: refused by COACT_MAILBOX_BOUND, counted
+    } else {
+      detail::post(c, e);
+    }
     c->release();
-    return true;
+    return queued;
   }
 
   /// Binds `name` to `ref` until the actor stops or unregister_name(). Returns
@@ -199,6 +221,16 @@ class Runtime {
   Pid whereis(const std::string& name) const;
 
   RuntimeStats stats() const noexcept;
+  /// One live actor's mailbox, as mailboxes() lists it.
+  struct ActorMailbox {
+    Pid pid;
+    std::string type;  ///< the actor's demangled type
+    MailboxStats mailbox;
+  };
+  /// Every live actor's mailbox counters (depth, high-water mark, refusals),
+  /// deepest first. Any thread; takes a reference to each live actor while it
+  /// reads (allocates; not for a hot path). docs/mailboxes.md.
+  std::vector<ActorMailbox> mailboxes() const;
   const SchedulerTuning& tuning() const noexcept;
   uint32_t workers() const noexcept;
 
@@ -230,7 +262,11 @@ class Runtime {
     return arm_send(d, anchor, new detail::TimerActionImpl<decltype(act)>(std::move(act)));
   }
 
+  friend bool detail::post_bounded(detail::ActorCell*, detail::Envelope*);
   std::unique_ptr<detail::Scheduler> sched_;
+  // Sends refused by the mailbox bound: senders outside the pool
+  // (post_bounded, relaxed fetch_add); read relaxed by stats().
+  std::atomic<uint64_t> mailbox_rejected_{0};
 };
 
 template <class A, class... Args>

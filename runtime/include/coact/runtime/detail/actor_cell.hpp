@@ -49,6 +49,10 @@ struct ActorCell {
   // Written once by the registry when it binds the name, read by the
   // stopping worker to know whether names must be unbound.
   std::atomic<bool> has_names{false};
+  // COACT_MAILBOX_BOUND for this actor (0: unbounded): written once at
+  // spawn, before the cell is published; read by senders (mailbox_bound.cpp)
+  // on the line they read for `dead`.
+  uint32_t mailbox_bound = 0;
   Pid pid;
   Scheduler* sched = nullptr;
   // Holder-only after construction; null once the actor stopped.

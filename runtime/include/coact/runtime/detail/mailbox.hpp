@@ -11,6 +11,16 @@
 // FIFO: mail pushed by one thread is popped in push order.
 // Bit 0 of the head word is the actor's run-token (run_token.hpp): a push
 // that finds it clear has woken the actor and schedules it.
+//
+// Depth (docs/mailboxes.md): two monotonic counters, `pushed_` (producers: one
+// relaxed fetch_add on the line they already own for the exchange) and
+// `popped_` (the consumer: a plain relaxed store on its own line); depth is
+// their difference, read by any thread. The high-water mark is kept by the
+// consumer, sampled at dequeue (the first pop of each run of mail, then every
+// kHighWaterStride-th pop), so it is exact to within kHighWaterStride mails
+// and costs producers nothing. After a run of mail whose sampled depth reached
+// kTrimBacklog drains, the consumer calls backlog_drained() once (memory
+// given back to the system, rate-limited there).
 #pragma once
 
 #include <atomic>
@@ -116,6 +126,12 @@ struct Envelope {
 };
 static_assert(sizeof(void*) != 8 || sizeof(Envelope) == 40, "Envelope: 40 bytes on 64-bit targets");
 
+/// Called by a consumer (Mailbox::pop) when a run of mail at least
+/// Mailbox::kTrimBacklog deep has drained: gives freed memory back to the
+/// system (malloc_trim), at most once per second per process. Defined in
+/// runtime/src/mailbox_memory.cpp. Any thread; may take milliseconds.
+void backlog_drained(uint64_t peak) noexcept;
+
 class Mailbox {
  public:
   Mailbox() noexcept : head_(word(&stub_, false)), tail_(&stub_) {}
@@ -127,6 +143,9 @@ class Mailbox {
   /// once (run_token.hpp). One exchange: the push and the wake in one.
   [[gnu::always_inline]] bool push(Envelope* e) noexcept {
     e->next.store(nullptr, std::memory_order_relaxed);
+    // Before the exchange, so the count never trails a pop of this mail (the
+    // consumer's acquire of `next` below orders it); depth() clamps anyway.
+    pushed_.fetch_add(1, std::memory_order_relaxed);
     // seq_cst: one RMW in head_'s modification order (run_token.hpp).
     const uintptr_t prev = head_.exchange(word(e, true), std::memory_order_seq_cst);
     ptr(prev)->next.store(e, std::memory_order_release);
@@ -134,7 +153,47 @@ class Mailbox {
   }
 
   /// Consumer only (the holder). nullptr when empty or when a producer is mid-push.
+  /// Counts the dequeue (depth, high-water mark; file comment).
   Envelope* pop() noexcept {
+    const bool fresh = tail_ == &stub_;  // the first pop of a run of mail (the stub is at the tail)
+    Envelope* e = take();
+    if (e == nullptr) return nullptr;
+    const uint64_t n = popped_.load(std::memory_order_relaxed) + 1;  // consumer-only writer
+    popped_.store(n, std::memory_order_relaxed);
+    if (fresh || (n & (kHighWaterStride - 1)) == 0) sample_depth(n);
+    if (tail_ == &stub_) [[unlikely]] {  // take() re-linked the stub: that was the last mail queued
+      if (run_peak_ >= kTrimBacklog) [[unlikely]] backlog_drained(run_peak_);
+      run_peak_ = 0;
+    }
+    return e;
+  }
+
+  /// Mail queued now (pushed and not yet popped). Any thread; relaxed, so
+  /// approximate while producers and the consumer run.
+  uint64_t depth() const noexcept {
+    const uint64_t out = popped_.load(std::memory_order_relaxed);
+    const uint64_t in = pushed_.load(std::memory_order_relaxed);
+    return in > out ? in - out : 0;
+  }
+  /// The largest depth seen since the actor was spawned (sampled at dequeue,
+  /// and the current depth). Any thread; relaxed.
+  uint64_t high_water() const noexcept {
+    const uint64_t h = high_water_.load(std::memory_order_relaxed);
+    const uint64_t d = depth();
+    return d > h ? d : h;
+  }
+  /// Mail pushed since spawn. Any thread; relaxed.
+  uint64_t pushed() const noexcept { return pushed_.load(std::memory_order_relaxed); }
+  /// Sends refused by the mailbox bound (mailbox_bound.cpp counts them). Any thread; relaxed.
+  uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
+  void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
+
+  static constexpr uint64_t kHighWaterStride = 64;  // a power of two
+  static constexpr uint64_t kTrimBacklog = 4096;    // mails; a run this deep asks for a trim when it drains
+
+ private:
+  // Vyukov's pop (consumer only): nullptr when empty or a producer is mid-push.
+  Envelope* take() noexcept {
     Envelope* tail = tail_;
     Envelope* next = tail->next.load(std::memory_order_acquire);
     if (tail == &stub_) {
@@ -157,6 +216,15 @@ class Mailbox {
     return nullptr;
   }
 
+  // Consumer only: records the depth just before dequeue number `n`.
+  void sample_depth(uint64_t n) noexcept {
+    const uint64_t in = pushed_.load(std::memory_order_relaxed);
+    const uint64_t d = in >= n ? in - n + 1 : 1;
+    if (d > run_peak_) run_peak_ = d;
+    if (d > high_water_.load(std::memory_order_relaxed)) high_water_.store(d, std::memory_order_relaxed);
+  }
+
+ public:
   /// Consumer only: true iff the queue is in its canonical empty state
   /// (tail_ and head_ both at the stub). pop() can return nullptr while mail
   /// is queued: a producer preempted between its exchange and its link, or
@@ -209,13 +277,26 @@ class Mailbox {
   // The newest node, with the run-token in bit 0 (run_token.hpp). Written by
   // producers (exchange) and the holder (stub re-link, release, seize CAS).
   std::atomic<uintptr_t> head_;
+  // Mail pushed since spawn: every producer (relaxed fetch_add before its
+  // exchange, on the line the exchange owns next); read relaxed by the
+  // consumer's depth samples and by depth() on any thread. Counts only.
+  std::atomic<uint64_t> pushed_{0};
+  // Sends refused by the bound: senders outside the pool (relaxed
+  // fetch_add, rare); read relaxed by stats. A count only.
+  std::atomic<uint64_t> rejected_{0};
   // Padding instead of alignas(64): keeps the producers' line away from the
   // consumer's without making every cell over-aligned (an over-aligned new
   // takes glibc's slow memalign path on every spawn).
-  char pad_[64 - sizeof(std::atomic<uintptr_t>)];
+  char pad_[64 - sizeof(std::atomic<uintptr_t>) - 2 * sizeof(std::atomic<uint64_t>)];
   // Consumer-private.
   Envelope* tail_;
   Envelope stub_;
+  // Written by the consumer only (relaxed stores), read relaxed by depth()
+  // and high_water() on any thread: counts, ordered with nothing.
+  std::atomic<uint64_t> popped_{0};
+  std::atomic<uint64_t> high_water_{0};
+  // Consumer-private: the deepest sample of the current run of mail.
+  uint64_t run_peak_ = 0;
 };
 
 }  // namespace coact::detail
