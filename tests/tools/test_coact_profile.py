@@ -149,9 +149,23 @@ class CoactProfileRun(unittest.TestCase):
         print(f"region filter: sweep stopped after {stopped:.2f} s")
         self.assertGreaterEqual(stopped, 15.0)
         self.assertLessEqual(stopped, 25.0)
-        self.assertTrue(running, "the program keeps running after the sweep gave up")
-        self.assertNotEqual(rc, 0)
-        self.first(lines, "valid region names")
+        # A name that matches nothing: the run can record nothing, so the tool ends the program
+        # (it would otherwise run its whole length) and exits 2, a usage error.
+        self.first(lines, "stopping")
+        self.assertFalse(running, "the program is stopped once the sweep ended on a name that matches nothing")
+        self.assertEqual(rc, 2, "\n".join(l for _, l in lines))
+        # The valid names are listed once, with the early warning, not again with the error.
+        self.assertEqual(sum("valid region names" in l for _, l in lines), 1, "\n".join(l for _, l in lines))
+
+    def test_misspelt_region_name_gets_did_you_mean(self):
+        lines, _, _ = self.watch(
+            ["run", "-q", "-o", self.path("p.coz"), "--region-filter", "Wroker::on(", "--", SERVER, "--progress",
+             "--seconds", "30"],
+            until="did you mean", limit_s=20)
+        self.first(lines, "no region matches 'Wroker::on('")
+        hint = [l for _, l in lines if "did you mean" in l]
+        self.assertEqual(len(hint), 1, "\n".join(l for _, l in lines))
+        self.assertIn("Worker::on(", hint[0])
 
     def test_progress_point_never_reached_is_reported_early_and_the_sweep_gives_up(self):
         # 100 ms windows: warning after 0.3 s, give-up after max(5 s, 2 x 1.6 s) = 5 s.

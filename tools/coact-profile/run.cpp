@@ -22,14 +22,18 @@
 //     200 ms read the new records: a warning or error record (a name that
 //     matches nothing, no progress point reached so far, a sweep that gave
 //     up) is printed on stderr at once, so a server that never exits still
-//     tells its user; if stderr is a terminal, a progress line (experiments
-//     written, time left) is redrawn.
+//     tells its user (a name's valid names and the closest one, "did you
+//     mean", once per kind); if stderr is a terminal, a progress line
+//     (experiments written, time left) is redrawn. When the sweep ends with
+//     a name that matches nothing, the program is sent SIGTERM: its run can
+//     record nothing.
 //  4. After the child exits, read its records and report on stderr:
 //       the child crashed or was killed (signal name) or exited non-zero:
 //         say so, keep what was recorded, exit 128+signal or its status;
 //       no startup record: the program never started the profiler: exit 1;
-//       "error" records (no progress point reached, unknown region or
-//         progress name — with the valid names from the "names" record): exit 1;
+//       "error" records: an unknown region or progress name (with the valid
+//         names from the "names" record): exit 2; others (no progress point
+//         reached): exit 1;
 //       the program exited before --duration-s or --experiments was reached:
 //         say how long it ran and how many experiments each region got: exit 1
 //         (the profile is kept and can be plotted);
@@ -46,6 +50,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -97,10 +102,82 @@ void list_names(const Records& r, const std::string& what) {
   }
 }
 
-void print_note(const Records& r, const json& n) {
+// Edit distance between a and b, case-insensitive (Levenshtein, one row).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The valid name closest to the misspelt filter entry `entry` (a filter
+// matches a substring, so each name is scored by its best window of the
+// entry's length, +-1); "" when nothing is within a quarter of the entry's
+// length (at least 1 edit). Names come from the profile's names record.
+std::string closest_name(const Records& r, const std::string& what, const std::string& entry) {
+  if (!r.names || entry.empty()) return {};
+  const bool regions = what != "unknown_progress";
+  const size_t limit = std::max<size_t>(1, entry.size() / 4);
+  std::string best;
+  size_t best_d = limit + 1;
+  for (const auto& n : (*r.names)[regions ? "regions" : "progress"]) {
+    if (what == "unknown_handler" && n.value("kind", "") != "handler") continue;
+    if (!regions && n.value("handler", false)) continue;
+    const std::string name = n.value("name", "");
+    auto consider = [&](const std::string& window) {
+      const size_t d = edit_distance(entry, window);
+      if (d < best_d) {
+        best_d = d;
+        best = name;
+      }
+    };
+    for (size_t len = entry.size() > 1 ? entry.size() - 1 : 1; len <= entry.size() + 1; ++len) {
+      if (name.size() <= len) {
+        consider(name);
+        continue;
+      }
+      for (size_t at = 0; at + len <= name.size(); ++at) consider(name.substr(at, len));
+    }
+  }
+  return best;
+}
+
+// Prints a warning or error record of the profile once per kind ("what"):
+// the message, and for a filter entry that matches nothing the valid names
+// and the closest one, the first time that kind is shown (a sweep warns
+// "(so far)" while the program runs and errors at its end with the same list).
+void print_note(const Records& r, const json& n, std::vector<std::string>& listed) {
   const std::string what = n.value("what", "");
   std::fprintf(stderr, "coact-profile: %s\n", n.value("message", what).c_str());
-  if (what.starts_with("unknown_")) list_names(r, what);
+  if (!what.starts_with("unknown_")) return;
+  const bool first = std::find(listed.begin(), listed.end(), what) == listed.end();
+  if (first) {
+    listed.push_back(what);
+    list_names(r, what);
+  }
+  if (!n.contains("names") || !n["names"].is_array()) return;
+  for (const auto& entry : n["names"]) {
+    if (!entry.is_string()) continue;
+    const std::string near = closest_name(r, what, entry.get<std::string>());
+    if (!near.empty() && first) std::fprintf(stderr, "  did you mean '%s'?\n", near.c_str());
+  }
+}
+
+// Whether an error record says a filter or fixed name matched nothing (a
+// usage error: exit 2).
+bool naming_error(const Records& r) {
+  return std::any_of(r.errors.begin(), r.errors.end(),
+                     [](const json& e) { return e.value("what", std::string()).starts_with("unknown_"); });
 }
 
 std::string dir_of(const std::string& path) {
@@ -409,15 +486,16 @@ int run(RunArgs& a) {
   int status = 0;
   size_t shown_warnings = 0, shown_errors = 0;
   bool said_stopped = false;
-  bool sent_term = false;  // --stop-program sent SIGTERM after the sweep's end
+  bool sent_term = false;  // SIGTERM sent after the sweep's end (--stop-program, or a naming error)
+  std::vector<std::string> listed;  // kinds of note whose valid names were listed
   auto show_new_notes = [&](const Records& r) {
     const bool any = shown_warnings < r.warnings.size() || shown_errors < r.errors.size();
     if (any && drawn) {
       std::fprintf(stderr, "\r\033[K");
       drawn = false;
     }
-    for (; shown_warnings < r.warnings.size(); ++shown_warnings) print_note(r, r.warnings[shown_warnings]);
-    for (; shown_errors < r.errors.size(); ++shown_errors) print_note(r, r.errors[shown_errors]);
+    for (; shown_warnings < r.warnings.size(); ++shown_warnings) print_note(r, r.warnings[shown_warnings], listed);
+    for (; shown_errors < r.errors.size(); ++shown_errors) print_note(r, r.errors[shown_errors], listed);
   };
   for (;;) {
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
@@ -434,6 +512,13 @@ int run(RunArgs& a) {
       said_stopped = true;
       if (a.stop_program && r.errors.empty()) {
         ::kill(pid, SIGTERM);  // the sweep is over: so is the run (--stop-program)
+        sent_term = true;
+      } else if (naming_error(r)) {
+        // A name that matches nothing: the run can record nothing useful, so
+        // it ends now rather than after the program's own length.
+        std::fprintf(stderr, "coact-profile: the sweep has ended with the error above; stopping %s (SIGTERM)\n",
+                     prog.c_str());
+        ::kill(pid, SIGTERM);
         sent_term = true;
       } else if (!r.errors.empty()) {
         std::fprintf(stderr,
@@ -509,7 +594,7 @@ int run(RunArgs& a) {
     rc = 1;
   }
   show_new_notes(r);
-  if (!r.errors.empty() && rc == 0) rc = 1;
+  if (!r.errors.empty() && rc == 0) rc = naming_error(r) ? 2 : 1;
   // --sampling that found no line: say why here (the reason is otherwise only
   // in the profile), most often a build without debug information.
   if (o.sampling && r.sampler && r.sampler->value("line_regions", 0) == 0) {
