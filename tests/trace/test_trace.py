@@ -71,6 +71,28 @@ class Traces(unittest.TestCase):
                 self.assertEqual(doc["otherData"]["burst"], burst == "on")
                 self.assertEqual(doc["otherData"]["dropped"], 0, f"{w} burst {burst}")
 
+    @unittest.skipUnless(PEERS, "coact-peers not built")
+    def test_unwritable_output_is_a_boot_error_and_dropped_events_are_said(self):
+        # A trace path that cannot be written: one line at boot, exit 2, nothing run.
+        bad = os.path.join(self.dir, "no-such-dir", "t.json")
+        r = subprocess.run([PEERS, "--workload", "ping_pong", "--n", "1000", "--workers", "2"],
+                           env=env_with(COACT_TRACE="on", COACT_TRACE_OUTPUT=bad),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"COACT_TRACE_OUTPUT={bad}: cannot write", r.stderr)
+        self.assertEqual(r.stdout, "", "the workload must not run")
+        # The smallest ring on a run that sends far more: the file says how many were
+        # dropped, and so does stderr, with the knobs to turn.
+        out = os.path.join(self.dir, "small.json")
+        r = subprocess.run([PEERS, "--workload", "ping_pong", "--n", "20000", "--workers", "2"],
+                           env=env_with(COACT_TRACE="on", COACT_TRACE_OUTPUT=out, COACT_TRACE_BUFFER="1024"),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dropped = load(out)["otherData"]["dropped"]
+        self.assertGreater(dropped, 0)
+        self.assertIn(f"coact: trace: {dropped} events were dropped", r.stderr)
+        self.assertIn("COACT_TRACE_BUFFER", r.stderr)
+
     @unittest.skipUnless(DEDUP and SOURCE, "coact-dedup not built")
     def test_archiver(self):
         for burst in ("off", "on"):

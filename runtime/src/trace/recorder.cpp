@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include <coact/causal/region.hpp>
+#include <coact/options.hpp>
 
 #include "../detail/sync.hpp"
 
@@ -49,6 +50,18 @@ std::vector<Event> Ring::snapshot() const {
 
 Session::Session(SessionInfo info, uint32_t capacity, std::string output)
     : info_(info), output_(std::move(output)), boot_ns_(sync::now_ns()), all_(info.rate >= 1) {
+  // The file is written at the end of the run (or the window): a path that
+  // cannot be written is a bad option, said at boot, not after the run.
+  if (!output_.empty()) {
+    const std::string probe = output_ + ".partial";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw options::option_error("COACT_TRACE_OUTPUT=" + output_ + ": cannot write '" + probe +
+                                  "': " + std::strerror(errno) + " (expected a writable file path)");
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   // threshold_: P(xorshift state < threshold) = rate.
   const double t = std::ldexp(info.rate, 64);
   threshold_ = t >= 18446744073709551615.0 ? UINT64_MAX : uint64_t(t);
@@ -166,6 +179,15 @@ bool Session::write(const std::string& path, uint64_t deadline_at_ns) {
                  std::strerror(errno));
     ::unlink(tmp.c_str());
     return false;
+  }
+  // A full ring drops what comes after (the trace is then a prefix of the
+  // run): say so, with the knobs that fix it, rather than leave a quiet gap.
+  if (const uint64_t lost = dropped(); lost != 0) {
+    std::fprintf(stderr,
+                 "coact: trace: %llu events were dropped because a worker's ring was full (COACT_TRACE_BUFFER "
+                 "events per worker; otherData.dropped in '%s'): raise COACT_TRACE_BUFFER, lower COACT_TRACE's "
+                 "rate, or record a window (COACT_TRACE_START_MS, COACT_TRACE_DURATION_MS)\n",
+                 static_cast<unsigned long long>(lost), path.c_str());
   }
   return true;
 }
