@@ -39,6 +39,7 @@ cmake --build build/install-check -j"$JOBS" --target coact-profile >/dev/null
 rm -rf build/install-check/prefix
 cmake --install build/install-check --prefix "$PWD/build/install-check/prefix" >/dev/null
 test -x build/install-check/prefix/bin/coact-calibrate
+test -x build/install-check/prefix/bin/coact-trace-view
 cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-check/prefix" >/dev/null
 cmake --build build/consumer -j"$JOBS" >/dev/null
 ./build/consumer/consumer
