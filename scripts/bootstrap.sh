@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# scripts/bootstrap.sh: install every Debian package coact needs (idempotent).
+# scripts/bootstrap.sh: install the Debian packages coact needs (idempotent).
 # Quiet when everything is present; a clear error when apt fails.
-# Usage: scripts/bootstrap.sh            (needs root or sudo when something is missing)
+# Usage: scripts/bootstrap.sh            everything: tests, benchmarks and their peers, examples, validation
+#        scripts/bootstrap.sh --library  only what building and installing the library and tools needs
+# (needs root or sudo when something is missing)
 set -euo pipefail
 
-PACKAGES=(
-  build-essential cmake pkg-config git
-  time                   # /usr/bin/time: max RSS of each perf-compare trial
-  catch2                 # tests (Catch2 v2)
-  libbenchmark-dev       # micro-benchmarks (Google Benchmark)
+LIBRARY=(
+  build-essential cmake pkg-config
   libunwind-dev          # fail-fast backtraces; sampled-line regions (unwinding in the signal handler)
   libdw-dev              # sampled-line regions: symbolization to file:line (elfutils libdw)
   libtomlplusplus-dev    # config file (toml++)
   libcli11-dev           # command lines (CLI11)
   nlohmann-json3-dev     # JSON
   libfmt-dev             # formatting
+  python3-matplotlib python3-numpy python3-scipy  # coact-plot (run as /usr/bin/python3)
+)
+PACKAGES=(
+  "${LIBRARY[@]}"
+  git
+  time                   # /usr/bin/time: max RSS of each perf-compare trial
+  catch2                 # tests (Catch2 v2)
+  libbenchmark-dev       # micro-benchmarks (Google Benchmark)
   libzstd-dev            # the dedup archiver's compression
   libssl-dev             # the dedup archiver's SHA-256 fingerprints (libcrypto)
   libcaf-dev             # peer runtime for the benchmarks (CAF 0.17)
-  python3-matplotlib python3-numpy python3-scipy  # reports/ (run as /usr/bin/python3)
   coz-profiler           # the reference causal profiler, for side-by-side validation
   cargo librust-tokio-dev  # peer runtime for the benchmarks (tokio 1.24, built offline by Debian's cargo)
+  slurmctld slurmd slurm-client munge  # sharded sweeps: the test starts a one-node Slurm (scripts/slurm-sweep.sh)
 )
+
+case "${1:-}" in
+  "") ;;
+  --library) PACKAGES=("${LIBRARY[@]}") ;;
+  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "bootstrap: unknown argument '$1' (expected --library or nothing)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

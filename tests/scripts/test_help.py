@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh", "perfdoc.sh"]
+SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh", "perfdoc.sh", "bootstrap.sh"]
 MISTAKES = [
     ("run.sh", ["--duration", "5"], "did you mean --seconds"),
     ("run.sh", ["--out"], "--out needs a value"),
@@ -23,6 +23,7 @@ MISTAKES = [
     ("readme-run.sh", ["--max-load", "low"], "want a number such as 0.3"),
     ("readme-run.sh", ["--base-rev", "no-such-rev"], "is not a commit of"),
     ("readme-run.sh", ["--out"], "--out needs a value"),
+    ("bootstrap.sh", ["--libary"], "unknown argument '--libary' (expected --library or nothing)"),
 ]
 
 
