@@ -172,6 +172,9 @@ constexpr std::array kKeys{
 };
 constexpr std::size_t kKeyCount = kKeys.size();
 
+    Key{"COACT_MAILBOX_STATS"sv, "scheduler"sv, "mailbox_stats"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
+        "count each actor's mailbox depth and high-water mark (ActorRef::mailbox(), Runtime::mailboxes()): one more "
+        "atomic increment per send; a COACT_MAILBOX_BOUND implies it"sv},
     Key{"COACT_MAILBOX_BOUND"sv, "scheduler"sv, "mailbox_bound"sv, Type::integer, "mails"sv, 0, 4'294'967'295,
         false, "0"sv, ""sv,
         "mails an actor may hold before a send from outside the pool is refused (send returns false, counted in "

@@ -68,7 +68,7 @@ std::atomic<int64_t> g_last_trim_ns{0};
 constexpr int64_t kTrimIntervalNs = 1'000'000'000;
 }  // namespace
 
-void backlog_drained(uint64_t /*peak*/) noexcept {
+void backlog_drained(uint64_t /*mails*/) noexcept {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();

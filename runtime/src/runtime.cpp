@@ -207,7 +207,9 @@ Pid Runtime::whereis(const std::string& name) const {
 
 void Runtime::register_spawn(detail::ActorCell* c) {
   detail::check_not_forked_child("Runtime::spawn() called");
-  c->mailbox_bound = sched_->tuning().mailbox_bound;  // before the cell is published (it has no pid yet)
+  // Before the cell is published (it has no pid yet): the bound needs the depth.
+  c->mailbox_bound = sched_->tuning().mailbox_bound;
+  c->inbox.set_counting(sched_->tuning().mailbox_stats || c->mailbox_bound != 0);
   sched_->register_spawn(c);
 }
 void Runtime::finish_spawn(detail::ActorCell* c) noexcept { sched_->finish_spawn(c); }

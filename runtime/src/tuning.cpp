@@ -69,6 +69,7 @@ SchedulerTuning tuning_from(const options::Values& v) {
   t.trace_start_ms = static_cast<uint64_t>(*v.integer("COACT_TRACE_START_MS"));
   t.trace_duration_ms = static_cast<uint64_t>(*v.integer("COACT_TRACE_DURATION_MS"));
   t.trace_export_deadline_ms = static_cast<uint64_t>(*v.integer("COACT_TRACE_EXPORT_DEADLINE_MS"));
+  t.mailbox_stats = v.boolean("COACT_MAILBOX_STATS");
   t.mailbox_bound = u32(v, "COACT_MAILBOX_BOUND");
   return t;
 }

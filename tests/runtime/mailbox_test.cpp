@@ -1,4 +1,5 @@
-// mailbox_test.cpp: the mailbox's depth and high-water mark, the optional
+// mailbox_test.cpp: the mailbox's depth and high-water mark (counted with
+// COACT_MAILBOX_STATS=on or a bound, off otherwise), the optional
 // bound's policy (COACT_MAILBOX_BOUND: senders outside the pool refused and
 // counted, pool senders never refused), and the fork rule (a child forked
 // while a Runtime is live gets fork_error, not an abort). docs/mailboxes.md.
@@ -75,10 +76,13 @@ void wait_handled(const std::atomic<int>& handled, int n) {
 TEST_CASE("mailbox depth and high-water mark are visible per actor and in mailboxes()", "[mailbox]") {
   const uint32_t workers = GENERATE(1u, 2u, 4u);
   constexpr int kItems = 1000;
-  coact::test::run_checked(workers, [&](Runtime& rt) {
+  coact::SchedulerTuning t = tuning_for(workers);
+  t.mailbox_stats = true;
+  coact::test::run_checked(t, [&](Runtime& rt) {
     std::atomic<int> handled{0};
     std::atomic<bool> entered{false}, release{false};
     auto sink = rt.spawn<Sink>(&handled);
+    CHECK(sink.mailbox().counted);
     CHECK(sink.mailbox().depth == 0u);
     CHECK(sink.mailbox().bound == 0u);
     sink.send(Hold{&entered, &release});
@@ -106,6 +110,25 @@ TEST_CASE("mailbox depth and high-water mark are visible per actor and in mailbo
   });
 }
 
+TEST_CASE("without COACT_MAILBOX_STATS or a bound, depth is not counted and says so", "[mailbox]") {
+  coact::test::run_checked(2u, [&](Runtime& rt) {
+    std::atomic<int> handled{0};
+    std::atomic<bool> entered{false}, release{false};
+    auto sink = rt.spawn<Sink>(&handled);
+    sink.send(Hold{&entered, &release});
+    wait_for(entered, "sink holds");
+    for (int i = 0; i < 10; ++i) REQUIRE(sink.send(Item{i}));
+    const coact::MailboxStats m = sink.mailbox();
+    CHECK_FALSE(m.counted);
+    CHECK(m.depth == 0u);
+    CHECK(m.high_water == 0u);
+    release.store(true);
+    wait_handled(handled, 10);
+    sink.stop();
+    rt.run();
+  });
+}
+
 TEST_CASE("COACT_MAILBOX_BOUND refuses outside senders at the bound and counts every refusal", "[mailbox]") {
   const uint32_t workers = GENERATE(1u, 2u, 4u);
   constexpr uint32_t kBound = 100;
@@ -117,6 +140,7 @@ TEST_CASE("COACT_MAILBOX_BOUND refuses outside senders at the bound and counts e
     std::atomic<bool> entered{false}, release{false};
     auto sink = rt.spawn<Sink>(&handled);
     CHECK(sink.mailbox().bound == kBound);
+    CHECK(sink.mailbox().counted);  // a bound implies counting
     sink.send(Hold{&entered, &release});
     wait_for(entered, "sink holds");
     int accepted = 0;

@@ -21,7 +21,8 @@
 // handled in send order. Mail to an actor that has stopped is dropped and
 // counted (RuntimeStats::dropped_dead), never a crash.
 // Mailbox depth and bound (docs/mailboxes.md): ActorRef::mailbox() reads the
-// actor's queue depth and high-water mark. With COACT_MAILBOX_BOUND=N, a send
+// actor's queue depth and high-water mark, counted with COACT_MAILBOX_STATS=on
+// (one more atomic increment per send) or a bound. With COACT_MAILBOX_BOUND=N, a send
 // from a thread outside the pool to an actor holding N or more queued mails is
 // refused: send() returns false and the refusal is counted
 // (RuntimeStats::mailbox_rejected, MailboxStats::rejected; the first one is
@@ -113,6 +114,7 @@ struct MailboxStats {
   uint64_t pushed = 0;      ///< mail queued since spawn (user and system mail)
   uint64_t rejected = 0;    ///< sends refused by the bound (senders outside the pool)
   uint32_t bound = 0;       ///< COACT_MAILBOX_BOUND in force for this actor; 0 = unbounded
+  bool counted = false;     ///< depth counted (COACT_MAILBOX_STATS=on or a bound); else depth, high_water, pushed are 0
 };
 
 namespace detail {
@@ -125,6 +127,7 @@ inline MailboxStats mailbox_stats(const ActorCell* c) noexcept {
   s.pushed = c->inbox.pushed();
   s.rejected = c->inbox.rejected();
   s.bound = c->mailbox_bound;
+  s.counted = c->inbox.counting();
   return s;
 }
 

@@ -56,6 +56,8 @@ struct SchedulerTuning {
   /// COACT_TRACE_EXPORT_DEADLINE_MS: how long the trace file written on SIGINT/SIGTERM may take (the signal's own
   /// disposition runs after it); the events not written by then are dropped and counted. 0 = no limit.
   uint64_t trace_export_deadline_ms = 2000;
+  /// COACT_MAILBOX_STATS: count every actor's mailbox depth and high-water mark (docs/mailboxes.md).
+  bool mailbox_stats = false;
   /// COACT_MAILBOX_BOUND: mails an actor may hold before sends from outside the pool are refused
   /// (docs/mailboxes.md); 0 = unbounded.
   uint32_t mailbox_bound = 0;

@@ -12,15 +12,19 @@
 // Bit 0 of the head word is the actor's run-token (run_token.hpp): a push
 // that finds it clear has woken the actor and schedules it.
 //
-// Depth (docs/mailboxes.md): two monotonic counters, `pushed_` (producers: one
-// relaxed fetch_add on the line they already own for the exchange) and
-// `popped_` (the consumer: a plain relaxed store on its own line); depth is
-// their difference, read by any thread. The high-water mark is kept by the
-// consumer, sampled at dequeue (the first pop of each run of mail, then every
-// kHighWaterStride-th pop), so it is exact to within kHighWaterStride mails
-// and costs producers nothing. After a run of mail whose sampled depth reached
-// kTrimBacklog drains, the consumer calls backlog_drained() once (memory
-// given back to the system, rate-limited there).
+// Depth (docs/mailboxes.md), only while counting (set_counting() before the
+// actor is published: COACT_MAILBOX_STATS=on, or a COACT_MAILBOX_BOUND): two
+// monotonic counters, `pushed_` (producers: one relaxed fetch_add on the line
+// they already own for the exchange, a second locked instruction per send,
+// hence opt-in) and `popped_` (the consumer: a plain relaxed store on its own
+// line); depth is their difference, read by any thread. The high-water mark
+// is kept by the consumer, sampled at dequeue (the first pop of each run of
+// mail, then every kHighWaterStride-th pop), so it is exact to within
+// kHighWaterStride mails and costs producers nothing.
+// Always (counting or not): when a run of at least kTrimBacklog mails (pops
+// without the inbox emptying) ends with the inbox empty, the consumer calls
+// backlog_drained() once (memory given back to the system, rate-limited
+// there); the run's count is consumer-private.
 #pragma once
 
 #include <atomic>
@@ -126,11 +130,11 @@ struct Envelope {
 };
 static_assert(sizeof(void*) != 8 || sizeof(Envelope) == 40, "Envelope: 40 bytes on 64-bit targets");
 
-/// Called by a consumer (Mailbox::pop) when a run of mail at least
-/// Mailbox::kTrimBacklog deep has drained: gives freed memory back to the
+/// Called by a consumer (Mailbox::pop) when a run of at least
+/// Mailbox::kTrimBacklog mails has drained: gives freed memory back to the
 /// system (malloc_trim), at most once per second per process. Defined in
 /// runtime/src/mailbox_memory.cpp. Any thread; may take milliseconds.
-void backlog_drained(uint64_t peak) noexcept;
+void backlog_drained(uint64_t mails) noexcept;
 
 class Mailbox {
  public:
@@ -145,7 +149,7 @@ class Mailbox {
     e->next.store(nullptr, std::memory_order_relaxed);
     // Before the exchange, so the count never trails a pop of this mail (the
     // consumer's acquire of `next` below orders it); depth() clamps anyway.
-    pushed_.fetch_add(1, std::memory_order_relaxed);
+    if (counting_) [[unlikely]] pushed_.fetch_add(1, std::memory_order_relaxed);
     // seq_cst: one RMW in head_'s modification order (run_token.hpp).
     const uintptr_t prev = head_.exchange(word(e, true), std::memory_order_seq_cst);
     ptr(prev)->next.store(e, std::memory_order_release);
@@ -158,38 +162,42 @@ class Mailbox {
     const bool fresh = tail_ == &stub_;  // the first pop of a run of mail (the stub is at the tail)
     Envelope* e = take();
     if (e == nullptr) return nullptr;
-    const uint64_t n = popped_.load(std::memory_order_relaxed) + 1;  // consumer-only writer
-    popped_.store(n, std::memory_order_relaxed);
-    if (fresh || (n & (kHighWaterStride - 1)) == 0) sample_depth(n);
-    if (tail_ == &stub_) [[unlikely]] {  // take() re-linked the stub: that was the last mail queued
-      if (run_peak_ >= kTrimBacklog) [[unlikely]] backlog_drained(run_peak_);
-      run_peak_ = 0;
+    if (counting_) [[unlikely]] count_pop(fresh);
+    ++run_mails_;
+    if (tail_ == &stub_) {  // take() re-linked the stub: that was the last mail queued
+      if (run_mails_ >= kTrimBacklog) [[unlikely]] backlog_drained(run_mails_);
+      run_mails_ = 0;
     }
     return e;
   }
 
-  /// Mail queued now (pushed and not yet popped). Any thread; relaxed, so
-  /// approximate while producers and the consumer run.
+  /// Before publication only (the spawner): count depth from now on (file comment).
+  void set_counting(bool on) noexcept { counting_ = on; }
+  /// Whether depth is counted. Any thread.
+  bool counting() const noexcept { return counting_; }
+
+  /// Mail queued now (pushed and not yet popped); 0 unless counting. Any
+  /// thread; relaxed, so approximate while producers and the consumer run.
   uint64_t depth() const noexcept {
     const uint64_t out = popped_.load(std::memory_order_relaxed);
     const uint64_t in = pushed_.load(std::memory_order_relaxed);
     return in > out ? in - out : 0;
   }
   /// The largest depth seen since the actor was spawned (sampled at dequeue,
-  /// and the current depth). Any thread; relaxed.
+  /// and the current depth); 0 unless counting. Any thread; relaxed.
   uint64_t high_water() const noexcept {
     const uint64_t h = high_water_.load(std::memory_order_relaxed);
     const uint64_t d = depth();
     return d > h ? d : h;
   }
-  /// Mail pushed since spawn. Any thread; relaxed.
+  /// Mail pushed since spawn; 0 unless counting. Any thread; relaxed.
   uint64_t pushed() const noexcept { return pushed_.load(std::memory_order_relaxed); }
   /// Sends refused by the mailbox bound (mailbox_bound.cpp counts them). Any thread; relaxed.
   uint64_t rejected() const noexcept { return rejected_.load(std::memory_order_relaxed); }
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
 
   static constexpr uint64_t kHighWaterStride = 64;  // a power of two
-  static constexpr uint64_t kTrimBacklog = 4096;    // mails; a run this deep asks for a trim when it drains
+  static constexpr uint64_t kTrimBacklog = 4096;    // mails; a run this long asks for a trim when it drains
 
  private:
   // Vyukov's pop (consumer only): nullptr when empty or a producer is mid-push.
@@ -216,11 +224,15 @@ class Mailbox {
     return nullptr;
   }
 
-  // Consumer only: records the depth just before dequeue number `n`.
-  void sample_depth(uint64_t n) noexcept {
+  // Consumer only, while counting: counts a dequeue and samples the depth
+  // just before it on the first pop of a run (`fresh`) and every
+  // kHighWaterStride-th pop.
+  void count_pop(bool fresh) noexcept {
+    const uint64_t n = popped_.load(std::memory_order_relaxed) + 1;  // consumer-only writer
+    popped_.store(n, std::memory_order_relaxed);
+    if (!fresh && (n & (kHighWaterStride - 1)) != 0) return;
     const uint64_t in = pushed_.load(std::memory_order_relaxed);
     const uint64_t d = in >= n ? in - n + 1 : 1;
-    if (d > run_peak_) run_peak_ = d;
     if (d > high_water_.load(std::memory_order_relaxed)) high_water_.store(d, std::memory_order_relaxed);
   }
 
@@ -284,10 +296,13 @@ class Mailbox {
   // Sends refused by the bound: senders outside the pool (relaxed
   // fetch_add, rare); read relaxed by stats. A count only.
   std::atomic<uint64_t> rejected_{0};
+  // Written once before publication (set_counting), read by producers and
+  // the consumer on the line they use anyway.
+  bool counting_ = false;
   // Padding instead of alignas(64): keeps the producers' line away from the
   // consumer's without making every cell over-aligned (an over-aligned new
   // takes glibc's slow memalign path on every spawn).
-  char pad_[64 - sizeof(std::atomic<uintptr_t>) - 2 * sizeof(std::atomic<uint64_t>)];
+  char pad_[64 - sizeof(std::atomic<uintptr_t>) - 2 * sizeof(std::atomic<uint64_t>) - sizeof(bool)];
   // Consumer-private.
   Envelope* tail_;
   Envelope stub_;
@@ -295,8 +310,8 @@ class Mailbox {
   // and high_water() on any thread: counts, ordered with nothing.
   std::atomic<uint64_t> popped_{0};
   std::atomic<uint64_t> high_water_{0};
-  // Consumer-private: the deepest sample of the current run of mail.
-  uint64_t run_peak_ = 0;
+  // Consumer-private: mails popped since the inbox was last empty.
+  uint64_t run_mails_ = 0;
 };
 
 }  // namespace coact::detail
