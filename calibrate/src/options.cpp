@@ -105,6 +105,9 @@ constexpr std::array kKeys{
         "JSON-lines path (appended); unset: the .coz path with .jsonl; empty: none"sv},
     Key{"COACT_CAUSAL_SEED"sv, "causal"sv, "seed"sv, Type::integer, ""sv, 0, kMaxSeed, false, "0"sv, ""sv,
         "seed of the region and speedup draws; 0: from the clock"sv},
+    Key{"COACT_CAUSAL_SHARD"sv, "causal"sv, "shard"sv, Type::text, ""sv, 0, 0, false, ""sv, ""sv,
+        "K/N: this sweep is shard K (0-based) of N of one sharded sweep (its own seed; shard and host in its "
+        "records); empty: not sharded"sv},
     Key{"COACT_CAUSAL_SAMPLING"sv, "causal"sv, "sampling"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "sample CPU time on every worker so source lines become regions (file:line, Handler @ file:line)"sv},
     Key{"COACT_CAUSAL_SAMPLE_PERIOD_US"sv, "causal"sv, "sample_period_us"sv, Type::integer, "us"sv, 10, 1'000'000,
@@ -169,9 +172,6 @@ constexpr std::array kKeys{
         3'600'000, false, "2000"sv, ""sv,
         "time the trace file may take to write on SIGINT/SIGTERM; events not written by then are dropped and "
         "counted (0: no limit)"sv},
-};
-constexpr std::size_t kKeyCount = kKeys.size();
-
     Key{"COACT_MAILBOX_STATS"sv, "scheduler"sv, "mailbox_stats"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "count each actor's mailbox depth and high-water mark (ActorRef::mailbox(), Runtime::mailboxes()): one more "
         "atomic increment per send; a COACT_MAILBOX_BOUND implies it"sv},
@@ -179,6 +179,9 @@ constexpr std::size_t kKeyCount = kKeys.size();
         false, "0"sv, ""sv,
         "mails an actor may hold before a send from outside the pool is refused (send returns false, counted in "
         "mailbox_rejected); pool senders are never refused; 0: unbounded"sv},
+};
+constexpr std::size_t kKeyCount = kKeys.size();
+
 // Old spellings: an error that names the new key (environment spelling; the
 // flag and TOML spellings are derived).
 struct Renamed {

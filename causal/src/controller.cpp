@@ -149,6 +149,7 @@ constexpr std::string_view kMinExperiments = "COACT_CAUSAL_MIN_EXPERIMENTS";
 constexpr std::string_view kTimeShareFloorPct = "COACT_CAUSAL_TIME_SHARE_FLOOR_PCT";
 constexpr std::string_view kUntilSettled = "COACT_CAUSAL_UNTIL_SETTLED";
 constexpr std::string_view kSettleWidthPct = "COACT_CAUSAL_SETTLE_WIDTH_PCT";
+constexpr std::string_view kShard = "COACT_CAUSAL_SHARD";
 
 std::string_view to_string(RegionWeight w) {
   switch (w) {
@@ -187,6 +188,31 @@ std::string default_json_output(const std::string& coz_path) {
   return coz_path + ".jsonl";
 }
 
+bool parse_shard(std::string_view text, uint32_t& shard, uint32_t& shards) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return false;
+  const std::string_view k = text.substr(0, slash), n = text.substr(slash + 1);
+  auto digits = [](std::string_view t) {
+    return !t.empty() && t.size() <= 6 && t.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (!digits(k) || !digits(n)) return false;
+  const auto kv = static_cast<uint32_t>(std::stoul(std::string(k)));
+  const auto nv = static_cast<uint32_t>(std::stoul(std::string(n)));
+  if (nv < 1 || nv > 100'000 || kv >= nv) return false;
+  shard = kv;
+  shards = nv;
+  return true;
+}
+
+uint64_t shard_seed(uint64_t seed, uint32_t shard) {
+  // splitmix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+  // generators", OOPSLA 2014) of the seed advanced by shard + 1 steps.
+  uint64_t z = seed + (uint64_t{shard} + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 std::optional<Options> options_from(const options::Values& v) {
   if (!v.boolean(kEnable)) return std::nullopt;
   Options o;
@@ -206,6 +232,9 @@ std::optional<Options> options_from(const options::Values& v) {
   o.max_experiments = *v.integer(kExperiments);
   o.min_delta = *v.integer(kMinDelta);
   o.seed = *v.integer(kSeed);
+  if (const std::string shard = v.text(kShard); !shard.empty() && !parse_shard(shard, o.shard, o.shards)) {
+    bad_value(kShard, shard, "K/N with 0 <= K < N <= 100000 (this sweep's shard, 0-based, and the shard count)");
+  }
   const std::string weight = v.text(kRegionWeight);
   o.region_weight = weight == "time"      ? RegionWeight::time
                     : weight == "uniform" ? RegionWeight::uniform
@@ -276,6 +305,7 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   if (o.max_experiments != d.max_experiments) add(kExperiments, std::to_string(o.max_experiments));
   if (o.min_delta != d.min_delta) add(kMinDelta, std::to_string(o.min_delta));
   if (o.seed != d.seed) add(kSeed, std::to_string(o.seed));
+  if (o.shards != 0) add(kShard, fmt::format("{}/{}", o.shard, o.shards));
   if (o.region_weight != d.region_weight) add(kRegionWeight, std::string(to_string(o.region_weight)));
   if (o.min_experiments != d.min_experiments) add(kMinExperiments, std::to_string(o.min_experiments));
   if (o.time_share_floor_pct != d.time_share_floor_pct) {
@@ -375,8 +405,10 @@ struct PointStart {
 
 class Sweep {
  public:
-  Sweep(State& s, Options o, std::unique_ptr<ProfileWriter> w, uint64_t hz, uint64_t seed)
-      : s_(s), o_(std::move(o)), w_(std::move(w)), hz_(hz), rng_(seed) {
+  // `origin`: JSON members added to every experiment and summary record
+  // (a sharded sweep's shard, shards and host; "" otherwise).
+  Sweep(State& s, Options o, std::unique_ptr<ProfileWriter> w, uint64_t hz, uint64_t seed, std::string origin)
+      : s_(s), o_(std::move(o)), w_(std::move(w)), hz_(hz), rng_(seed), origin_(std::move(origin)) {
     max_window_ = o_.max_experiment.count() != 0 ? o_.max_experiment : o_.experiment * 16;
     window_ = o_.experiment;
   }
@@ -491,6 +523,7 @@ class Sweep {
       ++windows_;
       // Step 8.
       ExperimentRecord e;
+      e.origin_json = origin_;
       e.index = summary_.experiments;
       e.region = r1.name;
       e.speedup_pct = pct;
@@ -972,7 +1005,9 @@ class Sweep {
       rec["settled"] = summary_.settled;
       rec["leader"] = summary_.leader.empty() ? nlohmann::json(nullptr) : nlohmann::json(summary_.leader);
     }
-    w_->json_line(rec.dump());
+    std::string line = rec.dump();
+    if (!origin_.empty()) line.insert(line.size() - 1, origin_);  // before the closing brace
+    w_->json_line(line);
     w_.reset();  // close the files before anyone is told we are done
     std::lock_guard lk(s_.mu);
     s_.summary = summary_;
@@ -986,6 +1021,7 @@ class Sweep {
   std::unique_ptr<ProfileWriter> w_;
   const uint64_t hz_;
   std::mt19937_64 rng_;
+  const std::string origin_;  // JSON members of every experiment and summary record (constructor)
   bool sampling_ = false;  // line sampling started by this sweep
   steady::time_point t_start_{};
   std::chrono::milliseconds window_{};
@@ -1032,6 +1068,45 @@ class Sweep {
 
 }  // namespace
 
+namespace {
+// The JSON members (each with its leading comma) that say where a sweep ran:
+// the startup record's "program" (the executable's file name), "args" (its
+// arguments) and "host" (gethostname), so that merging profiles can tell
+// different programs and machines apart; with Options::shards also "shard"
+// and "shards" — what a sharded sweep adds to its experiment and summary
+// records too (`every_record`) — and, in the startup record, "base_seed":
+// the seed before shard_seed() mixed the shard in (what --seed reproduces).
+// Called by start(), before the sweep's thread exists.
+std::string origin_members(const Options& o, bool every_record, uint64_t base_seed = 0) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::string out;
+  if (o.shards != 0) out += fmt::format(",\"shard\":{},\"shards\":{}", o.shard, o.shards);
+  out += ",\"host\":" + json_quote(host);
+  if (every_record) return out;
+  if (o.shards != 0) out += fmt::format(",\"base_seed\":{}", base_seed);
+  std::string exe(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  exe.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  out += ",\"program\":" + json_quote(exe.substr(exe.rfind('/') == std::string::npos ? 0 : exe.rfind('/') + 1));
+  std::vector<std::string> args;
+  if (FILE* f = std::fopen("/proc/self/cmdline", "rb")) {
+    std::string all;
+    char buf[4096];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) all.append(buf, got);
+    std::fclose(f);
+    size_t at = 0;
+    for (bool first = true; at < all.size(); first = false) {
+      const size_t end = all.find('\0', at);
+      if (!first) args.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+  }
+  return out + ",\"args\":" + json_array(args);
+}
+}  // namespace
+
 void Controller::start(const Options& options) {
 #if !COACT_CAUSAL_ENABLED
   (void)options;
@@ -1058,17 +1133,26 @@ void Controller::start(const Options& options) {
   if (seed == 0) {
     seed = static_cast<uint64_t>(steady::now().time_since_epoch().count()) ^ (uint64_t(::getpid()) << 32);
   }
+  const uint64_t base_seed = seed;
+  if (options.shards != 0) {
+    if (options.shard >= options.shards) {
+      throw std::invalid_argument("coact causal: Options::shard must be below Options::shards");
+    }
+    seed = shard_seed(seed, options.shard);
+  }
   const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-  writer->startup(static_cast<uint64_t>(wall_ns), hz, seed, options_json(options));
+  writer->startup(static_cast<uint64_t>(wall_ns), hz, seed, options_json(options),
+                  origin_members(options, /*every_record=*/false, base_seed));
   {
     std::lock_guard lk(s.mu);
     s.stop_requested = false;
     s.done = false;
     s.summary = SweepSummary{};
   }
-  auto sweep = std::make_shared<Sweep>(s, options, std::move(writer), hz, seed);
+  auto sweep = std::make_shared<Sweep>(s, options, std::move(writer), hz, seed,
+                                       options.shards != 0 ? origin_members(options, /*every_record=*/true) : "");
   s.running.store(true, std::memory_order_relaxed);
   try {
     s.thread = std::thread([sweep] { sweep->run(); });

@@ -95,7 +95,7 @@ std::string format_json_experiment(const ExperimentRecord& e) {
     first = false;
     latency += (latency.empty() ? "" : ",") + obj;
   }
-  out += "},\"latency\":{" + latency + "}}\n";
+  out += "},\"latency\":{" + latency + "}" + e.origin_json + "}\n";
   return out;
 }
 
@@ -212,12 +212,13 @@ void ProfileWriter::write_group(int fd, const std::string& path, uint64_t& offse
   }
 }
 
-void ProfileWriter::startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json) {
+void ProfileWriter::startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json,
+                            std::string_view origin_json) {
   write_group(coz_fd_, coz_path_, coz_offset_, format_coz_startup(time_ns));
   write_group(json_fd_, json_path_, json_offset_,
-            fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}}}\n",
+            fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}{}}}\n",
                         time_ns, tsc_hz, static_cast<long>(::getpid()), seed,
-                        options_json.empty() ? std::string_view("{}") : options_json));
+                        options_json.empty() ? std::string_view("{}") : options_json, origin_json));
 }
 
 void ProfileWriter::experiment(const ExperimentRecord& e) {

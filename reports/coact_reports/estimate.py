@@ -18,6 +18,12 @@ Data points (as Coz's viewer, ``viewer/ts/profile.ts``)
    ``baseline="region"`` is Coz's rule (the region's own speedup-0
    experiments). Speedup-0 experiments whose value is an outlier (below) are
    left out of the baseline.
+   Merged profiles (several shards or hosts: each experiment's *group*,
+   profile.py): machines and runs differ in speed, so each group has its own
+   baseline (the same rule within the group) and each experiment is
+   normalised by its own group's baseline in step 3; the program speedups
+   are then pooled into one fit. A group without a usable baseline
+   contributes no points. With one group this is exactly the rule above.
 3. program speedup y = (baseline - value) / baseline per experiment; values
    outside [-1, 2] are dropped, as the viewer does. A latency reduction is a
    positive program speedup (the viewer shows it negated: coz issue #104).
@@ -58,7 +64,10 @@ standard error over its m experiments) is propagated through the fit
 (every y moves by (1 - y) times a relative baseline error) and added in
 quadrature; the t quantile uses min(n - p, m - 1) degrees of freedom. With
 too few points for degrees of freedom (n <= p, or m < 2) there is no
-interval, never a zero-width one.
+interval, never a zero-width one. Merged groups: each group's baseline error
+moves only its own points, the groups' errors are independent and their
+terms add; the t quantile uses min(n - p, sum over groups of (m_g - 1))
+degrees of freedom, and every group used needs m_g >= 2 for an interval.
 
 Ranked or not
 =============
@@ -322,33 +331,53 @@ def _fit(xs, ys, ws, allow_bend: bool):
 
 
 def _curve(region: str, point: str, kind: str, exps: List[Experiment],
-           base_rows: np.ndarray, grid: np.ndarray, model: str = "auto",
+           base_rows, grid: np.ndarray, model: str = "auto",
            min_experiments: int = MIN_EXPERIMENTS, rank_at: float = RANK_AT) -> Optional[Curve]:
     """The curve of one region at one progress point. base_rows: the
-    baseline's speedup-0 rows (num, den, duration). None without a usable
-    baseline or any usable non-zero-speedup experiment."""
+    baseline's speedup-0 rows (num, den, duration), or for a profile of
+    several groups (merged shards or hosts) a dict group -> such rows, each
+    experiment then normalised by its own group's baseline (see analyze).
+    None without a usable baseline or any usable non-zero-speedup
+    experiment."""
     key = lambda s: round(s, _SPEEDUP_KEY_DIGITS)
-    baseline, base_rse, m, base_out = _baseline(base_rows)
-    if not (math.isfinite(baseline) and baseline > 0):
+    grouped = isinstance(base_rows, dict)
+    bases: Dict[str, Tuple[float, float, int, int]] = {}
+    for g, rows in (base_rows.items() if grouped else [("", base_rows)]):
+        b = _baseline(rows)
+        if math.isfinite(b[0]) and b[0] > 0:
+            bases[g] = b
+    if not bases:
         return None
+    if grouped:
+        base_rows = np.concatenate([r for r in base_rows.values()]).reshape(-1, 3)
+        m = sum(b[2] for b in bases.values())
+        base_out = sum(b[3] for b in bases.values())
+        # Reported only (each point uses its own group's): the groups'
+        # baselines averaged, weighted by their experiments.
+        baseline = float(sum(b[0] * b[2] for b in bases.values()) / m)
+        base_rse = math.nan
+    else:
+        baseline, base_rse, m, base_out = bases[""]
     lo_y, hi_y = SPEEDUP_RANGE
-    pools: Dict[float, List[Tuple[float, float, float]]] = {}
+    pools: Dict[float, List[Tuple[float, float, float, str]]] = {}
     for e in exps:
         s = key(e.speedup)
         if s == 0.0:
             continue
         num, den = _num_den(kind, e.points[point], e.duration_ns)
-        pools.setdefault(s, []).append((num, den, e.duration_ns))
+        pools.setdefault(s, []).append((num, den, e.duration_ns, e.group if grouped else ""))
 
-    xs, ys, ws = [], [], []
+    xs, ys, ws, gs = [], [], [], []
     for s in sorted(pools):
-        for num, den, dur in pools[s]:
-            if den <= 0:
+        for num, den, dur, g in pools[s]:
+            if den <= 0 or g not in bases:
                 continue
-            y = (baseline - num / den) / baseline
+            b = bases[g][0]
+            y = (b - num / den) / b
             if math.isfinite(y) and lo_y <= y <= hi_y:
-                xs.append(s), ys.append(y), ws.append(dur)
+                xs.append(s), ys.append(y), ws.append(dur), gs.append(g)
     xs, ys, ws = (np.array(a, dtype=float) for a in (xs, ys, ws))
+    gs = np.array(gs, dtype=object)
     if len(xs) == 0:
         return None
     ws = ws / ws.mean() if ws.sum() > 0 else np.ones_like(ws)
@@ -358,20 +387,32 @@ def _curve(region: str, point: str, kind: str, exps: List[Experiment],
     k0, c0, _ = _fit(xs, ys, ws, model == "auto")
     out = _hampel(ys - _basis(xs, k0) @ c0)
     outliers = list(zip(xs[out].tolist(), ys[out].tolist()))
-    xs, ys, ws = xs[~out], ys[~out], ws[~out]
+    xs, ys, ws, gs = xs[~out], ys[~out], ws[~out], gs[~out]
     ws = ws / ws.mean()
 
     knee, coef, rss = _fit(xs, ys, ws, model == "auto")
     X = _basis(xs, knee)
     n, p = X.shape
     cov, df = None, 0
-    if n > p and math.isfinite(base_rse) and m >= 2:
+    used = [g for g in bases if np.any(gs == g)] if grouped else [""]
+    base_ok = all(math.isfinite(bases[g][1]) and bases[g][2] >= 2 for g in used)
+    if n > p and base_ok:
         XtWX_inv = np.linalg.pinv(X.T @ (X * ws[:, None]))
         s2 = rss / (n - p)
-        # The baseline's relative error e moves every y by (1 - y) e.
-        g = XtWX_inv @ (X.T @ (ws * (1 - ys)))
-        cov = s2 * XtWX_inv + np.outer(g, g) * base_rse ** 2
-        df = min(n - p, m - 1)
+        if not grouped:
+            # The baseline's relative error e moves every y by (1 - y) e.
+            g = XtWX_inv @ (X.T @ (ws * (1 - ys)))
+            cov = s2 * XtWX_inv + np.outer(g, g) * base_rse ** 2
+            df = min(n - p, m - 1)
+        else:
+            # Each group's baseline error moves its own points only; the
+            # groups' baselines are independent, so their terms add.
+            cov = s2 * XtWX_inv
+            for grp in used:
+                sel = gs == grp
+                g = XtWX_inv @ (X[sel].T @ (ws[sel] * (1 - ys[sel])))
+                cov = cov + np.outer(g, g) * bases[grp][1] ** 2
+            df = min(n - p, sum(bases[grp][2] - 1 for grp in used))
         if not np.all(np.isfinite(cov)) or not np.all(np.sqrt(np.maximum(np.diag(cov), 0)) > MIN_SE):
             cov, df = None, 0   # never a zero-width interval: no residual, no baseline spread
 
@@ -454,18 +495,33 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
     by_region: Dict[str, List[Experiment]] = {}
     for e in profile.experiments:
         by_region.setdefault(e.region, []).append(e)
+    # Several groups (shards, hosts: profile.py): every baseline is per group.
+    groups = sorted({e.group for e in profile.experiments})
+    grouped = len(groups) > 1
+
+    def base_of(point: str, exps: List[Experiment]):
+        rows = lambda sel: np.array([(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
+                                     for e in sel if round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0],
+                                    dtype=float).reshape(-1, 3)
+        if not grouped:
+            return rows(exps)
+        return {g: rows([e for e in exps if e.group == g]) for g in groups}
+
     kinds: Dict[str, str] = {}
-    pooled_base: Dict[str, np.ndarray] = {}
+    pooled_base: Dict[str, object] = {}
     for point in chosen:
         types = {type(e.points[point]) for e in profile.experiments if point in e.points}
         if len(types) > 1:
             raise ProfileError(f"progress point {point!r} is both a throughput "
                                "and a latency point", where)
         kinds[point] = "throughput" if types == {Throughput} else "latency"
-        rows = [(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
-                for e in profile.experiments
-                if point in e.points and round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0]
-        pooled_base[point] = np.array(rows, dtype=float).reshape(-1, 3)
+        if grouped:
+            pooled_base[point] = base_of(point, [e for e in profile.experiments if point in e.points])
+        else:
+            rows = [(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
+                    for e in profile.experiments
+                    if point in e.points and round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0]
+            pooled_base[point] = np.array(rows, dtype=float).reshape(-1, 3)
     no_baseline: List[str] = []  # "region @ point" left out for want of a speedup-0 experiment
     too_few: List[str] = []      # ... for want of --min-points distinct speedups
     results = []
@@ -477,11 +533,13 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
                 continue
             if baseline == "pooled":
                 base = pooled_base[point]
+            elif grouped:
+                base = base_of(point, exps)
             else:
                 base = np.array([(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
                                  for e in exps if round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0],
                                 dtype=float).reshape(-1, 3)
-            if len(base) == 0:
+            if (sum(len(b) for b in base.values()) if grouped else len(base)) == 0:
                 no_baseline.append(f"{region} @ {point}")
                 continue
             c = _curve(region, point, kinds[point], exps, base, grid, model,

@@ -52,6 +52,27 @@ that is a number is a throughput count; an object with ``arrivals``,
 ``departures`` and ``difference`` is a latency point. Extra fields anywhere are
 ignored; records of other types are ignored.
 
+Where a sweep ran (coact JSON lines)
+------------------------------------
+coact's ``startup`` record names the program (``"program"``: the
+executable's file name, ``"args"``: its arguments) and the machine
+(``"host"``); a shard of a sharded sweep (``coact-profile run --shard K/N``)
+also writes ``"shard"`` and ``"shards"`` there and in each of its experiment
+records (which carry ``"host"`` too). Each experiment gets a *group*: its
+shard and host (``"shard 2/4 on node7"``), else its host (``"host node7"``),
+else ``""`` (Coz files, older coact files). The estimator takes each group's
+baseline from that group's own speedup-0 experiments (machines differ) when
+a profile holds more than one group (estimate.py).
+
+Several profiles (merging)
+--------------------------
+``load_profiles`` pools files; a directory stands for its ``*.jsonl`` files
+(else its ``*.coz`` files; never both: the two are the same run). Files that
+say which program they ran must all have run the same command line (program
+file name and arguments), and files must measure the same progress points:
+otherwise ``ProfileError`` names both files and what differs (merging the
+curves of two programs would be a curve of neither).
+
 Robustness rules (both formats)
 -------------------------------
 * A last line with no terminating newline that does not parse (a run killed
@@ -68,6 +89,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -117,6 +139,7 @@ class Experiment:
     duration_ns: float           # effective: wall time minus injected delay
     points: Dict[str, object] = field(default_factory=dict)  # name -> Throughput|Latency
     source: str = ""             # "path:line" of the experiment record
+    group: str = ""              # where it ran: "shard K/N on HOST", "host HOST" or "" (module doc)
 
 
 @dataclass
@@ -246,6 +269,23 @@ def parse_profile(path: str) -> List[Experiment]:
     points. Raises ProfileError on a malformed line or an unreadable file;
     warns (ProfileWarning) and skips an unterminated, unparseable last line.
     Does not check emptiness: see load_profiles."""
+    return _parse(path)[0]
+
+
+def _group(obj: dict, origin: dict) -> str:
+    """An experiment's group (module doc) from its record and its run's
+    startup record."""
+    shard = obj.get("shard", origin.get("shard"))
+    shards = obj.get("shards", origin.get("shards"))
+    host = obj.get("host", origin.get("host"))
+    if shard is not None:
+        return f"shard {shard}/{shards} on {host}" if host else f"shard {shard}/{shards}"
+    return f"host {host}" if host else ""
+
+
+def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
+    """parse_profile's experiments, and the command line of each coact
+    startup record that names one, with its line number."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -257,6 +297,8 @@ def parse_profile(path: str) -> List[Experiment]:
     if terminated:
         lines.pop()                       # the empty string after the final '\n'
     experiments: List[Experiment] = []
+    programs: List[Tuple[str, int]] = []
+    origin: dict = {}                     # the last startup record (coact JSON)
     current: Optional[Experiment] = None
     current_line = 0
     last = len(lines)
@@ -266,11 +308,16 @@ def parse_profile(path: str) -> List[Experiment]:
             continue
         try:
             if line.lstrip().startswith("{"):
-                current, current_line = _handle_json(line, path, lineno, experiments,
-                                                     current, current_line)
+                current, current_line, origin = _handle_json(line, path, lineno, experiments,
+                                                             current, current_line, origin)
+                if origin.get("_line") == lineno and isinstance(origin.get("program"), str):
+                    args = origin.get("args") if isinstance(origin.get("args"), list) else []
+                    programs.append((" ".join([origin["program"]] + [str(x) for x in args]), lineno))
             else:
                 current, current_line = _handle_text(line, path, lineno, experiments,
                                                      current, current_line)
+                if line.startswith("startup"):
+                    origin = {}
         except ProfileError as e:
             if lineno == last and not terminated:
                 warnings.warn(f"{path}:{lineno}: last line is truncated (no newline "
@@ -278,7 +325,7 @@ def parse_profile(path: str) -> List[Experiment]:
                               ProfileWarning, stacklevel=2)
                 break
             raise
-    return experiments
+    return experiments, programs
 
 
 def _attach(current: Optional[Experiment], current_line: int, name: str, point,
@@ -306,7 +353,7 @@ def _handle_text(line, path, lineno, experiments, current, current_line):
     return current, current_line          # runtime, samples, shutdown, unknown
 
 
-def _handle_json(line, path, lineno, experiments, current, current_line):
+def _handle_json(line, path, lineno, experiments, current, current_line, origin):
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
@@ -323,25 +370,80 @@ def _handle_json(line, path, lineno, experiments, current, current_line):
         if coact:
             _coact_points(exp, _require(obj, "progress", "experiment", path, lineno),
                           path, lineno)
+            exp.group = _group(obj, origin)
         experiments.append(exp)
-        return exp, lineno
+        return exp, lineno, origin
     if rtype in _THROUGHPUT_TYPES or rtype in _LATENCY_TYPES:
         name, point = _point_from_fields(rtype, obj, path, lineno)
         _attach(current, current_line, name, point, rtype, path, lineno)
-        return current, current_line
+        return current, current_line, origin
     if rtype == "startup":
-        return None, 0
-    return current, current_line
+        return None, 0, dict(obj, _line=lineno)
+    return current, current_line, origin
+
+
+def _expand(paths: Sequence[str]) -> List[str]:
+    """Files for `paths`: a directory stands for its *.jsonl files, else its
+    *.coz files (sorted). ProfileError for a directory with neither."""
+    out: List[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        names = sorted(os.listdir(p))
+        for ext in (".jsonl", ".coz"):
+            found = [os.path.join(p, n) for n in names
+                     if n.endswith(ext) and os.path.isfile(os.path.join(p, n))]
+            if found:
+                out.extend(found)
+                break
+        else:
+            raise ProfileError("directory holds no profile (no *.jsonl or *.coz file)", p)
+    return out
+
+
+def _check_same_sweep(per_file: List[Tuple[str, List[Experiment], List[Tuple[str, int]]]]) -> None:
+    """Merging: every file that names its program ran one command line, and
+    every file with experiments measured one set of progress points;
+    ProfileError naming both files otherwise."""
+    first_prog = None
+    first_points = None
+    for path, exps, programs in per_file:
+        for prog, lineno in programs:
+            if first_prog is None:
+                first_prog = (path, lineno, prog)
+            elif prog != first_prog[2]:
+                raise ProfileError(
+                    f"profiles of different programs cannot be merged: {first_prog[0]}:{first_prog[1]} ran "
+                    f"{first_prog[2]!r} but {path}:{lineno} ran {prog!r} (merge only the shards of one sweep)")
+        points = sorted({n for e in exps for n in e.points})
+        if not exps:
+            continue
+        if first_points is None:
+            first_points = (path, points)
+        elif points != first_points[1]:
+            raise ProfileError(
+                f"profiles of different progress points cannot be merged: {first_points[0]} measured "
+                f"{', '.join(map(repr, first_points[1])) or 'none'} but {path} measured "
+                f"{', '.join(map(repr, points)) or 'none'} (merge only the shards of one sweep)")
 
 
 def load_profiles(paths: Sequence[str]) -> Profile:
-    """Parse and pool several profile files. Raises ProfileError if none of
-    them holds an experiment, or no experiment carries progress-point data."""
+    """Parse and pool several profile files (a directory: its profiles, see
+    the module doc). Raises ProfileError if none of them holds an
+    experiment, no experiment carries progress-point data, or the files come
+    from different programs or progress points."""
     if not paths:
         raise ProfileError("no profile files given")
+    paths = _expand(paths)
     exps: List[Experiment] = []
+    per_file = []
     for p in paths:
-        exps.extend(parse_profile(p))
+        e, programs = _parse(p)
+        per_file.append((p, e, programs))
+        exps.extend(e)
+    if len(per_file) > 1:
+        _check_same_sweep(per_file)
     where = paths[0] if len(paths) == 1 else ", ".join(paths)
     if not exps:
         raise ProfileError("profile is empty: it contains no experiment records "

@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <coact/causal/sampler.hpp>
 
 #include "tool.hpp"
@@ -79,6 +81,64 @@ std::optional<uint64_t> parse_line_experiment_period_us(const std::string& t) {
   const uint64_t us = std::stoull(t);
   if (us != 0 && (us < 10 || us > 1'000'000)) return std::nullopt;
   return us;
+}
+
+// The shard of `run`: --shard K/N, else a Slurm job array's task
+// (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT),
+// else a Kubernetes indexed Job's JOB_COMPLETION_INDEX of JOB_COMPLETION_COUNT
+// (a variable the Job's manifest sets to its completions). Sets o.shard and
+// o.shards (left 0/0 when none applies) and `source` (what gave them).
+// Returns "" or the one-line complaint naming the flag or variable and value.
+std::string resolve_shard(const std::string& flag, bool flag_given, coact::causal::Options& o, std::string& source) {
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  auto number = [](const std::string& t) -> std::optional<uint64_t> {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoull(t);
+  };
+  const std::string expected = "K/N with 0 <= K < N <= 100000 (this shard, 0-based, and the number of shards)";
+  if (flag_given) {
+    if (!ca::parse_shard(flag, o.shard, o.shards)) return "--shard '" + flag + "': expected " + expected;
+    source = "--shard";
+    return {};
+  }
+  if (const auto id = env("SLURM_ARRAY_TASK_ID")) {
+    const auto count = env("SLURM_ARRAY_TASK_COUNT");
+    const auto min = env("SLURM_ARRAY_TASK_MIN");
+    const auto k = number(*id), n = count ? number(*count) : std::nullopt, lo = min ? number(*min) : uint64_t{0};
+    if (!k) return "SLURM_ARRAY_TASK_ID='" + *id + "': expected a task index (digits)";
+    if (!n) {
+      return (count ? "SLURM_ARRAY_TASK_COUNT='" + *count + "'" : std::string("SLURM_ARRAY_TASK_COUNT unset")) +
+             " (with SLURM_ARRAY_TASK_ID='" + *id +
+             "'): expected the array's task count (sbatch --array sets it), or pass --shard K/N";
+    }
+    if (!lo || *lo > *k) return "SLURM_ARRAY_TASK_MIN='" + min.value_or("") + "': expected a task index <= SLURM_ARRAY_TASK_ID";
+    const std::string text = std::to_string(*k - *lo) + "/" + std::to_string(*n);
+    if (!ca::parse_shard(text, o.shard, o.shards)) {
+      return "SLURM_ARRAY_TASK_ID='" + *id + "' of SLURM_ARRAY_TASK_COUNT='" + *count + "' (from " +
+             std::to_string(*lo) + "): shard " + text + " is not " + expected +
+             "; submit a dense array (sbatch --array=0-N) or pass --shard K/N";
+    }
+    source = "SLURM_ARRAY_TASK_ID";
+    return {};
+  }
+  if (const auto id = env("JOB_COMPLETION_INDEX")) {
+    const auto count = env("JOB_COMPLETION_COUNT");
+    if (!count) {
+      return "JOB_COMPLETION_INDEX='" + *id +
+             "' is set but JOB_COMPLETION_COUNT is not: set it to the Job's completions in its manifest (the shard "
+             "count), or pass --shard K/N";
+    }
+    const std::string text = *id + "/" + *count;
+    if (!ca::parse_shard(text, o.shard, o.shards)) {
+      return "JOB_COMPLETION_INDEX='" + *id + "' of JOB_COMPLETION_COUNT='" + *count + "': expected " + expected;
+    }
+    source = "JOB_COMPLETION_INDEX";
+  }
+  return {};
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -179,6 +239,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}));
   run_cmd->add_option("--seed", o.seed, "Seed of the region and speedup draws (0: from the clock)");
+  std::string shard;
+  run_cmd->add_option("--shard", shard,
+                      "K/N: run shard K (0-based) of a sweep split into N independent runs whose profiles "
+                      "coact-plot merges: its own seed (--seed mixed with K), shard and host in its records, default "
+                      "output profile-shard-K-of-N.coz (default: a Slurm array task's SLURM_ARRAY_TASK_ID / "
+                      "SLURM_ARRAY_TASK_COUNT, a Kubernetes indexed Job's JOB_COMPLETION_INDEX / "
+                      "JOB_COMPLETION_COUNT, when set)");
   std::string region_weight = "evidence";
   run_cmd
       ->add_option("--region-weight", region_weight,
@@ -398,6 +465,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.sample_signal = sample_signal;
+  if (const std::string bad = resolve_shard(shard, run_cmd->count("--shard") > 0, o, a.shard_source); !bad.empty()) {
+    std::fprintf(stderr, "coact-profile run: %s\n", bad.c_str());
+    return 2;
+  }
+  if (o.shards != 0 && run_cmd->count("--output") == 0) {
+    o.output = fmt::format("profile-shard-{}-of-{}.coz", o.shard, o.shards);
+  }
   o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
   o.cooldown = std::chrono::milliseconds(cooldown_ms);
   o.duration = std::chrono::seconds(duration_s);

@@ -38,7 +38,8 @@
 //         say how long it ran and how many experiments each region got: exit 1
 //         (the profile is kept and can be plotted);
 //       else: how long the sweep ran, the experiments per region, and the
-//         command that plots the profile: exit 0.
+//         command that plots the profile (a shard of a sharded sweep: also
+//         which shard and the command that merges the shards): exit 0.
 //     With --profile-only (no experiments): the heaviest regions of the
 //     "profile" record; exit 1 only if the run failed or wrote no such record.
 #include <fcntl.h>
@@ -663,6 +664,13 @@ int run(RunArgs& a) {
                  static_cast<unsigned long long>(r.experiments), static_cast<unsigned long long>(r.zero_speedup),
                  elapsed, static_cast<double>(r.experiment_ns) / 1e9, files.c_str(), per_region_text(r).c_str(),
                  plot.c_str(), o.output.empty() ? o.json_output.c_str() : o.output.c_str());
+    if (o.shards != 0) {
+      std::fprintf(stderr,
+                   "coact-profile: this was shard %u of %u (0-based, from %s; seed %s); merge the shards' profiles: "
+                   "%s profile DIR-OR-FILES... -o curves.png\n",
+                   o.shard, o.shards, a.shard_source.c_str(),
+                   r.startup_record.contains("seed") ? r.startup_record["seed"].dump().c_str() : "?", plot.c_str());
+    }
     const std::string ranking = ranking_status(r, true);
     if (!ranking.empty()) {
       const bool settled = r.estimates->value("settled", false);

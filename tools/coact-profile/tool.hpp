@@ -20,6 +20,7 @@ struct RunArgs {
   bool append = false;      // --append: add to existing profiles instead of refusing
   bool quiet = false;       // no progress line
   bool stop_program = false;  // --stop-program: SIGTERM the program once the sweep has ended
+  std::string shard_source;  // what set o.shard / o.shards: "--shard", "SLURM_ARRAY_TASK_ID", ...; "" = not sharded
   std::string trace;         // --trace FILE: the per-mail trace during the run ("" = none)
   std::string trace_window;  // --trace-window START+DURATION (seconds; "" = the whole run)
   std::vector<std::string> command;  // PROGRAM ARGS... (after `--`)

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,15 @@ struct Options {
   std::string json_output = "profile.jsonl";
   /// COACT_CAUSAL_SEED: seed of the region and speedup draws; 0: from the clock.
   uint64_t seed = 0;
+  /// COACT_CAUSAL_SHARD ("K/N"): this sweep is shard `shard` (0-based) of
+  /// `shards` independent sweeps of one program whose profiles are merged
+  /// (coact-plot, scripts/slurm-sweep.sh). A sharded sweep draws with its own
+  /// seed (the seed above mixed with the shard, so shards never repeat each
+  /// other's draws even with one --seed) and writes "shard", "shards" and
+  /// "host" into its startup, experiment and summary JSON records.
+  /// shards == 0: not sharded (nothing is added). Precondition: shard < shards.
+  uint32_t shard = 0;
+  uint32_t shards = 0;
   /// COACT_CAUSAL_SAMPLING: 1 samples every runtime worker and registered
   /// thread on its CPU clock during the sweep, so sampled source lines
   /// become regions (line_region.hpp); 0 (default): handler and scope
@@ -131,6 +141,17 @@ struct Options {
 /// The JSON path used when COACT_CAUSAL_JSON_OUTPUT is unset: `coz_path` with a
 /// trailing ".coz" replaced by ".jsonl", else with ".jsonl" appended.
 std::string default_json_output(const std::string& coz_path);
+
+/// Parses a shard "K/N" (decimal digits only, 1 <= N <= 100000, 0 <= K < N)
+/// into `shard` and `shards`. Returns false (outputs unchanged) for anything
+/// else. Pure; any thread. Used by options_from (COACT_CAUSAL_SHARD) and by
+/// coact-profile run --shard.
+bool parse_shard(std::string_view text, uint32_t& shard, uint32_t& shards);
+
+/// The seed a shard draws with: `seed` mixed with the shard index (splitmix64
+/// of both), so that shards of one sweep given one seed draw differently and
+/// each is reproducible. Pure; any thread.
+uint64_t shard_seed(uint64_t seed, uint32_t shard);
 
 /// The sweep options from resolved options (keys declared in coact/options.hpp's
 /// table, group "causal"). Returns nullopt when COACT_CAUSAL is false. Pure;

@@ -23,7 +23,11 @@
 // are written as spaces (they would split records).
 //
 // JSON lines (coact; reports/coact_plot.py reads them) — one object per line:
-//   {"type":"startup","time_ns":..,"tsc_hz":..,"pid":..,"seed":..,"options":{..}}
+//   {"type":"startup","time_ns":..,"tsc_hz":..,"pid":..,"seed":..,"options":{..},
+//    "host":..,"program":..,"args":[..]}   (host..args: written by the controller;
+//                                           a sharded sweep adds "shard":K,"shards":N
+//                                           here and to its experiment and summary records,
+//                                           and "base_seed" here)
 //   {"type":"experiment","index":..,"region":..,"speedup":0.25,"duration_ns":..,
 //    "delay_ns":..,"effective_ns":..,"visits":..,"region_ns":..,
 //    "progress":{"name":count, "lat":{"arrivals":..,"departures":..,"difference":..}},
@@ -108,6 +112,10 @@ struct ExperimentRecord {
   uint64_t region_ns = 0;      ///< Exclusive running time of the selected region during it.
   std::vector<ThroughputDelta> throughput;
   std::vector<LatencyDelta> latency;
+  /// JSON members, each with its leading comma (",\"shard\":0,..."), added at
+  /// the end of the JSON line verbatim; "" adds nothing. The controller's
+  /// sharded sweeps put their shard and host here (controller.hpp Options::shards).
+  std::string origin_json;
 };
 
 /// One region's total for the samples records.
@@ -143,8 +151,11 @@ class ProfileWriter {
   ProfileWriter& operator=(const ProfileWriter&) = delete;
 
   /// Startup records: profile.coz `startup`; JSON `startup` with tsc_hz, pid,
-  /// seed and `options_json` (a JSON object, inserted verbatim).
-  void startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json);
+  /// seed and `options_json` (a JSON object, inserted verbatim), then
+  /// `origin_json` (JSON members, each with its leading comma, verbatim: the
+  /// controller's program, args, host and shard).
+  void startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json,
+               std::string_view origin_json = {});
   /// One experiment, one write(2) per file.
   void experiment(const ExperimentRecord& e);
   /// profile.coz `runtime` + `samples`; JSON `runtime`.
