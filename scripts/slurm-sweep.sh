@@ -54,7 +54,16 @@ Example:
 EOF
 }
 
-die_usage() { echo "$prog: $*" >&2; echo "(see $prog --help)" >&2; exit 2; }
+die_usage() { echo "$prog: $* (see $prog --help)" >&2; exit 2; }
+options="--shards --duration-s --partition --out --profile-tool --plot --profile-arg --at --sbatch-arg --no-exclusive --time-limit --wait-s --help"
+# The options `$1` is a prefix of, or that are a prefix of it ("" if none).
+did_you_mean() {
+  local o found=""
+  for o in $options; do
+    if [[ ${#1} -ge 4 && ( $o == "$1"* || $1 == "$o"* ) ]]; then found+="${found:+ or }$o"; fi
+  done
+  [ -z "$found" ] || echo ": did you mean $found?"
+}
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 
 shards=4
@@ -76,9 +85,10 @@ while [ $# -gt 0 ]; do
     -n|--shards|-t|--duration-s|-p|--partition|-o|--out|--profile-tool|--plot|--profile-arg|--at|--sbatch-arg|--time-limit|--wait-s)
       [ $# -ge 2 ] || die_usage "$1 needs a value"
       opt=$1 val=$2; shift 2 ;;
-    --*=*) opt=${1%%=*} val=${1#*=}; shift ;;
     --no-exclusive) exclusive=0; shift; continue ;;
-    *) die_usage "unknown option '$1' (the program comes after --)" ;;
+    --*=*) opt=${1%%=*} val=${1#*=}; shift ;;
+    -*) die_usage "unknown option '${1%%=*}'$(did_you_mean "${1%%=*}")" ;;
+    *) die_usage "'$1' is not an option: the program and its arguments come after --: $prog [options] -- $1 ..." ;;
   esac
   case $opt in
     -n|--shards) shards=$val ;;
@@ -92,7 +102,7 @@ while [ $# -gt 0 ]; do
     --sbatch-arg) sbatch_args+=("$val") ;;
     --time-limit) time_limit=$val ;;
     --wait-s) wait_s=$val ;;
-    *) die_usage "unknown option '$opt'" ;;
+    *) die_usage "unknown option '$opt'$(did_you_mean "$opt")" ;;
   esac
 done
 [ $# -gt 0 ] || die_usage "no program given; it comes after --: $prog [options] -- PROGRAM ARGS..."

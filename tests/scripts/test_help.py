@@ -8,7 +8,8 @@ import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh", "perfdoc.sh", "bootstrap.sh"]
+SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh", "perfdoc.sh", "bootstrap.sh",
+           "slurm-sweep.sh"]
 MISTAKES = [
     ("run.sh", ["--duration", "5"], "did you mean --seconds"),
     ("run.sh", ["--out"], "--out needs a value"),
@@ -24,6 +25,10 @@ MISTAKES = [
     ("readme-run.sh", ["--base-rev", "no-such-rev"], "is not a commit of"),
     ("readme-run.sh", ["--out"], "--out needs a value"),
     ("bootstrap.sh", ["--libary"], "unknown argument '--libary' (expected --library or nothing)"),
+    ("slurm-sweep.sh", ["--shard", "4", "--", "true"], "unknown option '--shard': did you mean --shards?"),
+    ("slurm-sweep.sh", ["--shards", "0", "--", "true"], "--shards '0': expected an integer in 1..1000"),
+    ("slurm-sweep.sh", ["./prog"], "the program and its arguments come after --"),
+    ("slurm-sweep.sh", ["--shards", "4"], "no program given"),
 ]
 
 
