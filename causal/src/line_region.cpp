@@ -67,11 +67,28 @@ uint64_t period_cycles_of(const State& st, uint64_t ns) {
   return calibrate::duration_to_cycles(std::chrono::nanoseconds(ns));
 }
 
+// The symbolizer's objects into the stats (under st.mu), after it read some.
+// An object without a line table is named in symbolizer_error (the sampler
+// record's field) when nothing worse is to be said there.
+void note_objects(State& st) {
+  st.stats.no_debug_info = st.sym->objects_without_lines();
+  st.stats.symbolizer_error = st.sym->error();
+  if (st.stats.symbolizer_error.empty() && !st.stats.no_debug_info.empty()) {
+    std::string paths;
+    for (const auto& p : st.stats.no_debug_info) paths += (paths.empty() ? "" : ", ") + p;
+    st.stats.symbolizer_error = "no debug information (no DWARF line table) in " + paths;
+  }
+}
+
 // One raw sample (under st.mu). Returns the credit owed back to its thread.
 uint64_t process(State& st, const RawSample& raw) {
   ++st.stats.samples;
   const uint64_t periods = 1 + uint64_t{raw.overrun};
   st.stats.periods += periods;
+  // A PC in no module known: an object dlopen()ed since the last look (read
+  // now, off the signal handler), or code outside any file (JIT, the vDSO
+  // under a default scope), for which refresh() costs one dl_iterate_phdr.
+  if (!st.sym->known_address(raw.pc()) && st.sym->refresh()) note_objects(st);
   // No line table (a build without -g: stats.symbolizer_error says so): no
   // sample can be attributed, so none is unwound (that was every frame of
   // every sample, ~87,000 instructions each, for nothing).
@@ -112,6 +129,9 @@ uint64_t process(State& st, const RawSample& raw) {
 
 void drain_locked(State& st) {
   if (!st.sym) return;
+  // Objects dlopen()ed since the last drain, before their samples are
+  // looked up (a sample whose PC is in one is also caught by process()).
+  if (st.sym->refresh()) note_objects(st);
   (void)drain_samples_with_credit([&](const RawSample& raw) { return process(st, raw); });
 }
 
@@ -178,7 +198,7 @@ bool start_line_sampling(const LineSamplingOptions& options) {
                                                             : options.period / kExperimentPeriodDivisor;
     st.experiment_ns = static_cast<uint64_t>(std::max<std::chrono::nanoseconds>(fast, std::chrono::microseconds(10)).count());
     st.experiment_cycles = calibrate::duration_to_cycles(std::chrono::nanoseconds(st.experiment_ns));
-    st.stats.symbolizer_error = st.sym->error();
+    note_objects(st);
     st.stats.experiment_period_ns = st.experiment_ns;
   }
   if (!start_sampling(options.period, options.signal)) return false;

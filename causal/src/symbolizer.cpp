@@ -2,7 +2,12 @@
 // (coact/causal/symbolizer.hpp).
 //
 // The main executable is found as the module containing the program's entry
-// point (getauxval(AT_ENTRY)). Its line table is read per compilation unit,
+// point (getauxval(AT_ENTRY)); with scope patterns every other object the
+// program built (and any a pattern names by its path) is read the same way,
+// at start (libdwfl's report of /proc/PID/maps) and, for objects dlopen()ed
+// later, by refresh() (the loader's list: dl_iterate_phdr, at each object's
+// load bias). CU ranges of all objects share one table (objects do not
+// overlap). Each object's line table is read per compilation unit,
 // on first use: the constructor reads only each CU's address ranges
 // (dwarf_ranges) and the file table in the header of its line program (the
 // display names need every in-scope file's path); a PC's CU is found by
@@ -19,16 +24,20 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <elfutils/libdwfl.h>
+#include <link.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <unordered_set>
 
 #ifndef COACT_SOURCE_ROOT
 #define COACT_SOURCE_ROOT ""
@@ -287,7 +296,25 @@ Section section_named(Elf* elf, const char* wanted) {
   return {};
 }
 
+// The loader's count of objects loaded so far (glibc's dlpi_adds).
+unsigned long long loader_adds_now() {
+  unsigned long long adds = 0;
+  (void)dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* arg) {
+        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
+          *static_cast<unsigned long long*>(arg) = info->dlpi_adds;
+        }
+        return 1;
+      },
+      &adds);
+  return adds;
+}
+
 }  // namespace
+
+bool SourceScope::matches_pattern(std::string_view path) const {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return wildcard_match(path, p); });
+}
 
 SourceScope SourceScope::parse(std::string_view csv) {
   SourceScope s;
@@ -337,11 +364,45 @@ struct Symbolizer::Impl {
   Sample* out = nullptr;
   Symbolizer* stop_at = nullptr;  // unwind(.., true): stop at a frame in its scope
   Dwfl_Module* main = nullptr;
-  Dwarf_Addr bias = 0;
-  // Compilation units of the main executable; a CU's rows are read on first use.
+  // The loaded objects whose line tables were read: the main executable,
+  // and with scope patterns every library too (linked, or dlopen()ed and
+  // found by refresh()). Indices are stable: CUs name their object by one.
+  struct Object {
+    Dwfl_Module* mod;
+    std::string path;
+    Dwarf_Addr bias = 0;  // run-time address - link-time address
+    uint64_t lo = 0, hi = 0;  // the module's run-time addresses
+    // The object's function symbols by address (function names;
+    // dwfl_module_addrname scans the whole symbol table on every call).
+    struct Func {
+      uint64_t lo, hi;
+      const char* name;  // in libelf's string table: lives as long as dwfl
+    };
+    std::vector<Func> funcs;
+    bool funcs_built = false;
+  };
+  std::vector<Object> objects;
+  std::unordered_set<Dwfl_Module*> seen;  // modules looked at (read, or skipped as out of scope)
+  // Every module's run-time addresses as its ELF file gives them (read or
+  // not), sorted by lo. Not dwfl_addrmodule: libdwfl's segment table, from
+  // /proc/PID/maps, gives a module the unmapped gap after its last segment
+  // too, where a later dlopen() can place a library.
+  std::vector<std::pair<uint64_t, uint64_t>> module_ranges;
+  bool in_module(uint64_t addr) const {
+    auto it = std::upper_bound(module_ranges.begin(), module_ranges.end(), addr,
+                               [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.first; });
+    return it != module_ranges.begin() && addr < std::prev(it)->second;
+  }
+  bool every_object = false;  // scope patterns: libraries' sources can be named too
+  unsigned long long loader_adds = 0;  // dl_iterate_phdr's dlpi_adds when the modules were last reported
+  std::vector<std::string> without_lines;  // objects said to have no line table (Symbolizer::objects_without_lines)
+  std::vector<std::string> in_scope_paths;  // every in-scope file of every object's headers (display names)
+  size_t rescans = 0;
+  // Compilation units of the objects; a CU's rows are read on first use.
   struct Cu {
     Dwarf_Die* die;  // libdwfl's: lives as long as dwfl
     const char* comp_dir;
+    uint32_t object;  // index into objects
     bool loaded = false;
     bool may_be_in_scope = true;  // some file of its header's table is in scope (else no row of it can be)
     size_t paths_begin = 0, paths_end = 0;  // its header's files in the constructor's list
@@ -376,15 +437,11 @@ struct Symbolizer::Impl {
     int64_t rbp_off = 0;        // kSaved: caller's rbp at CFA + rbp_off
   };
   std::unordered_map<uint64_t, Rule> rules;
-  // The main executable's function symbols by address (function names;
-  // dwfl_module_addrname scans the whole symbol table on every call).
-  struct Func {
-    uint64_t lo, hi;
-    const char* name;  // in libelf's string table: lives as long as dwfl
-  };
-  std::vector<Func> funcs;
-  bool funcs_built = false;
   const char* function_at(uint64_t addr);
+  const Object* object_at(uint64_t addr) const;
+  void read_new_objects(const SourceScope& scope);
+  void read_object(Dwfl_Module* mod, const char* path, uint64_t lo, uint64_t hi, const SourceScope& scope);
+  void name_files();
   char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
 
@@ -602,6 +659,7 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     error_ = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
     return;
   }
+  m.loader_adds = loader_adds_now();  // before the report: a dlopen() during it is found by refresh()
   if (dwfl_linux_proc_report(m.dwfl, getpid()) != 0 || dwfl_report_end(m.dwfl, nullptr, nullptr) != 0) {
     error_ = std::string("dwfl_linux_proc_report: ") + dwfl_errmsg(-1);
     return;
@@ -613,10 +671,70 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     return;
   }
   m.scope = &scope_;
-  // Every CU: its address ranges and its line program's file table (the
-  // rows are read on first use, Impl::load).
+  m.every_object = !scope_.patterns.empty();
+  m.read_new_objects(scope_);
+  if (m.cus.empty()) {
+    error_ = m.every_object ? "no DWARF line table in the main executable or any loaded library (build with -g)"
+                            : "no DWARF line table in the main executable (build with -g)";
+  }
+}
+
+// True for an object a program does not build itself (the C library, the
+// C++ runtime, elfutils): no line table there is the distribution's choice
+// and no reason to warn.
+static bool system_object(std::string_view path) noexcept {
+  for (const std::string_view dir : {"/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/"}) {
+    if (path.starts_with(dir)) return true;
+  }
+  return false;
+}
+
+// Looks at every module libdwfl knows and not seen yet: the main
+// executable, and with scope patterns every other object but the vDSO and
+// system objects whose path no pattern matches (reading the line tables of
+// the C library, the C++ runtime and elfutils' dependencies, or looking for
+// their separate debug files, was most of a start-up's cost, for sources
+// no program's pattern means).
+void Symbolizer::Impl::read_new_objects(const SourceScope& sc) {
+  struct Found {
+    Dwfl_Module* mod;
+    const char* name;
+    Dwarf_Addr lo, hi;
+  };
+  std::vector<Found> found;
+  (void)dwfl_getmodules(
+      dwfl,
+      [](Dwfl_Module* mod, void**, const char*, Dwarf_Addr, void* arg) -> int {
+        Found f{mod, nullptr, 0, 0};
+        f.name = dwfl_module_info(mod, nullptr, &f.lo, &f.hi, nullptr, nullptr, nullptr, nullptr);
+        static_cast<std::vector<Found>*>(arg)->push_back(f);
+        return DWARF_CB_OK;
+      },
+      &found, 0);
+  std::sort(found.begin(), found.end(), [&](const Found& a, const Found& b) {
+    return (a.mod == main) != (b.mod == main) ? a.mod == main : a.lo < b.lo;  // the main executable first
+  });
+  const size_t first_object = objects.size();
+  for (const Found& f : found) {
+    if (!seen.insert(f.mod).second) continue;
+    if (f.hi > f.lo) module_ranges.emplace_back(f.lo, f.hi);
+    if (f.mod != main && (!every_object || f.name == nullptr || f.name[0] == '[')) continue;  // [vdso: N]
+    if (f.mod != main && system_object(f.name) && !sc.matches_pattern(f.name)) continue;
+    read_object(f.mod, f.name != nullptr ? f.name : "?", f.lo, f.hi, sc);
+  }
+  std::sort(module_ranges.begin(), module_ranges.end());
+  if (objects.size() == first_object) return;
+  std::sort(cu_ranges.begin(), cu_ranges.end(), [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
+  name_files();
+}
+
+// Reads one object's CUs: their address ranges and their line programs'
+// file tables (the rows are read on first use, Impl::load).
+void Symbolizer::Impl::read_object(Dwfl_Module* mod, const char* path, uint64_t lo, uint64_t hi, const SourceScope& sc) {
+  const auto object = static_cast<uint32_t>(objects.size());
+  objects.push_back(Object{mod, path, 0, lo, hi, {}, false});
   std::vector<std::string> header_paths;
-  Dwarf* dw = dwfl_module_getdwarf(m.main, &m.bias);
+  Dwarf* dw = dwfl_module_getdwarf(mod, &objects.back().bias);
   DebugSections secs;
   if (dw != nullptr) {
     Elf* elf = dwarf_getelf(dw);
@@ -624,43 +742,58 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
                          section_named(elf, ".debug_str")};
   }
   bool headers_ok = secs.line.data != nullptr;
-  size_t with_lines = 0;
+  const auto first_cu = static_cast<uint32_t>(cus.size());
+  std::vector<CuRange> ranges;  // this object's, before the disjoint pass
   Dwarf_Die* cu = nullptr;
   Dwarf_Addr bias = 0;
-  while ((cu = dwfl_module_nextcu(m.main, cu, &bias)) != nullptr) {
+  while (dw != nullptr && (cu = dwfl_module_nextcu(mod, cu, &bias)) != nullptr) {
     Dwarf_Attribute attr;
     Dwarf_Word stmt_list = 0;
     if (dwarf_formudata(dwarf_attr(cu, DW_AT_stmt_list, &attr), &stmt_list) != 0) continue;  // no line program
-    ++with_lines;
     // Relative file names (DWARF 5 directory entries relative to the
     // compilation directory, e.g. under ccache's base_dir) are joined with
     // the CU's DW_AT_comp_dir, so scopes and names see absolute paths.
     const char* comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
-    const auto id = static_cast<uint32_t>(m.cus.size());
-    m.cus.push_back(Impl::Cu{cu, comp_dir, false, true, 0, 0, {}});
+    const auto id = static_cast<uint32_t>(cus.size());
+    cus.push_back(Cu{cu, comp_dir, object, false, true, 0, 0, {}});
     ptrdiff_t off = 0;
-    Dwarf_Addr base = 0, lo = 0, hi = 0;
+    Dwarf_Addr base = 0, rlo = 0, rhi = 0;
     bool ranged = false;
-    while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0) {
-      if (lo == 0 || hi <= lo) continue;  // a discarded function's (address 0), or empty
-      m.cu_ranges.push_back(Impl::CuRange{lo + bias, hi + bias, id});
+    while ((off = dwarf_ranges(cu, off, &base, &rlo, &rhi)) > 0) {
+      if (rlo == 0 || rhi <= rlo) continue;  // a discarded function's (address 0), or empty
+      ranges.push_back(CuRange{rlo + bias, rhi + bias, id});
       ranged = true;
     }
     if (!ranged) {
       // No address ranges (an unusual producer): its rows now, their span as its range.
-      m.load(id);
-      const auto& rows = m.cus[id].rows;
-      if (!rows.empty()) m.cu_ranges.push_back(Impl::CuRange{rows.front().addr, rows.back().addr + 1, id});
+      load(id);
+      const auto& rows = cus[id].rows;
+      if (!rows.empty()) ranges.push_back(CuRange{rows.front().addr, rows.back().addr + 1, id});
     }
-    m.cus[id].paths_begin = header_paths.size();
+    cus[id].paths_begin = header_paths.size();
     if (headers_ok) headers_ok = header_files(secs, stmt_list, comp_dir, header_paths);
-    m.cus[id].paths_end = header_paths.size();
+    cus[id].paths_end = header_paths.size();
+  }
+  const auto end_cu = static_cast<uint32_t>(cus.size());
+  if (end_cu == first_cu) {
+    // No line table: said once per object (the main executable under the
+    // default scope only through error(), as before libraries were read).
+    const bool candidate = mod == main ? every_object : (!system_object(path) || sc.matches_pattern(path));
+    if (candidate) {
+      without_lines.emplace_back(path);
+      std::fprintf(stderr,
+                   "coact causal: %s has no debug information (no DWARF line table): none of its lines can be a "
+                   "region; build it with -g\n",
+                   path);
+    }
+    return;
   }
   // CUs claim the same addresses: an inline function's or template's
   // COMDAT copy kept from one CU, whose other CUs' debug information the
   // linker points at the kept copy too. Each address goes to the last CU
   // (by index) that claims it (the row a table of every CU's rows sorted
   // stably by address found: the last CU's), so the ranges become disjoint.
+  // Objects do not overlap, so each object's ranges are made disjoint alone.
   {
     struct Event {
       uint64_t at;
@@ -668,14 +801,14 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
       bool open;
     };
     std::vector<Event> events;
-    events.reserve(m.cu_ranges.size() * 2);
-    for (const auto& r : m.cu_ranges) {
+    events.reserve(ranges.size() * 2);
+    for (const auto& r : ranges) {
       events.push_back(Event{r.lo, r.cu, true});
       events.push_back(Event{r.hi, r.cu, false});
     }
     std::sort(events.begin(), events.end(), [](const Event& x, const Event& y) { return x.at < y.at; });
     std::map<uint32_t, int> active;  // CU -> ranges of it open here
-    std::vector<Impl::CuRange> disjoint;
+    std::vector<CuRange> disjoint;
     uint64_t from = 0;
     for (size_t i = 0; i < events.size();) {
       const uint64_t at = events[i].at;
@@ -684,7 +817,7 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
         if (!disjoint.empty() && disjoint.back().hi == from && disjoint.back().cu == owner) {
           disjoint.back().hi = at;
         } else {
-          disjoint.push_back(Impl::CuRange{from, at, owner});
+          disjoint.push_back(CuRange{from, at, owner});
         }
       }
       for (; i < events.size() && events[i].at == at; ++i) {
@@ -696,47 +829,45 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
       }
       from = at;
     }
-    m.cu_ranges = std::move(disjoint);
+    cu_ranges.insert(cu_ranges.end(), disjoint.begin(), disjoint.end());
   }
-  if (with_lines == 0) {
-    error_ = "no DWARF line table in the main executable (build with -g)";
-    return;
-  }
-  // A header this reader does not know: every CU's rows now, as before lazy
-  // loading, and the names from them.
+  // A header this reader does not know: every CU's rows of this object now,
+  // as before lazy loading, and the names from them.
   if (!headers_ok) {
-    m.load_all();
-    header_paths = m.files;
+    for (uint32_t id = first_cu; id < end_cu; ++id) load(id);
+    header_paths = files;
   }
   // A CU none of whose files is in scope (coact's runtime, a library's
   // code) has no in-scope row: in_scope_at answers for it without reading
   // its rows. An in-scope file's rows lie in the CUs whose tables list it
   // (ranges_of reads only those).
-  {
-    std::unordered_map<std::string_view, bool> path_in_scope;
-    for (const auto& path : header_paths) path_in_scope.try_emplace(path, false);
-    for (auto& [path, in] : path_in_scope) in = scope_.contains(path);
-    for (uint32_t id = 0; id < m.cus.size(); ++id) {
-      Impl::Cu& c = m.cus[id];
-      c.may_be_in_scope = !headers_ok;
-      for (size_t i = c.paths_begin; i < c.paths_end && headers_ok; ++i) {
-        if (!path_in_scope[header_paths[i]]) continue;
-        c.may_be_in_scope = true;
-        auto& listed = m.cus_of_file[header_paths[i]];
-        if (listed.empty() || listed.back() != id) listed.push_back(id);
-      }
+  std::unordered_map<std::string_view, bool> path_in_scope;
+  for (const auto& p : header_paths) path_in_scope.try_emplace(p, false);
+  for (auto& [p, in] : path_in_scope) {
+    in = sc.contains(p);
+    if (in) in_scope_paths.emplace_back(p);
+  }
+  for (uint32_t id = first_cu; id < end_cu; ++id) {
+    Cu& c = cus[id];
+    c.may_be_in_scope = !headers_ok;
+    for (size_t i = c.paths_begin; i < c.paths_end && headers_ok; ++i) {
+      if (!path_in_scope[header_paths[i]]) continue;
+      c.may_be_in_scope = true;
+      auto& listed = cus_of_file[header_paths[i]];
+      if (listed.empty() || listed.back() != id) listed.push_back(id);
     }
   }
-  // Display names: the shortest path suffix (whole components) that no
-  // other in-scope file shares, so "zstd_wrap.cpp" unless two files have that
-  // name; independent of where the sources and build trees live. The files:
-  // every in-scope file of every CU's file table.
-  std::sort(header_paths.begin(), header_paths.end());
-  header_paths.erase(std::unique(header_paths.begin(), header_paths.end()), header_paths.end());
-  std::vector<std::string> in_scope;
-  for (auto& path : header_paths) {
-    if (scope_.contains(path)) in_scope.push_back(std::move(path));
-  }
+}
+
+// Display names: the shortest path suffix (whole components) that no
+// other in-scope file shares, so "zstd_wrap.cpp" unless two files have that
+// name; independent of where the sources and build trees live. The files:
+// every in-scope file of every object's CUs' file tables. A file named once
+// keeps its name when a later object (a dlopen()ed library) brings a file
+// of the same name: its lines may be regions already.
+void Symbolizer::Impl::name_files() {
+  std::sort(in_scope_paths.begin(), in_scope_paths.end());
+  in_scope_paths.erase(std::unique(in_scope_paths.begin(), in_scope_paths.end()), in_scope_paths.end());
   auto suffix = [](const std::string& p, int parts) {
     size_t pos = p.size();
     for (int k = 0; k < parts; ++k) {
@@ -749,21 +880,29 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
   for (int parts = 1; parts < 64; ++parts) {
     std::unordered_map<std::string, int> count;
     bool pending = false;
-    for (const auto& f : in_scope) ++count[suffix(f, parts)];
-    for (const auto& f : in_scope) {
-      if (m.names.count(f) != 0) continue;  // already named
+    for (const auto& f : in_scope_paths) ++count[suffix(f, parts)];
+    for (const auto& f : in_scope_paths) {
+      if (names.count(f) != 0) continue;  // already named
       const std::string sfx = suffix(f, parts);
       if (count[sfx] == 1 || sfx == f) {
-        m.names.emplace(f, sfx);
+        names.emplace(f, sfx);
       } else {
         pending = true;
       }
     }
     if (!pending) break;
   }
-  for (size_t f = 0; f < m.files.size(); ++f) {  // files of CUs read above
-    if (auto it = m.names.find(m.files[f]); it != m.names.end()) m.shown[f] = it->second;
+  for (size_t f = 0; f < files.size(); ++f) {  // files of CUs read already
+    if (auto it = names.find(files[f]); it != names.end()) shown[f] = it->second;
   }
+}
+
+// The object whose module holds `addr` (null if none).
+const Symbolizer::Impl::Object* Symbolizer::Impl::object_at(uint64_t addr) const {
+  for (const Object& o : objects) {
+    if (addr >= o.lo && addr < o.hi) return &o;
+  }
+  return nullptr;
 }
 
 // Reads CU `id`'s rows (and registers their files).
@@ -801,7 +940,7 @@ void Symbolizer::Impl::load(uint32_t id) {
       }
       cf->second = it->second;
     }
-    c.rows.push_back(Row{addr + bias, cf->second, static_cast<uint32_t>(std::max(lineno, 0)), end});
+    c.rows.push_back(Row{addr + objects[c.object].bias, cf->second, static_cast<uint32_t>(std::max(lineno, 0)), end});
   }
   // libdw hands the rows sorted by address already: most units need no
   // sort, so it is skipped when they are.
@@ -836,7 +975,71 @@ Symbolizer::~Symbolizer() = default;
 
 size_t Symbolizer::rows() const noexcept { return impl_->loaded_rows; }
 
-bool Symbolizer::has_lines() const noexcept { return error_.empty() && !impl_->cus.empty(); }
+bool Symbolizer::has_lines() const noexcept { return !impl_->cus.empty(); }
+
+const std::vector<std::string>& Symbolizer::objects_without_lines() const noexcept { return impl_->without_lines; }
+
+size_t Symbolizer::objects() const noexcept { return impl_->objects.size(); }
+
+size_t Symbolizer::rescans() const noexcept { return impl_->rescans; }
+
+bool Symbolizer::known_address(uint64_t pc) const noexcept {
+  // Any module libdwfl was told of, read or not (a system library under the
+  // default scope is known too: nothing new would be found for it).
+  return impl_->in_module(pc);
+}
+
+bool Symbolizer::refresh() {
+  Impl& m = *impl_;
+  if (m.dwfl == nullptr || m.main == nullptr || !m.every_object) return false;
+  // The loader's count of objects loaded so far (glibc's dlpi_adds, the
+  // same for every object): unchanged, nothing was dlopen()ed since.
+  struct Loaded {
+    std::string path;
+    uint64_t bias;
+    uint64_t first_load;  // run-time address of its first PT_LOAD segment
+  };
+  struct Scan {
+    unsigned long long adds = 0;
+    bool want_objects = false;
+    std::vector<Loaded> loaded;
+  } scan;
+  auto visit = [](dl_phdr_info* info, size_t size, void* arg) -> int {
+    auto& sc = *static_cast<Scan*>(arg);
+    if (size < offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) return 1;
+    sc.adds = info->dlpi_adds;
+    if (!sc.want_objects) return 1;
+    if (info->dlpi_name == nullptr || info->dlpi_name[0] != '/') return 0;  // the main program (""), the vDSO
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
+      sc.loaded.push_back(Loaded{info->dlpi_name, info->dlpi_addr, info->dlpi_addr + info->dlpi_phdr[i].p_vaddr});
+      break;
+    }
+    return 0;
+  };
+  (void)dl_iterate_phdr(visit, &scan);
+  if (scan.adds == m.loader_adds) return false;
+  scan.want_objects = true;
+  (void)dl_iterate_phdr(visit, &scan);
+  m.loader_adds = scan.adds;
+  // New objects are reported from the loader's list (whole objects only: the
+  // loader lists one after mapping it) at the bias it loaded them at;
+  // libdwfl keeps the modules it knew (dwfl_report_begin_add).
+  dwfl_report_begin_add(m.dwfl);
+  for (const Loaded& l : scan.loaded) {
+    if (m.in_module(l.first_load)) continue;  // known (reported from /proc/PID/maps at start)
+    (void)dwfl_report_elf(m.dwfl, l.path.c_str(), l.path.c_str(), -1, l.bias, false);
+  }
+  (void)dwfl_report_end(m.dwfl, nullptr, nullptr);
+  const size_t before = m.cus.size();
+  m.read_new_objects(scope_);
+  ++m.rescans;
+  // Lookups made before an object was known said "no line" or "no rule".
+  cache_.clear();
+  m.rules.clear();
+  if (m.cus.size() > before) error_.clear();
+  return true;
+}
 
 size_t Symbolizer::loaded_units() const noexcept {
   return static_cast<size_t>(std::count_if(impl_->cus.begin(), impl_->cus.end(), [](const Impl::Cu& c) { return c.loaded; }));
@@ -859,29 +1062,32 @@ bool Symbolizer::in_scope_at(uint64_t pc, bool return_address) {
 }
 
 const char* Symbolizer::Impl::function_at(uint64_t addr) {
-  if (!funcs_built) {
-    funcs_built = true;
-    const int n = dwfl_module_getsymtab(main);
+  auto* o = const_cast<Object*>(object_at(addr));
+  if (o == nullptr) return nullptr;
+  if (!o->funcs_built) {
+    o->funcs_built = true;
+    const int n = dwfl_module_getsymtab(o->mod);
     for (int i = 1; i < n; ++i) {
       GElf_Sym sym;
       GElf_Addr value = 0;
-      const char* name = dwfl_module_getsym_info(main, i, &sym, &value, nullptr, nullptr, nullptr);
+      const char* name = dwfl_module_getsym_info(o->mod, i, &sym, &value, nullptr, nullptr, nullptr);
       if (name == nullptr || *name == '\0' || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
           sym.st_size == 0) {
         continue;
       }
-      funcs.push_back(Func{value, value + sym.st_size, name});
+      o->funcs.push_back(Object::Func{value, value + sym.st_size, name});
     }
-    std::sort(funcs.begin(), funcs.end(), [](const Func& a, const Func& b) { return a.lo < b.lo; });
+    std::sort(o->funcs.begin(), o->funcs.end(), [](const Object::Func& a, const Object::Func& b) { return a.lo < b.lo; });
   }
   // A function starting at or below addr that contains it (the nearest few:
   // aliases and nested symbols share addresses).
-  auto it = std::upper_bound(funcs.begin(), funcs.end(), addr, [](uint64_t a, const Func& f) { return a < f.lo; });
+  const auto& funcs = o->funcs;
+  auto it = std::upper_bound(funcs.begin(), funcs.end(), addr, [](uint64_t a, const Object::Func& f) { return a < f.lo; });
   for (int k = 0; k < 8 && it != funcs.begin(); ++k) {
     --it;
     if (addr < it->hi) return it->name;
   }
-  return dwfl_module_addrname(main, addr);  // none: libdwfl's rule (sizeless symbols)
+  return dwfl_module_addrname(o->mod, addr);  // none: libdwfl's rule (sizeless symbols)
 }
 
 const SourceLine* Symbolizer::line_of(uint64_t pc, bool return_address) {

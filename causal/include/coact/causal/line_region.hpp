@@ -61,8 +61,10 @@
 // Threads: start / stop / drain_line_samples / stats from any thread; one
 // internal mutex serialises draining (the drainer thread and the
 // end-experiment hook). Blocking: start reads the executable's compilation
-// unit headers (milliseconds; a unit's line rows are read by the drainer when
-// a sample first lands in it); stop joins the drainer.
+// unit headers (and, with scope patterns, every loaded library's; a library
+// dlopen()ed later is read by the drainer: Symbolizer::refresh) (milliseconds;
+// a unit's line rows are read by the drainer when a sample first lands in
+// it); stop joins the drainer.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -118,7 +120,11 @@ struct LineSamplingStats {
   uint64_t delay_cycles = 0;   ///< Delay they injected (cycles).
   size_t line_regions = 0;     ///< Line regions registered (overall and qualified).
   uint64_t experiment_period_ns = 0;  ///< The period in use while an experiment selects a line (0 before start).
-  std::string symbolizer_error;  ///< Why no line could be named ("" if fine).
+  /// Why no line could be named, or (when lines could) the objects without
+  /// debug information whose lines cannot be ("" if neither).
+  std::string symbolizer_error;
+  /// Objects without a line table that the scope could have named (Symbolizer::objects_without_lines).
+  std::vector<std::string> no_debug_info;
 };
 
 /// Starts sampling (sampler.hpp start_sampling) and the drainer. Precondition:

@@ -1,8 +1,10 @@
 // coact/causal/symbolizer.hpp: program counters to source lines, outside the
 // signal handler (sampled-line regions; docs/DESIGN.md "Region").
 //
-// What: the main executable's DWARF line table (elfutils libdw/libdwfl) is
-// read per compilation unit on first use: construction reads each CU's
+// What: the DWARF line tables (elfutils libdw/libdwfl) of the main
+// executable and, when the source scope has patterns, of every loaded
+// library (linked, or dlopen()ed: see refresh()), each read per compilation
+// unit on first use: construction reads each CU's
 // address ranges and the file table of its line program's header (display
 // names need every in-scope file), not the rows; the first PC looked up in a
 // CU reads that CU's rows into an address-sorted table (a profile without a
@@ -16,8 +18,13 @@
 // --source-scope): by default the main executable's own sources — every file
 // except system headers and libraries (paths under /usr/) and coact's own
 // library sources (runtime/, causal/, calibrate/ of the source tree coact was
-// built from: the scheduler is not a candidate region). Shared libraries are
-// never in scope (as Coz's default binary scope, the main executable).
+// built from: the scheduler is not a candidate region). Under the default
+// rule shared libraries are not read (as Coz's default binary scope, the
+// main executable); with patterns every loaded object's sources are matched,
+// so --source-scope '%plugin%' names a plugin's lines. An object without a
+// line table that the program built (not under /usr/ or /lib*/) or whose
+// path a pattern matches is said once on stderr and listed by
+// objects_without_lines() (named in the sampler record's symbolizer_error).
 // A sample is attributed to its first frame (interrupted PC, then return
 // addresses) whose line is in scope, as Coz attributes to the first in-scope
 // frame of its callchain. Inlined frames are not expanded: a PC inside code
@@ -58,9 +65,11 @@ struct SourceScope {
   static SourceScope parse(std::string_view csv);
   /// True if `path` is in scope. Pure.
   bool contains(std::string_view path) const;
+  /// True if a pattern matches `path` (false without patterns). Pure.
+  bool matches_pattern(std::string_view path) const;
 };
 
-/// A source line of the main executable.
+/// A source line of a loaded object (the main executable, or a library).
 struct SourceLine {
   std::string file;      ///< Full path as in DWARF.
   uint32_t line = 0;
@@ -81,7 +90,7 @@ class Symbolizer {
 
   /// The line of `pc` (a return address when `return_address`: looked up
   /// at pc − 1, inside the call instruction), or null if `pc` is outside the
-  /// main executable's line table. Cached per address.
+  /// line tables read. Cached per address (refresh() empties the cache).
   const SourceLine* line_of(uint64_t pc, bool return_address);
 
   /// Unwinds a raw sample: frame 0 is its interrupted PC, then the return
@@ -115,8 +124,26 @@ class Symbolizer {
   /// True if the line of `pc` (as line_of) is in scope.
   bool in_scope_at(uint64_t pc, bool return_address);
 
-  /// True if the main executable has a line table (else error() says why).
+  /// True if some object read has a line table (else error() says why).
   bool has_lines() const noexcept;
+  /// Objects read that have no line table and were said on stderr (paths).
+  const std::vector<std::string>& objects_without_lines() const noexcept;
+  /// Objects whose line tables were looked for, and refresh()es that found the loader's list changed.
+  size_t objects() const noexcept;
+  size_t rescans() const noexcept;
+  /// True if `pc` lies in a module libdwfl knows (an object present when
+  /// the Symbolizer was built or at the last refresh()).
+  bool known_address(uint64_t pc) const noexcept;
+  /// Reads the objects loaded since construction or the last refresh()
+  /// (dlopen()): when the loader's count of loaded objects (dl_iterate_phdr's
+  /// dlpi_adds) changed, each object of its list that libdwfl does not know
+  /// is reported at its load bias and read like those found at start; the
+  /// lookup caches are emptied. Only with scope patterns (the default scope
+  /// reads the main executable alone). Returns true if the list changed.
+  /// Called by the drainer, never in a signal handler (dl_iterate_phdr takes
+  /// the loader's lock; reading allocates). Cost without a change: one
+  /// dl_iterate_phdr callback.
+  bool refresh();
   /// Rows read so far (CUs are read on first use).
   size_t rows() const noexcept;
   /// Compilation units with a line program, and how many were read so far.
