@@ -550,6 +550,16 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
                 too_few.append(f"{region} @ {point}")
         if curves:
             results.append(RegionResult(region, curves))
+    if grouped and baseline == "pooled":
+        # A group (shard, host) without a speedup-0 experiment has no baseline
+        # of its own: its experiments are left out of every curve.
+        bare = sorted({f"{g} @ {point}" for point in chosen for g in groups
+                       if len(pooled_base[point][g]) == 0
+                       and any(e.group == g and point in e.points for e in profile.experiments)})
+        if bare:
+            warnings.warn(f"{len(bare)} shard/host group(s) have no speedup-0 experiment of their own "
+                          f"(no baseline), so their experiments were left out: {_listed(bare)}",
+                          ProfileWarning, stacklevel=2)
     if no_baseline:
         warnings.warn(f"{len(no_baseline)} region/progress-point pair(s) have no "
                       f"speedup-0 experiment (no baseline) and were left out: {_listed(no_baseline)}",

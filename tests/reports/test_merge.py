@@ -118,6 +118,16 @@ class PerShardBaselineTest(MergeCase):
         self.assertEqual(a.predict(0.25), b.predict(0.25))
         self.assertEqual(a.baseline, b.baseline)
 
+    def test_a_shard_without_a_baseline_is_left_out_and_said(self):
+        paths = self.shards([1_000_000, 1_000_000])
+        rng = random.Random(5)
+        lines = [x for x in shard_lines(2, 3, "node2", 3_000_000, rng).splitlines()
+                 if '"speedup": 0.0' not in x]
+        paths.append(self.write("sweep/profile-shard-2-of-3.jsonl", "\n".join(lines) + "\n"))
+        with self.assertWarnsRegex(cp.ProfileWarning, "shard 2/3 on node2 @ " + POINT):
+            c = self.curve(paths)
+        self.assertAlmostEqual(c.slope, SLOPE, delta=0.02)  # the slow machine's points, unnormalised, are not in it
+
     def test_groups_come_from_the_records(self):
         exps = cp.parse_profile(self.shards([1_000_000, 1_000_000])[1])
         self.assertEqual({e.group for e in exps}, {"shard 1/2 on node1"})
