@@ -36,7 +36,9 @@
 #            each worker count of COACT_BENCH_SCALING_WORKERS (default: those of
 #            1,2,4,8,16 at most twice the cores): the four peers workloads and the
 #            fan-out of width 512 (bench/burst's fan_out row, 0 us handlers).
-#            COACT_BENCH_TRIALS pairs (on / off, ABBA) per row, tokio alternating.
+#            COACT_BENCH_TRIALS pairs (on / off, ABBA) per row; at each worker count
+#            tokio's COACT_BENCH_TRIALS trials per workload run after coact's rows
+#            (multi-thread scheduler at every count; same n as coact's peers rows).
 #            One object per workload and worker count:
 #            {"group":"scaling","workload":W,"width":N (fan_out_512 only),"workers":K,
 #             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":on/off (median of pairs),
