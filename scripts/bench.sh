@@ -16,7 +16,7 @@
 #            each tokio variant (at least 3 trials each): actor_bounded and
 #            actor_unbounded (an actor emulation: a mailbox channel per task),
 #            idiomatic (arguments moved in at spawn, one channel where the workload
-#            needs one; skynet: idiomatic_join, children's JoinHandles awaited) and,
+#            needs one; fan_out and skynet: idiomatic_join, JoinHandles awaited) and,
 #            at 1 worker, idiomatic_current_thread (tokio's one-thread scheduler).
 #            Medians are compared; tokio's figure is its fastest variant by median,
 #            named in tokio_variant:
@@ -358,8 +358,8 @@ peer_n() {
 
 # The tokio variants every peers trial runs (bench/tokio/src/bin/tokio-peers.rs
 # says what each is): the actor emulation with bounded and unbounded channels,
-# and the idiomatic program (skynet: its JoinHandle shape, the faster of its
-# two); at 1 worker also the idiomatic program on tokio's current-thread
+# and the idiomatic program (fan_out and skynet: their JoinHandle shape, the
+# faster of their two); at 1 worker also the idiomatic program on tokio's current-thread
 # scheduler, a one-thread tokio program's idiom.
 tokio_variants() {
   local v=(tokio-actor_bounded tokio-actor_unbounded tokio-idiomatic)
@@ -372,7 +372,7 @@ tokio_variants() {
 # COACT_BENCH_WRAP's command, if set (e.g. "setarch -R" or "taskset -c 0,1").
 run_peer_trial() {
   local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line variant=() idiom=idiomatic
-  [[ $wl == skynet ]] && idiom=join
+  [[ $wl == skynet || $wl == fan_out ]] && idiom=join
   case $rt in
     coact) bin=$COACT_BIN ;;
     caf) bin=$CAF_BIN ;;
@@ -625,7 +625,8 @@ run_scaling_group() {
     # tokio: its idiomatic variant (multi-thread scheduler at every k), the same n.
     for wl in "${PEER_WORKLOADS[@]}"; do
       n=3000000 style=idiomatic
-      [[ $wl == skynet ]] && n=1000000 style=join
+      [[ $wl == skynet ]] && n=1000000
+      [[ $wl == skynet || $wl == fan_out ]] && style=join
       ((quick)) && { [[ $wl == skynet ]] && n=1000 || n=$((n / 100)); }
       for ((t = 1; t <= TRIALS; t++)); do
         rc=0

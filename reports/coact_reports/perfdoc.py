@@ -138,7 +138,7 @@ def peers_section(rows):
     workers = sorted({r.get("workers") for r in rows if r.get("workers") is not None})
     if any(r.get("tokio_variant") for r in rows):
         best = ("its fastest variant by median (named: actor_bounded / actor_unbounded, an actor emulation; "
-                "idiomatic, arguments moved in at spawn; idiomatic_join, skynet's JoinHandle shape; "
+                "idiomatic, arguments moved in at spawn; idiomatic_join, JoinHandles awaited (fan-out, skynet); "
                 "_current_thread, tokio's one-thread scheduler)")
     else:  # rows from before the idiomatic variants
         best = "the faster of its bounded and unbounded channels"

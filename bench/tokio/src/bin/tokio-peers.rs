@@ -24,14 +24,14 @@
 //!                             the ring shuts down by dropping senders;
 //!                skynet       each node spawned with its range; its children's
 //!                             results over one channel per parent.
-//!   join       skynet only: as idiomatic, but a parent awaits its children's
-//!              JoinHandles instead of a channel.
+//!   join       fan_out and skynet: as idiomatic, but the master (a parent)
+//!              awaits its requests' (children's) JoinHandles instead of a channel.
 //! `--channel` applies to --style actor only. The JSON line names the variant:
 //! "style", "channel", "flavor" and "variant" (actor_bounded, actor_unbounded,
-//! idiomatic; for skynet idiomatic_channel and idiomatic_join; "_current_thread"
-//! appended for that flavor). `scripts/bench.sh peers` runs skynet's
-//! idiomatic_join, the faster of its two idiomatic shapes on the machine it was
-//! written on.
+//! idiomatic (skynet: idiomatic_channel), idiomatic_join (fan_out, skynet); "_current_thread"
+//! appended for that flavor). `scripts/bench.sh peers` runs idiomatic_join for
+//! fan_out and skynet, the faster of their two idiomatic shapes on the machine
+//! it was written on.
 //! The pool (--flavor): tokio's multi-thread scheduler with `--workers` worker
 //! threads (default; also for 1, so that one worker means the same scheduler as
 //! two), or the current-thread scheduler (`--workers` must be 1), the idiom for
@@ -243,8 +243,8 @@ fn parse_args() -> Args {
     if a.workers == 0 || a.workers > 1024 {
         usage(&format!("--workers {}: expected 1..1024", a.workers));
     }
-    if a.style == Style::Join && a.workload != "skynet" {
-        usage("--style join is a skynet variant only");
+    if a.style == Style::Join && a.workload != "skynet" && a.workload != "fan_out" {
+        usage("--style join is a fan_out and skynet variant only");
     }
     if a.current_thread && a.workers != 1 {
         usage(&format!("--flavor current_thread runs on one thread: it needs --workers 1, got {}", a.workers));
@@ -549,6 +549,9 @@ async fn ping_pong_idiomatic(a: &Args) -> (f64, u64) {
 async fn fan_out_idiomatic(a: &Args) -> (f64, u64) {
     let n = a.n;
     let start = Instant::now();
+    if a.style == Style::Join {
+        return fan_out_join(a, start).await;
+    }
     let master = tokio::spawn(async move {
         let (rep_tx, mut rep_rx) = mpsc::unbounded_channel::<u64>();
         let (mut next, mut replies, mut sum) = (0u64, 0u64, 0u64);
@@ -565,6 +568,34 @@ async fn fan_out_idiomatic(a: &Args) -> (f64, u64) {
                 let i = rep_rx.recv().await.expect("reply");
                 replies += 1;
                 sum += i;
+            }
+        }
+        (start.elapsed(), replies, sum)
+    });
+    let (elapsed, replies, sum) = master.await.expect("master");
+    if replies != n || sum != triangle(n) {
+        fail_check(a, format!("replies={replies} sum={sum} (want {})", triangle(n)));
+    }
+    (elapsed.as_secs_f64(), 2 * n)
+}
+
+/// fan_out, --style join: per round, one task per request returning its index;
+/// the master awaits the round's JoinHandles in order (msgs = 2n).
+async fn fan_out_join(a: &Args, start: Instant) -> (f64, u64) {
+    let n = a.n;
+    let master = tokio::spawn(async move {
+        let (mut next, mut replies, mut sum) = (0u64, 0u64, 0u64);
+        let mut handles = Vec::with_capacity(FAN_OUT_WORKERS as usize);
+        while next < n {
+            let m = FAN_OUT_WORKERS.min(n - next);
+            for _ in 0..m {
+                let i = next;
+                handles.push(tokio::spawn(async move { i }));
+                next += 1;
+            }
+            for h in handles.drain(..) {
+                sum += h.await.expect("request task");
+                replies += 1;
             }
         }
         (start.elapsed(), replies, sum)
