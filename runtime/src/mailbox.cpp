@@ -65,15 +65,21 @@ namespace {
 // Steady-clock ns of the last trim; 0 before the first. CAS-claimed, so one
 // thread trims per interval.
 std::atomic<int64_t> g_last_trim_ns{0};
+// The interval between trims: a second, or a tenth of one after a run of at
+// least kLargeRun mails (megabytes at stake: a backlog that big drained
+// within a second of an earlier, smaller one must not keep its memory).
 constexpr int64_t kTrimIntervalNs = 1'000'000'000;
+constexpr int64_t kLargeRunTrimIntervalNs = 100'000'000;
+constexpr uint64_t kLargeRun = 65536;
 }  // namespace
 
-void backlog_drained(uint64_t /*mails*/) noexcept {
+void backlog_drained(uint64_t mails) noexcept {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
+  const int64_t interval = mails >= kLargeRun ? kLargeRunTrimIntervalNs : kTrimIntervalNs;
   int64_t last = g_last_trim_ns.load(std::memory_order_relaxed);
-  if (last != 0 && now - last < kTrimIntervalNs) return;
+  if (last != 0 && now - last < interval) return;
   if (!g_last_trim_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
   // The drained envelopes went back to glibc (the per-thread small-object
   // caches hold a bounded number): free pages in the middle of the heap and

@@ -7,7 +7,10 @@
 // record every 4096 sends, kept to the end): those blocks sit between the
 // envelopes in the heap, so freeing the envelopes alone returns little
 // memory to the system (glibc gives back only the heap's free top).
-// --no-keep leaves them out. The program
+// --no-keep leaves them out. --stall-after N: after N accepted sends the
+// producer waits until the consumer has drained them, then goes on (an
+// earlier, smaller backlog drained shortly before the big one: the memory
+// must still come back after the big one). The program
 // samples its RSS and the consumer's mailbox while producing, waits until
 // the backlog has drained, and prints one JSON object: RSS at start, peak
 // and after the drain, mail sent / accepted / refused, the mailbox's
@@ -20,7 +23,8 @@
 // mark near the backlog); with a bound, peak RSS stays within bound x message size plus
 // --rss-slack-mb; after the drain, RSS is within 10% or 20 MB of the start.
 // Usage: coact-slow-consumer [--seconds S] [--messages N] [--consumer-us U]
-//        [--rss-slack-mb M] [--check] [--no-keep] [--coact-* options]; bad input: exit 2.
+//        [--rss-slack-mb M] [--stall-after N] [--check] [--no-keep] [--coact-* options];
+//        bad input: exit 2.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -85,7 +89,7 @@ int main(int argc, char** argv) {
   coact::Runtime rt(argc, argv);  // takes the --coact-* options out of argv
   const char* prog = argv[0];
   double seconds = 3, consumer_us = 5, slack_mb = 24;
-  double messages = 400000;
+  double messages = 400000, stall_after = 0;
   bool check = false, keep = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -96,6 +100,8 @@ int main(int argc, char** argv) {
       messages = number_arg(prog, "--messages", v, 1, 1e9), ++i;
     } else if (a == "--consumer-us") {
       consumer_us = number_arg(prog, "--consumer-us", v, 0, 1e6), ++i;
+    } else if (a == "--stall-after") {
+      stall_after = number_arg(prog, "--stall-after", v, 0, 1e9), ++i;
     } else if (a == "--rss-slack-mb") {
       slack_mb = number_arg(prog, "--rss-slack-mb", v, 0, 1e6), ++i;
     } else if (a == "--check") {
@@ -103,7 +109,7 @@ int main(int argc, char** argv) {
     } else if (a == "--no-keep") {
       keep = false;
     } else {
-      usage_error(prog, "unknown argument " + a + " (accepted: --seconds, --messages, --consumer-us, --rss-slack-mb, --check, --no-keep)");
+      usage_error(prog, "unknown argument " + a + " (accepted: --seconds, --messages, --consumer-us, --rss-slack-mb, --stall-after, --check, --no-keep)");
     }
   }
 
@@ -124,6 +130,9 @@ int main(int argc, char** argv) {
     m.payload[0] = static_cast<char>(sent);
     accepted += consumer.send(m) ? 1 : 0;
     ++sent;
+    if (stall_after > 0 && accepted == static_cast<uint64_t>(stall_after)) {
+      while (handled.load(std::memory_order_relaxed) < accepted) std::this_thread::yield();
+    }
     if ((sent & 4095) == 0) {
       if (keep) kept.push_back(std::make_unique<char[]>(64));
       rss_peak = std::max(rss_peak, rss_kb());

@@ -132,7 +132,8 @@ static_assert(sizeof(void*) != 8 || sizeof(Envelope) == 40, "Envelope: 40 bytes 
 
 /// Called by a consumer (Mailbox::pop) when a run of at least
 /// Mailbox::kTrimBacklog mails has drained: gives freed memory back to the
-/// system (malloc_trim), at most once per second per process. Defined in
+/// system (malloc_trim), at most once a second per process (a tenth of one
+/// after a run of 65536 mails or more). Defined in
 /// runtime/src/mailbox_memory.cpp. Any thread; may take milliseconds.
 void backlog_drained(uint64_t mails) noexcept;
 
