@@ -654,7 +654,8 @@ run_slowmode_group() {
     fi
   done
   : >"$rows"
-  export COACT_BENCH_RUNTIMES=${COACT_BENCH_RUNTIMES:-coact}
+  # Not exported: the benchmark programs' environment stays free of COACT_BENCH_*.
+  COACT_BENCH_RUNTIMES=${COACT_BENCH_RUNTIMES:-coact}
   for cond in "${conds[@]}"; do
     read -r -a WRAP <<<"$cond"
     [[ ${WRAP[*]} == none ]] && WRAP=()
