@@ -925,11 +925,12 @@ class Sweep {
         "\"delayed\":{},\"line_regions\":{},\"threads_sampled\":{},\"threads_exited\":{},\"unsampled_threads\":[{}],"
         "\"symbolizer_error\":{},\"experiment_period_ns\":{},\"samples_cpu_timer\":{},\"samples_perf_event\":{},"
         "\"threads_perf_event\":{},\"signal\":{},\"foreign_handler\":{},\"handler_replaced\":{},"
-        "\"foreign_signals\":{}}}",
+        "\"foreign_signals\":{},\"no_debug_info\":{}}}",
         ss.period_ns, ls.samples, ls.periods, ls.attributed, ss.dropped, ls.delayed, ls.line_regions,
         ss.threads_registered, ss.threads_exited, unsampled, json_quote(ls.symbolizer_error), ls.experiment_period_ns,
         ss.samples_cpu_timer, ss.samples_perf_event, ss.threads_perf_event, json_quote(ss.signal_name),
-        ss.foreign_handler ? "true" : "false", ss.handler_replaced ? "true" : "false", ss.foreign_signals));
+        ss.foreign_handler ? "true" : "false", ss.handler_replaced ? "true" : "false", ss.foreign_signals,
+        json_array(ls.no_debug_info)));
   }
 
   void error(const std::string& what, const std::string& message, const std::vector<std::string>& names) {

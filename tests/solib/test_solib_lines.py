@@ -5,7 +5,7 @@ one source line) from one branch of a fork-join; under `--sampling
 --source-scope '%solib_plugin%'` that line must be a region whether the
 library is linked, dlopen()ed after the profiler started, and a library
 without debug information must be said once on stderr and listed in the
-sampler record (its symbolizer_error). Regression: all three gave 0 line regions, exit 0, no word
+sampler record (no_debug_info, and symbolizer_error). Regression: all three gave 0 line regions, exit 0, no word
 (the symbolizer read the main executable only).
 
 The paths come from the environment (tests/solib/CMakeLists.txt):
@@ -76,6 +76,7 @@ class SharedLibraryLines(unittest.TestCase):
         for name in lines:
             self.assertTrue(name.endswith(LINE), name)
         self.assertEqual(s["symbolizer_error"], "")
+        self.assertEqual(s["no_debug_info"], [])
         self.assertNotIn("no source line to make a region of", r.stderr)
         self.assertNotIn("has no debug information", r.stderr)
         return s, recs
@@ -105,6 +106,7 @@ class SharedLibraryLines(unittest.TestCase):
         self.assertIn("-g", said[0])
         s = self.sampler(recs)
         self.assertEqual(s["symbolizer_error"], f"no debug information (no DWARF line table) in {NODEBUG}")
+        self.assertEqual(s["no_debug_info"], [NODEBUG])
         self.assertEqual(self.line_regions(recs), {})
         # And coact-profile's own warning that no line was found.
         self.assertIn("no source line to make a region of", r.stderr)

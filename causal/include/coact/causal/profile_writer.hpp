@@ -40,10 +40,15 @@
 //    "dropped":..,"delayed":..,"line_regions":..,"threads_sampled":..,
 //    "threads_exited":..,"unsampled_threads":[{"tid":..,"name":..}],
 //    "symbolizer_error":..,"experiment_period_ns":..,"samples_cpu_timer":..,
-//    "samples_perf_event":..,"threads_perf_event":..}
+//    "samples_perf_event":..,"threads_perf_event":..,"signal":..,
+//    "foreign_handler":..,"handler_replaced":..,"foreign_signals":..,
+//    "no_debug_info":[path,..]}
 //                                          (controller, sampling sweeps only:
 //                                           threads never registered are listed;
-//                                           samples by source: sampler.hpp)
+//                                           samples by source: sampler.hpp;
+//                                           no_debug_info: loaded objects the
+//                                           scope could name that have no line
+//                                           table, symbolizer.hpp)
 //   {"type":"profile","runtime_ns":..,"regions":[{"name":..,"kind":..,
 //    "visits":..,"time_ns":..},..]}     (controller, profile-only runs: every
 //                                           region that ran, heaviest first)

@@ -24,7 +24,7 @@
 // so --source-scope '%plugin%' names a plugin's lines. An object without a
 // line table that the program built (not under /usr/ or /lib*/) or whose
 // path a pattern matches is said once on stderr and listed by
-// objects_without_lines() (named in the sampler record's symbolizer_error).
+// objects_without_lines() (the sampler record's no_debug_info and symbolizer_error).
 // A sample is attributed to its first frame (interrupted PC, then return
 // addresses) whose line is in scope, as Coz attributes to the first in-scope
 // frame of its callchain. Inlined frames are not expanded: a PC inside code
