@@ -1,7 +1,7 @@
 // runtime/src/detail/burst.hpp: the burst, one handler invocation's output as
 // the unit of dispatch under COACT_BURST=on, and its packed lifecycle word.
 //
-// The burst lifecycle (COACT_BURST=on; scheduler.cpp implements the steps):
+// The burst lifecycle (COACT_BURST=on; burst_dispatch.cpp implements the steps):
 //   1. Sends buffer into the ring. Inside a handler each send constructs its
 //      envelope in place in the worker's outbound MailRing (mail_ring.hpp);
 //      the first send of the invocation opens a region, later ones append.

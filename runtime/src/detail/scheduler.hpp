@@ -2,7 +2,7 @@
 // docs/DESIGN.md, "Pool"): N workers, each with a LIFO own deque, a shared injector,
 // optional peer steal and SpinPark; the registry; the dispatch loop.
 //
-// Worker loop, numbered as scheduler.cpp implements it:
+// Worker loop, numbered as worker_loop.cpp implements it:
 //   1. acquire: own deque (LIFO; its top may be the hand-off slot,
 //      Worker::next; every local_chain_backstop-th consecutive own
 //      pop probes the injector first), then the injector (chain rule: if more
@@ -17,7 +17,7 @@
 //      clock_check_stride-th dispatch): re-publish to the injector (still
 //      Held), so two busy actors share a worker fairly; when nothing waits
 //      for this worker (hand-off slot, own deque and injector empty, no
-//      shutdown: nothing_waits) a new batch starts instead (scheduler.cpp
+//      shutdown: nothing_waits) a new batch starts instead (worker_loop.cpp
 //      drain_cell: a publish would only wake a sibling for this actor).
 //   5. drained to the canonical empty state: try_release (one CAS); a push
 //      since the last pop fails it, and the worker drains on.
@@ -388,7 +388,7 @@ class Scheduler {
   void arm(TimerEntry e, uint64_t delay_ns, uint64_t* seq_out);
   bool fire_due(Worker* w, uint64_t now_ns);
   /// fire_due: the actors its k > 1 fires pushed on the own deque run in
-  /// deadline order (scheduler.cpp). Owner thread.
+  /// deadline order (timers.cpp). Owner thread.
   void run_fired_in_deadline_order(Worker& w, int64_t own_before, uint64_t pushes_before);
   void fire(Worker* w, TimerEntry& e);
   /// Whether a timer is due (now_ns: the clock read, 0 if none was needed).

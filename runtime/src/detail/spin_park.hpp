@@ -74,7 +74,7 @@ class SpinPark {
 
   /// Unparks up to n idle workers regardless of spinners: the timekeeper
   /// handing a re-armed deadline to an idle sibling, and burst recruitment
-  /// (scheduler.cpp flush_burst), which bypasses route-to-spinner on purpose:
+  /// (burst_dispatch.cpp flush_burst), which bypasses route-to-spinner on purpose:
   /// it has pushed n drainers of one burst on the injector, and one spinner
   /// cannot race the cursor n ways. Lost wakeups: the drainers were published
   /// (the injector's seq_cst length) before this call, so the argument above

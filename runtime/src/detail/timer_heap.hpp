@@ -276,7 +276,7 @@ class TimerHeap {
   uint64_t seq_ = 0;                       // guarded by mu_
   size_t cancelled_ = 0;                   // guarded by mu_: cancelled entries still in heap_
   // next_: written under mu_ (seq_cst: the inserter side of the timekeeper
-  // handshake in scheduler.cpp), read lock-free by the busy-path due check.
+  // handshake in idle.cpp), read lock-free by the busy-path due check.
   sync::atomic<uint64_t> next_{kNone};
 };
 
