@@ -637,7 +637,7 @@ namespace {
 // the deadline into its own timed futex park, which woke late; one armed from
 // outside the pool wakes a worker that spins through a short deadline. The
 // timekeeper now parks until the deadline minus its measured wake latency and
-// spins the rest (scheduler.cpp, keep_time). This test alternates the three
+// spins the rest (idle.cpp, keep_time). This test alternates the three
 // ways of arming sample by sample, so machine load hits them alike, and
 // asserts the in-handler ways are no worse in the tail than the outside one.
 int64_t now_abs_ns() {
@@ -747,7 +747,7 @@ struct Armer : coact::Actor<Armer> {
 
 TEST_CASE("timers fired together run their handlers in deadline order", "[timer]") {
   coact::test::Watchdog wd(30, "fired-together order");
-  // The reorder is best-effort (scheduler.cpp, run_fired_in_deadline_order):
+  // The reorder is best-effort (timers.cpp, run_fired_in_deadline_order):
   // it is skipped when the keep-local valve spilled part of the fired set,
   // which a slow run (TSan, a loaded machine) sometimes trips: a quiet CI run
   // under TSan with burst on saw one round of five in LIFO order. Before the
