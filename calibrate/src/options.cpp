@@ -179,6 +179,12 @@ constexpr std::array kKeys{
         false, "0"sv, ""sv,
         "mails an actor may hold before a send from outside the pool is refused (send returns false, counted in "
         "mailbox_rejected); pool senders are never refused; 0: unbounded"sv},
+    Key{"COACT_BLOCKING_THREADS"sv, "scheduler"sv, "blocking_threads"sv, Type::integer, "threads"sv, 1, 1024, false,
+        "4"sv, ""sv,
+        "threads of the blocking pool (co_await coact::blocking(f)), started on demand (docs/blocking.md)"sv},
+    Key{"COACT_BLOCKING_QUEUE"sv, "scheduler"sv, "blocking_queue"sv, Type::integer, "calls"sv, 0, 1'000'000, false,
+        "1024"sv, ""sv,
+        "blocking calls that may wait for a pool thread; a call beyond it throws coact::blocking_pool_full"sv},
 };
 constexpr std::size_t kKeyCount = kKeys.size();
 

@@ -20,6 +20,7 @@
 #include <coact/causal/hooks.hpp>
 #include <coact/causal/sampler.hpp>
 
+#include "detail/blocking_pool.hpp"
 #include "detail/live_schedulers.hpp"
 #include "detail/scheduler_inl.hpp"
 #include "trace/hooks.hpp"
@@ -103,6 +104,9 @@ void Scheduler::shutdown() {
     trace_->stop_window();
     if (!trace_->window_written()) trace_->write_output();
   }
+  // The blocking pool: queued calls discarded, running ones waited for (their
+  // results dropped), before any actor is finalized (blocking_pool.hpp).
+  blocking_pool_shutdown(this);
   // 5 (before 4, while the recipients are still registered): drainers still
   // queued hold burst references; their unclaimed mail is dropped and counted.
   for (auto& w : workers_) {

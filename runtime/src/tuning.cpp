@@ -71,6 +71,8 @@ SchedulerTuning tuning_from(const options::Values& v) {
   t.trace_export_deadline_ms = static_cast<uint64_t>(*v.integer("COACT_TRACE_EXPORT_DEADLINE_MS"));
   t.mailbox_stats = v.boolean("COACT_MAILBOX_STATS");
   t.mailbox_bound = u32(v, "COACT_MAILBOX_BOUND");
+  t.blocking_threads = u32(v, "COACT_BLOCKING_THREADS");
+  t.blocking_queue = u32(v, "COACT_BLOCKING_QUEUE");
   return t;
 }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <coact/runtime/actor.hpp>
+#include <coact/runtime/blocking.hpp>
 #include <coact/runtime/name.hpp>
 #include <coact/runtime/pid.hpp>
 #include <coact/runtime/reply.hpp>

@@ -61,6 +61,10 @@ struct SchedulerTuning {
   /// COACT_MAILBOX_BOUND: mails an actor may hold before sends from outside the pool are refused
   /// (docs/mailboxes.md); 0 = unbounded.
   uint32_t mailbox_bound = 0;
+  /// COACT_BLOCKING_THREADS / COACT_BLOCKING_QUEUE: the blocking pool's threads and the calls that may wait
+  /// for one (docs/blocking.md).
+  uint32_t blocking_threads = 4;
+  uint32_t blocking_queue = 1024;
 
   /// Workers after resolving 0 to the number of CPUs in this thread's affinity
   /// mask (sched_getaffinity; equals the online cores unless taskset/cpuset
