@@ -27,8 +27,10 @@
 
 #include "support/child.hpp"
 #include "support/runtime_fixture.hpp"
-#include "support/sweep_on.hpp"
 #include "support/watchdog.hpp"
+#if COACT_CAUSAL_ENABLED
+#include "support/sweep_on.hpp"
+#endif
 
 using namespace std::chrono_literals;
 
