@@ -25,6 +25,13 @@
 // line table that the program built (not under /usr/ or /lib*/) or whose
 // path a pattern matches is said once on stderr and listed by
 // objects_without_lines() (the sampler record's no_debug_info and symbolizer_error).
+// Libraries present at construction are placed by libdwfl's report of
+// /proc/PID/maps, which takes a file's lowest mapping as its start: a
+// library file the process had also mapped itself at a lower address (a
+// second Symbolizer, or the program reading the file with libelf) is placed
+// there and its lines are not found; one Symbolizer per process
+// (line_region.cpp) is built before it maps any. Libraries found by
+// refresh() are placed by the loader's own list.
 // A sample is attributed to its first frame (interrupted PC, then return
 // addresses) whose line is in scope, as Coz attributes to the first in-scope
 // frame of its callchain. Inlined frames are not expanded: a PC inside code
