@@ -33,6 +33,14 @@ Job Scheduler::idle(Worker& w) {
     w.check_done = false;
     notify_if_done();
   }
+  // Memory back after a backlog: this worker delivered at least
+  // Mailbox::kTrimBacklog mails since it was last idle, so the envelopes
+  // they freed may hold pages (backlog_drained trims, rate-limited). Here,
+  // not per dequeue: the drain loop pays nothing for it.
+  if (const uint64_t d = w.delivered.load(std::memory_order_relaxed); d - w.delivered_at_idle != 0) {
+    if (d - w.delivered_at_idle >= Mailbox::kTrimBacklog) [[unlikely]] backlog_drained(d - w.delivered_at_idle);
+    w.delivered_at_idle = d;
+  }
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;

@@ -180,6 +180,7 @@ struct Worker {
   std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
   // Counters: written by this worker (relaxed), read by stats().
   std::atomic<uint64_t> delivered{0};
+  uint64_t delivered_at_idle = 0;           // `delivered` when idle() last ran (this worker only: the trim check)
   std::atomic<uint64_t> parks{0};
   std::atomic<uint64_t> deque_pushes{0};
   std::atomic<uint64_t> spawned{0};         // spawns from this worker's handlers

@@ -272,11 +272,12 @@ class ActorRef {
   bool send(M&& msg) const {
     using Msg = std::remove_cvref_t<M>;
     detail::check_handles<A, Msg>();
-    if (cell_->mailbox_bound != 0) [[unlikely]] {
-      return detail::post_bounded(cell_, detail::make_envelope<A, Msg>(std::forward<M>(msg)));
+    detail::Envelope* e = detail::make_envelope<A, Msg>(std::forward<M>(msg));
+    if (cell_->mailbox_bound == 0) [[likely]] {
+      detail::post(cell_, e);
+      return true;
     }
-    detail::post(cell_, detail::make_envelope<A, Msg>(std::forward<M>(msg)));
-    return true;
+    return detail::post_bounded(cell_, e);
   }
 
   /// The actor's mailbox counters. Any thread; requires a non-null ref (the

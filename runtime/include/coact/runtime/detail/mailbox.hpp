@@ -21,10 +21,9 @@
 // is kept by the consumer, sampled at dequeue (the first pop of each run of
 // mail, then every kHighWaterStride-th pop), so it is exact to within
 // kHighWaterStride mails and costs producers nothing.
-// Always (counting or not): when a run of at least kTrimBacklog mails (pops
-// without the inbox emptying) ends with the inbox empty, the consumer calls
-// backlog_drained() once (memory given back to the system, rate-limited
-// there); the run's count is consumer-private.
+// Memory after a backlog: a worker that goes idle after delivering at least
+// kTrimBacklog mails since it was last idle calls backlog_drained() (the
+// scheduler's idle path, idle.cpp: nothing on the dequeue path).
 #pragma once
 
 #include <atomic>
@@ -130,11 +129,11 @@ struct Envelope {
 };
 static_assert(sizeof(void*) != 8 || sizeof(Envelope) == 40, "Envelope: 40 bytes on 64-bit targets");
 
-/// Called by a consumer (Mailbox::pop) when a run of at least
-/// Mailbox::kTrimBacklog mails has drained: gives freed memory back to the
-/// system (malloc_trim), at most once a second per process (a tenth of one
-/// after a run of 65536 mails or more). Defined in
-/// runtime/src/mailbox_memory.cpp. Any thread; may take milliseconds.
+/// Called by a worker going idle (Scheduler::idle) after delivering at least
+/// Mailbox::kTrimBacklog mails since it was last idle: gives freed memory
+/// back to the system (malloc_trim), at most once a second per process (a
+/// tenth of one after 65536 mails or more). Defined in runtime/src/mailbox.cpp.
+/// Any thread; may take milliseconds.
 void backlog_drained(uint64_t mails) noexcept;
 
 class Mailbox {
@@ -158,22 +157,16 @@ class Mailbox {
   }
 
   /// Consumer only (the holder). nullptr when empty or when a producer is mid-push.
-  /// Counts the dequeue (depth, high-water mark; file comment).
-  Envelope* pop() noexcept {
-    const bool fresh = tail_ == &stub_;  // the first pop of a run of mail (the stub is at the tail)
-    Envelope* e = take();
-    if (e == nullptr) return nullptr;
-    if (counting_) [[unlikely]] count_pop(fresh);
-    ++run_mails_;
-    if (tail_ == &stub_) {  // take() re-linked the stub: that was the last mail queued
-      if (run_mails_ >= kTrimBacklog) [[unlikely]] backlog_drained(run_mails_);
-      run_mails_ = 0;
-    }
-    return e;
+  /// Counts the dequeue while counting (depth, high-water mark; file
+  /// comment). Inlined into the drain loop: uncounted, it is the bare queue
+  /// and one test of a flag on the consumer's own line.
+  [[gnu::always_inline]] Envelope* pop() noexcept {
+    if (count_pops_) [[unlikely]] return pop_counted();
+    return take();
   }
 
   /// Before publication only (the spawner): count depth from now on (file comment).
-  void set_counting(bool on) noexcept { counting_ = on; }
+  void set_counting(bool on) noexcept { counting_ = count_pops_ = on; }
   /// Whether depth is counted. Any thread.
   bool counting() const noexcept { return counting_; }
 
@@ -198,7 +191,7 @@ class Mailbox {
   void count_rejected() noexcept { rejected_.fetch_add(1, std::memory_order_relaxed); }
 
   static constexpr uint64_t kHighWaterStride = 64;  // a power of two
-  static constexpr uint64_t kTrimBacklog = 4096;    // mails; a run this long asks for a trim when it drains
+  static constexpr uint64_t kTrimBacklog = 4096;    // mails a worker delivers between idles before it asks for a trim
 
  private:
   // Vyukov's pop (consumer only): nullptr when empty or a producer is mid-push.
@@ -223,6 +216,14 @@ class Mailbox {
       return tail;
     }
     return nullptr;
+  }
+
+  // Consumer only, while counting: pop() with the depth counted.
+  [[gnu::noinline]] Envelope* pop_counted() noexcept {
+    const bool fresh = tail_ == &stub_;  // the first pop of a run of mail (the stub is at the tail)
+    Envelope* e = take();
+    if (e != nullptr) count_pop(fresh);
+    return e;
   }
 
   // Consumer only, while counting: counts a dequeue and samples the depth
@@ -297,8 +298,8 @@ class Mailbox {
   // Sends refused by the bound: senders outside the pool (relaxed
   // fetch_add, rare); read relaxed by stats. A count only.
   std::atomic<uint64_t> rejected_{0};
-  // Written once before publication (set_counting), read by producers and
-  // the consumer on the line they use anyway.
+  // Written once before publication (set_counting), read by producers on
+  // the line they use anyway (the consumer reads count_pops_).
   bool counting_ = false;
   // Padding instead of alignas(64): keeps the producers' line away from the
   // consumer's without making every cell over-aligned (an over-aligned new
@@ -306,13 +307,15 @@ class Mailbox {
   char pad_[64 - sizeof(std::atomic<uintptr_t>) - 2 * sizeof(std::atomic<uint64_t>) - sizeof(bool)];
   // Consumer-private.
   Envelope* tail_;
+  // counting_'s copy on the consumer's line (pop reads it every dequeue;
+  // reading counting_ would pull in the line every push writes). Written
+  // once before publication.
+  bool count_pops_ = false;
   Envelope stub_;
   // Written by the consumer only (relaxed stores), read relaxed by depth()
   // and high_water() on any thread: counts, ordered with nothing.
   std::atomic<uint64_t> popped_{0};
   std::atomic<uint64_t> high_water_{0};
-  // Consumer-private: mails popped since the inbox was last empty.
-  uint64_t run_mails_ = 0;
 };
 
 }  // namespace coact::detail
