@@ -79,8 +79,8 @@ Calibration calibration_from_json(const std::string& text) {
   if (!j.is_object()) throw std::runtime_error("top level is not a JSON object");
   const json& schema = require(j, "schema");
   if (!schema.is_number_integer() || schema.get<int64_t>() != kCalibrationSchema) {
-    throw std::runtime_error(fmt::format("\"schema\" = {} is not the supported schema {}", schema.dump(),
-                                         kCalibrationSchema));
+    throw std::runtime_error(
+        fmt::format("\"schema\" = {} is not the supported schema {}", schema.dump(), kCalibrationSchema));
   }
   Calibration c;
   c.tsc_hz = require_uint(j, "tsc_hz", kMinTscHz, kMaxTscHz);

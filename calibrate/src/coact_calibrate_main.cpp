@@ -59,8 +59,9 @@ std::string fmt_hz(uint64_t hz) { return fmt::format("{} Hz ({:.3f} GHz)", hz, s
 
 int main(int argc, char** argv) {
   const coact::options::Values values = coact::options::init(argc, argv);
-  CLI::App app{"coact-calibrate: measure TSC rate, futex hand-off cost and wake break-even, and write the "
-               "per-machine calibration file"};
+  CLI::App app{
+      "coact-calibrate: measure TSC rate, futex hand-off cost and wake break-even, and write the "
+      "per-machine calibration file"};
   std::string output;
   bool no_write = false;
   bool json_out = false;
@@ -69,8 +70,7 @@ int main(int argc, char** argv) {
   auto* out_opt = app.add_option("-o,--output", output,
                                  "calibration file to write (default: $COACT_CALIBRATION_FILE, else "
                                  "$XDG_CACHE_HOME/coact/calibration.json, else ~/.cache/coact/calibration.json)");
-  app.add_flag("--no-write", no_write, "measure and print only; do not write the calibration file")
-      ->excludes(out_opt);
+  app.add_flag("--no-write", no_write, "measure and print only; do not write the calibration file")->excludes(out_opt);
   app.add_flag("--json", json_out, "print the results as JSON instead of a table");
   app.add_option("--workers", workers, "worker threads the program will run (warn when cores are fewer)")
       ->check(CLI::Range(1u, 1024u));
@@ -111,9 +111,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> warnings;
     const std::string governor = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
     if (!governor.empty() && governor != "performance") {
-      warnings.push_back(fmt::format("frequency scaling governor is '{}', not 'performance': hand-off costs "
-                                     "vary with the clock ramp",
-                                     governor));
+      warnings.push_back(
+          fmt::format("frequency scaling governor is '{}', not 'performance': hand-off costs "
+                      "vary with the clock ramp",
+                      governor));
     }
     if (!invariant) {
       warnings.push_back(
@@ -122,17 +123,19 @@ int main(int argc, char** argv) {
     }
     const std::string clocksource = read_first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     if (invariant && !clocksource.empty() && clocksource != "tsc") {
-      warnings.push_back(fmt::format("kernel clocksource is '{}', not 'tsc': the kernel may distrust this TSC",
-                                     clocksource));
+      warnings.push_back(
+          fmt::format("kernel clocksource is '{}', not 'tsc': the kernel may distrust this TSC", clocksource));
     }
     if (cores < workers) {
-      warnings.push_back(fmt::format("{} online cores but --workers {}: workers will share cores and hand-offs "
-                                     "become context switches",
-                                     cores, workers));
+      warnings.push_back(
+          fmt::format("{} online cores but --workers {}: workers will share cores and hand-offs "
+                      "become context switches",
+                      cores, workers));
     }
     if (cores < 2) warnings.push_back("one core: the hand-off probe measures context switches, not cross-core wakes");
     if (invariant && cpuid) {
-      const double rel = std::abs(static_cast<double>(cpuid->tsc_hz) - static_cast<double>(hz)) / static_cast<double>(hz);
+      const double rel =
+          std::abs(static_cast<double>(cpuid->tsc_hz) - static_cast<double>(hz)) / static_cast<double>(hz);
       if (rel > 0.001) {
         warnings.push_back(fmt::format("measured tsc_hz differs from {} by {:.3f}%", cpuid->source, rel * 100));
       }
@@ -173,13 +176,14 @@ int main(int argc, char** argv) {
     } else {
       const auto row = [](const char* k, const std::string& v) { std::printf("  %-26s %s\n", k, v.c_str()); };
       std::printf("coact-calibrate: %s, %u cores\n", c.cpu_model.c_str(), cores);
-      row("invariant TSC", fmt::format("{} (cpuid {}, cpuinfo constant_tsc {} nonstop_tsc {})",
-                                       invariant ? "yes" : "no", inv.cpuid_invariant ? "yes" : "no",
-                                       inv.cpuinfo_constant_tsc ? "yes" : "no", inv.cpuinfo_nonstop_tsc ? "yes" : "no"));
+      row("invariant TSC",
+          fmt::format("{} (cpuid {}, cpuinfo constant_tsc {} nonstop_tsc {})", invariant ? "yes" : "no",
+                      inv.cpuid_invariant ? "yes" : "no", inv.cpuinfo_constant_tsc ? "yes" : "no",
+                      inv.cpuinfo_nonstop_tsc ? "yes" : "no"));
       if (invariant) {
-        row("tsc_hz measured", fmt::format("{}  [{} rounds x {}, spread {} Hz, bound {:.1e}]", fmt_hz(hz), m.rounds,
-                                           fmt_ns(m.round_interval), m.max_round_hz - m.min_round_hz,
-                                           m.bracket_error_bound));
+        row("tsc_hz measured",
+            fmt::format("{}  [{} rounds x {}, spread {} Hz, bound {:.1e}]", fmt_hz(hz), m.rounds,
+                        fmt_ns(m.round_interval), m.max_round_hz - m.min_round_hz, m.bracket_error_bound));
       } else {
         row("tsc_hz", "1000000000 (CLOCK_MONOTONIC ns fallback)");
       }
@@ -195,8 +199,9 @@ int main(int argc, char** argv) {
     if (!no_write) {
       const std::filesystem::path path = output.empty() ? default_calibration_path() : std::filesystem::path(output);
       if (path.empty()) {
-        std::fprintf(stderr, "coact-calibrate: error: no calibration path: set --output, COACT_CALIBRATION_FILE, "
-                             "XDG_CACHE_HOME or HOME\n");
+        std::fprintf(stderr,
+                     "coact-calibrate: error: no calibration path: set --output, COACT_CALIBRATION_FILE, "
+                     "XDG_CACHE_HOME or HOME\n");
         return 1;
       }
       save_calibration(c, path);

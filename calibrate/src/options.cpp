@@ -57,8 +57,8 @@ constexpr std::array kKeys{
     Key{"COACT_CONFIG"sv, "options"sv, ""sv, Type::text, ""sv, 0, 0, false, ""sv, ""sv,
         "TOML file with [scheduler], [calibrate] and [causal] tables (environment or --coact-config only)"sv},
     // calibrate: clocks and costs measured once per machine.
-    Key{"COACT_TSC_HZ"sv, "calibrate"sv, "tsc_hz"sv, Type::integer, "Hz"sv, 1'000'000, 100'000'000'000, true,
-        "auto"sv, ""sv, "pins the TSC frequency; auto: the calibration file, else a measurement"sv},
+    Key{"COACT_TSC_HZ"sv, "calibrate"sv, "tsc_hz"sv, Type::integer, "Hz"sv, 1'000'000, 100'000'000'000, true, "auto"sv,
+        ""sv, "pins the TSC frequency; auto: the calibration file, else a measurement"sv},
     Key{"COACT_HANDOFF_COST_NS"sv, "calibrate"sv, "handoff_cost_ns"sv, Type::integer, "ns"sv, 1, 100'000'000, true,
         "auto"sv, ""sv, "pins the cross-worker hand-off cost; auto: calibrated, then refined from live wakes"sv},
     Key{"COACT_CALIBRATION_FILE"sv, "calibrate"sv, "calibration_file"sv, Type::text, ""sv, 0, 0, false, ""sv, ""sv,
@@ -68,8 +68,8 @@ constexpr std::array kKeys{
         "run a causal-profiling sweep in this process (coact-profile run sets it)"sv},
     Key{"COACT_CAUSAL_PROGRESS"sv, "causal"sv, "progress"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
         "progress points recorded: those whose name contains an entry; empty: all"sv},
-    Key{"COACT_CAUSAL_PROGRESS_HANDLER"sv, "causal"sv, "progress_handler"sv, Type::list, ""sv, 0, 0, false, ""sv,
-        ""sv, "handler regions whose completions count as throughput progress points"sv},
+    Key{"COACT_CAUSAL_PROGRESS_HANDLER"sv, "causal"sv, "progress_handler"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
+        "handler regions whose completions count as throughput progress points"sv},
     Key{"COACT_CAUSAL_REGION_FILTER"sv, "causal"sv, "region_filter"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
         "only regions whose name contains an entry are sped up; empty: all"sv},
     Key{"COACT_CAUSAL_FIXED_REGION"sv, "causal"sv, "fixed_region"sv, Type::text, ""sv, 0, 0, false, ""sv, ""sv,
@@ -83,22 +83,22 @@ constexpr std::array kKeys{
         false, "2"sv, ""sv, "evidence draw: regions below this share of the regions' running time are drawn rarely"sv},
     Key{"COACT_CAUSAL_UNTIL_SETTLED"sv, "causal"sv, "until_settled"sv, Type::boolean, ""sv, 0, 1, false, "false"sv,
         ""sv, "end the sweep once the ranking has settled (the leader's interval above every other's)"sv},
-    Key{"COACT_CAUSAL_SETTLE_WIDTH_PCT"sv, "causal"sv, "settle_width_pct"sv, Type::integer, "%"sv, 0, 100, false,
-        "0"sv, ""sv, "also settled when every ranked region's 95% interval is narrower than this (points); 0: off"sv},
-    Key{"COACT_CAUSAL_FIXED_SPEEDUP"sv, "causal"sv, "fixed_speedup"sv, Type::integer, "%"sv, 0, 100, true,
-        "auto"sv, ""sv, "virtual speedup of every experiment; auto: Coz's draw"sv},
+    Key{"COACT_CAUSAL_SETTLE_WIDTH_PCT"sv, "causal"sv, "settle_width_pct"sv, Type::integer, "%"sv, 0, 100, false, "0"sv,
+        ""sv, "also settled when every ranked region's 95% interval is narrower than this (points); 0: off"sv},
+    Key{"COACT_CAUSAL_FIXED_SPEEDUP"sv, "causal"sv, "fixed_speedup"sv, Type::integer, "%"sv, 0, 100, true, "auto"sv,
+        ""sv, "virtual speedup of every experiment; auto: Coz's draw"sv},
     Key{"COACT_CAUSAL_EXPERIMENT_MS"sv, "causal"sv, "experiment_ms"sv, Type::integer, "ms"sv, 1, 3'600'000, false,
         "500"sv, ""sv, "initial experiment window (Coz ExperimentMinTime)"sv},
     Key{"COACT_CAUSAL_MAX_EXPERIMENT_MS"sv, "causal"sv, "max_experiment_ms"sv, Type::integer, "ms"sv, 0, 3'600'000,
         false, "0"sv, ""sv, "cap of the adaptive window; 0: 16 x COACT_CAUSAL_EXPERIMENT_MS"sv},
-    Key{"COACT_CAUSAL_COOLDOWN_MS"sv, "causal"sv, "cooldown_ms"sv, Type::integer, "ms"sv, 0, 600'000, false,
-        "10"sv, ""sv, "pause after each experiment (Coz ExperimentCoolOffTime)"sv},
+    Key{"COACT_CAUSAL_COOLDOWN_MS"sv, "causal"sv, "cooldown_ms"sv, Type::integer, "ms"sv, 0, 600'000, false, "10"sv,
+        ""sv, "pause after each experiment (Coz ExperimentCoolOffTime)"sv},
     Key{"COACT_CAUSAL_DURATION_S"sv, "causal"sv, "duration_s"sv, Type::integer, "s"sv, 0, 31'536'000, false, "0"sv,
         ""sv, "stop starting experiments after this long; 0: no limit"sv},
-    Key{"COACT_CAUSAL_EXPERIMENTS"sv, "causal"sv, "experiments"sv, Type::integer, ""sv, 0, 1'000'000'000, false,
-        "0"sv, ""sv, "stop after this many written experiments; 0: no limit"sv},
-    Key{"COACT_CAUSAL_MIN_DELTA"sv, "causal"sv, "min_delta"sv, Type::integer, ""sv, 1, 1'000'000'000, false,
-        "5"sv, ""sv, "target visits per progress point per experiment (Coz ExperimentTargetDelta)"sv},
+    Key{"COACT_CAUSAL_EXPERIMENTS"sv, "causal"sv, "experiments"sv, Type::integer, ""sv, 0, 1'000'000'000, false, "0"sv,
+        ""sv, "stop after this many written experiments; 0: no limit"sv},
+    Key{"COACT_CAUSAL_MIN_DELTA"sv, "causal"sv, "min_delta"sv, Type::integer, ""sv, 1, 1'000'000'000, false, "5"sv,
+        ""sv, "target visits per progress point per experiment (Coz ExperimentTargetDelta)"sv},
     Key{"COACT_CAUSAL_OUTPUT"sv, "causal"sv, "output"sv, Type::text, ""sv, 0, 0, false, "profile.coz"sv, ""sv,
         "profile.coz path (appended); empty: none"sv},
     Key{"COACT_CAUSAL_JSON_OUTPUT"sv, "causal"sv, "json_output"sv, Type::text, ""sv, 0, 0, false, ""sv, ""sv,
@@ -112,15 +112,15 @@ constexpr std::array kKeys{
         "sample CPU time on every worker so source lines become regions (file:line, Handler @ file:line)"sv},
     Key{"COACT_CAUSAL_SAMPLE_PERIOD_US"sv, "causal"sv, "sample_period_us"sv, Type::integer, "us"sv, 10, 1'000'000,
         false, "1000"sv, ""sv, "CPU time between samples (Coz: 1 ms)"sv},
-    Key{"COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US"sv, "causal"sv, "line_experiment_period_us"sv, Type::integer, "us"sv,
-        0, 1'000'000, false, "0"sv, ""sv,
+    Key{"COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US"sv, "causal"sv, "line_experiment_period_us"sv, Type::integer, "us"sv, 0,
+        1'000'000, false, "0"sv, ""sv,
         "CPU time between samples while an experiment selects a line (the perf event); 0: the sample period / 8; "
         "else at least 10"sv},
     Key{"COACT_CAUSAL_SAMPLE_SIGNAL"sv, "causal"sv, "sample_signal"sv, Type::text, ""sv, 0, 0, false, "rt"sv, ""sv,
         "the samples' signal: rt (a real-time signal no handler uses, picked at start), prof (SIGPROF), or rtmin+N; "
         "other deliveries of it go to the program's handler"sv},
-    Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv,
-        ""sv, "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
+    Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
+        "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
         "COACT_CAUSAL_SAMPLING)"sv},
     Key{"COACT_CAUSAL_SOURCE_SCOPE"sv, "causal"sv, "source_scope"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
         "source files whose lines can be regions: Coz patterns ('%' = any characters) on full paths; empty: the "
@@ -128,45 +128,44 @@ constexpr std::array kKeys{
     // scheduler: the runtime's pool.
     Key{"COACT_WORKERS"sv, "scheduler"sv, "workers"sv, Type::integer, ""sv, 0, 1024, false, "0"sv, ""sv,
         "pool worker threads; 0: the CPUs this process may run on"sv},
-    Key{"COACT_SPIN_WINDOW_US"sv, "scheduler"sv, "spin_window_us"sv, Type::integer, "us"sv, 0, 1'000'000, false,
-        "50"sv, ""sv, "the longest an idle worker spins before parking (adaptive: it spins while spins find work); 0 also turns off the timekeeper's early wake"sv},
+    Key{"COACT_SPIN_WINDOW_US"sv, "scheduler"sv, "spin_window_us"sv, Type::integer, "us"sv, 0, 1'000'000, false, "50"sv,
+        ""sv,
+        "the longest an idle worker spins before parking (adaptive: it spins while spins find work); 0 also turns off the timekeeper's early wake"sv},
     Key{"COACT_PEER_STEAL"sv, "scheduler"sv, "peer_steal"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "steal from siblings' deque tails (off: owner-only deques)"sv},
-    Key{"COACT_BATCH_MAX_MAILS"sv, "scheduler"sv, "batch_max_mails"sv, Type::integer, ""sv, 1, 1'000'000, false,
-        "64"sv, ""sv, "BatchBudget: mails per drain cycle"sv},
-    Key{"COACT_BATCH_MAX_US"sv, "scheduler"sv, "batch_max_us"sv, Type::integer, "us"sv, 1, 10'000'000, false,
-        "200"sv, ""sv, "BatchBudget: time per drain cycle"sv},
-    Key{"COACT_CLOCK_CHECK_STRIDE"sv, "scheduler"sv, "clock_check_stride"sv, Type::integer, ""sv, 1, 4096, false,
-        "8"sv, ""sv, "BatchBudget reads the clock every Nth dispatch"sv},
-    Key{"COACT_LOCAL_TIME_BUDGET_US"sv, "scheduler"sv, "local_time_budget_us"sv, Type::integer, "us"sv, 0,
-        1'000'000, true, "auto"sv, ""sv,
-        "keep-local valve; 0 disables it; auto: 6x the hand-off cost, clamped 6..60 us"sv},
+    Key{"COACT_BATCH_MAX_MAILS"sv, "scheduler"sv, "batch_max_mails"sv, Type::integer, ""sv, 1, 1'000'000, false, "64"sv,
+        ""sv, "BatchBudget: mails per drain cycle"sv},
+    Key{"COACT_BATCH_MAX_US"sv, "scheduler"sv, "batch_max_us"sv, Type::integer, "us"sv, 1, 10'000'000, false, "200"sv,
+        ""sv, "BatchBudget: time per drain cycle"sv},
+    Key{"COACT_CLOCK_CHECK_STRIDE"sv, "scheduler"sv, "clock_check_stride"sv, Type::integer, ""sv, 1, 4096, false, "8"sv,
+        ""sv, "BatchBudget reads the clock every Nth dispatch"sv},
+    Key{"COACT_LOCAL_TIME_BUDGET_US"sv, "scheduler"sv, "local_time_budget_us"sv, Type::integer, "us"sv, 0, 1'000'000,
+        true, "auto"sv, ""sv, "keep-local valve; 0 disables it; auto: 6x the hand-off cost, clamped 6..60 us"sv},
     Key{"COACT_LOCAL_STICKY_MAX"sv, "scheduler"sv, "local_sticky_max"sv, Type::integer, ""sv, 1, 1'000'000, false,
         "256"sv, ""sv, "own-deque length before spilling to the injector"sv},
     Key{"COACT_LOCAL_CHAIN_BACKSTOP"sv, "scheduler"sv, "local_chain_backstop"sv, Type::integer, ""sv, 1, 1'000'000,
         false, "64"sv, ""sv, "every Nth consecutive own-deque pop probes the injector"sv},
     Key{"COACT_BURST"sv, "scheduler"sv, "burst"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "burst dispatch: a handler's sends routed as one unit grouped by recipient, run in place by seize"sv},
-    Key{"COACT_BURST_RING_BYTES"sv, "scheduler"sv, "burst_ring_bytes"sv, Type::integer, "bytes"sv, 0,
-        1'073'741'824, false, "65536"sv, ""sv, "each worker's outbound MailRing (burst on); 0: heap envelopes only"sv},
-    Key{"COACT_BURST_RECRUIT_MIN"sv, "scheduler"sv, "burst_recruit_min"sv, Type::integer, ""sv, 1, 4096, false,
-        "9"sv, ""sv,
+    Key{"COACT_BURST_RING_BYTES"sv, "scheduler"sv, "burst_ring_bytes"sv, Type::integer, "bytes"sv, 0, 1'073'741'824,
+        false, "65536"sv, ""sv, "each worker's outbound MailRing (burst on); 0: heap envelopes only"sv},
+    Key{"COACT_BURST_RECRUIT_MIN"sv, "scheduler"sv, "burst_recruit_min"sv, Type::integer, ""sv, 1, 4096, false, "9"sv,
+        ""sv,
         "width gate: recipient groups a flush needs to recruit while a cost estimate is untrusted (under 4 "
         "samples); a narrower, cheap burst lets its producer send direct"sv},
-    Key{"COACT_BURST_RECRUIT_MAX"sv, "scheduler"sv, "burst_recruit_max"sv, Type::integer, ""sv, 0, 4096, false,
-        "32"sv, ""sv, "siblings recruited per flush at most (0: never recruit)"sv},
+    Key{"COACT_BURST_RECRUIT_MAX"sv, "scheduler"sv, "burst_recruit_max"sv, Type::integer, ""sv, 0, 4096, false, "32"sv,
+        ""sv, "siblings recruited per flush at most (0: never recruit)"sv},
     Key{"COACT_TRACE"sv, "scheduler"sv, "trace"sv, Type::text, ""sv, 0, 0, false, "off"sv, ""sv,
         "per-mail trace: off, on (every mail) or the fraction of mail sampled, 0 < r <= 1 (e.g. 0.01)"sv},
-    Key{"COACT_TRACE_OUTPUT"sv, "scheduler"sv, "trace_output"sv, Type::text, ""sv, 0, 0, false,
-        "coact-trace.json"sv, ""sv,
-        "trace file (Chrome trace-event JSON), written at shutdown, request_stop and SIGINT/SIGTERM"sv},
+    Key{"COACT_TRACE_OUTPUT"sv, "scheduler"sv, "trace_output"sv, Type::text, ""sv, 0, 0, false, "coact-trace.json"sv,
+        ""sv, "trace file (Chrome trace-event JSON), written at shutdown, request_stop and SIGINT/SIGTERM"sv},
     Key{"COACT_TRACE_START_MS"sv, "scheduler"sv, "trace_start_ms"sv, Type::integer, "ms"sv, 0, 604'800'000, false,
         "0"sv, ""sv, "trace window: recording starts this long after the runtime booted (COACT_TRACE on)"sv},
-    Key{"COACT_TRACE_DURATION_MS"sv, "scheduler"sv, "trace_duration_ms"sv, Type::integer, "ms"sv, 0, 604'800'000,
-        false, "0"sv, ""sv,
+    Key{"COACT_TRACE_DURATION_MS"sv, "scheduler"sv, "trace_duration_ms"sv, Type::integer, "ms"sv, 0, 604'800'000, false,
+        "0"sv, ""sv,
         "trace window: recording stops this long after it started and the file is written then; 0: until shutdown"sv},
-    Key{"COACT_TRACE_BUFFER"sv, "scheduler"sv, "trace_buffer"sv, Type::integer, "events"sv, 1024, 67'108'864,
-        false, "131072"sv, ""sv,
+    Key{"COACT_TRACE_BUFFER"sv, "scheduler"sv, "trace_buffer"sv, Type::integer, "events"sv, 1024, 67'108'864, false,
+        "131072"sv, ""sv,
         "trace events kept per thread (72 bytes each, allocated at boot); later events are dropped and counted"sv},
     Key{"COACT_TRACE_EXPORT_DEADLINE_MS"sv, "scheduler"sv, "trace_export_deadline_ms"sv, Type::integer, "ms"sv, 0,
         3'600'000, false, "2000"sv, ""sv,
@@ -175,8 +174,8 @@ constexpr std::array kKeys{
     Key{"COACT_MAILBOX_STATS"sv, "scheduler"sv, "mailbox_stats"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "count each actor's mailbox depth and high-water mark (ActorRef::mailbox(), Runtime::mailboxes()): one more "
         "atomic increment per send; a COACT_MAILBOX_BOUND implies it"sv},
-    Key{"COACT_MAILBOX_BOUND"sv, "scheduler"sv, "mailbox_bound"sv, Type::integer, "mails"sv, 0, 4'294'967'295,
-        false, "0"sv, ""sv,
+    Key{"COACT_MAILBOX_BOUND"sv, "scheduler"sv, "mailbox_bound"sv, Type::integer, "mails"sv, 0, 4'294'967'295, false,
+        "0"sv, ""sv,
         "mails an actor may hold before a send from outside the pool is refused (send returns false, counted in "
         "mailbox_rejected); pool senders are never refused; 0: unbounded"sv},
     Key{"COACT_BLOCKING_THREADS"sv, "scheduler"sv, "blocking_threads"sv, Type::integer, "threads"sv, 1, 1024, false,
@@ -234,7 +233,8 @@ std::string flag_of(std::string_view env_name) {
 // --coact-foo-bar -> COACT_FOO_BAR
 std::string env_of_flag(std::string_view flag) {
   std::string out = "COACT_";
-  for (char c : flag.substr(8)) out += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : flag.substr(8))
+    out += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -276,16 +276,19 @@ enum class Spelling { env, flag, file };
 
 std::string spelled(const Key& k, Spelling s) {
   switch (s) {
-    case Spelling::env: return std::string(k.name);
-    case Spelling::flag: return flag_of(k.name);
-    case Spelling::file: return fmt::format("{}.{}", k.group, k.field);
+    case Spelling::env:
+      return std::string(k.name);
+    case Spelling::flag:
+      return flag_of(k.name);
+    case Spelling::file:
+      return fmt::format("{}.{}", k.group, k.field);
   }
   return std::string(k.name);
 }
 
 // "unknown key X (from S); did you mean Y? ..." or the rename message.
 [[noreturn]] void throw_unknown(std::string_view as_env, std::string_view written, Spelling s,
-                               std::string_view source) {
+                                std::string_view source) {
   for (const Renamed& r : kRenamed) {
     if (r.old_name == as_env) {
       const Key* k = find(r.new_name);
@@ -363,38 +366,52 @@ std::string parse_text(const Key& k, std::string_view written, std::string_view 
     case Type::text:
       if (!choice_ok(k, text)) throw_bad(k, written, repr, source, "");
       return std::string(text);
-    case Type::list: return join(split_list(text));
-    case Type::integer: break;
+    case Type::list:
+      return join(split_list(text));
+    case Type::integer:
+      break;
   }
   if (k.accepts_auto && iequals(text, "auto"sv)) return "auto";
   if (text.empty()) throw_bad(k, written, repr, source, "(empty)");
   const auto digits = [](std::string_view t) {
     return std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
-  if (text.front() == '-' && text.size() > 1 && digits(text.substr(1))) throw_bad(k, written, repr, source, "(negative)");
+  if (text.front() == '-' && text.size() > 1 && digits(text.substr(1)))
+    throw_bad(k, written, repr, source, "(negative)");
   if (!digits(text)) throw_bad(k, written, repr, source, "(not a decimal number)");
   uint64_t n = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n, 10);
   if (ec == std::errc::result_out_of_range || (ec == std::errc{} && n > k.max)) {
     throw_bad(k, written, repr, source, "(too large)");
   }
-  if (ec != std::errc{} || end != text.data() + text.size()) throw_bad(k, written, repr, source, "(not a decimal number)");
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw_bad(k, written, repr, source, "(not a decimal number)");
   if (n < k.min) throw_bad(k, written, repr, source, "(too small)");
   return std::to_string(n);
 }
 
 const char* toml_type_name(toml::node_type t) {
   switch (t) {
-    case toml::node_type::none: return "nothing";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
+    case toml::node_type::none:
+      return "nothing";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
   }
   return "an unknown type";
 }
@@ -434,17 +451,21 @@ std::string parse_toml(const Key& k, const toml::node& node, std::string_view pa
         return join(items);
       }
       throw wrong_type("an array of strings or a comma-separated string");
-    case Type::integer: break;
+    case Type::integer:
+      break;
   }
   if (const auto* s = node.as_string(); s && k.accepts_auto && iequals(s->get(), "auto"sv)) return "auto";
   const auto* i = node.as_integer();
   if (i == nullptr) {
-    throw wrong_type(fmt::format("a TOML integer in {}..{}{}", k.min, k.max, k.accepts_auto ? " or the string \"auto\"" : ""));
+    throw wrong_type(
+        fmt::format("a TOML integer in {}..{}{}", k.min, k.max, k.accepts_auto ? " or the string \"auto\"" : ""));
   }
   const int64_t n = i->get();
   if (n < 0) throw option_error(fmt::format("{} ({}): expected {} (negative)", kv, source, k.accepted()));
-  if (static_cast<uint64_t>(n) > k.max) throw option_error(fmt::format("{} ({}): expected {} (too large)", kv, source, k.accepted()));
-  if (static_cast<uint64_t>(n) < k.min) throw option_error(fmt::format("{} ({}): expected {} (too small)", kv, source, k.accepted()));
+  if (static_cast<uint64_t>(n) > k.max)
+    throw option_error(fmt::format("{} ({}): expected {} (too large)", kv, source, k.accepted()));
+  if (static_cast<uint64_t>(n) < k.min)
+    throw option_error(fmt::format("{} ({}): expected {} (too small)", kv, source, k.accepted()));
   return std::to_string(n);
 }
 
@@ -453,7 +474,8 @@ std::string parse_toml(const Key& k, const toml::node& node, std::string_view pa
 // or "" for Sources::config_path.
 std::string read_whole_file(const std::string& path, std::string_view named_by) {
   auto fail = [&](int err) {
-    if (named_by.empty()) return option_error(fmt::format("config file '{}': cannot read: {}", path, std::strerror(err)));
+    if (named_by.empty())
+      return option_error(fmt::format("config file '{}': cannot read: {}", path, std::strerror(err)));
     return option_error(fmt::format("{}={}: cannot read the config file: {} (expected a readable TOML file)", named_by,
                                     quoted(path), std::strerror(err)));
   };
@@ -493,16 +515,17 @@ void apply_config_file(std::vector<Entry>& entries, const std::string& path, std
     doc = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw option_error(fmt::format("config file '{}': line {}, column {}: {}", path, where.line, where.column,
-                                   e.description()));
+    throw option_error(
+        fmt::format("config file '{}': line {}, column {}: {}", path, where.line, where.column, e.description()));
   }
   for (const auto& [tkey, tnode] : doc) {
     const std::string_view group = tkey.str();
     const bool known = group != "options"sv && std::find(kGroups.begin(), kGroups.end(), group) != kGroups.end();
     if (!known) {
-      throw option_error(fmt::format("config file '{}': unknown table [{}] (expected [scheduler], [calibrate] or "
-                                     "[causal])",
-                                     path, group));
+      throw option_error(
+          fmt::format("config file '{}': unknown table [{}] (expected [scheduler], [calibrate] or "
+                      "[causal])",
+                      path, group));
     }
     const toml::table* table = tnode.as_table();
     if (table == nullptr) {
@@ -546,7 +569,9 @@ std::vector<std::pair<std::string, std::string>> environment_of(const Sources& s
   return out;
 }
 
-bool is_ours(std::string_view env_key) { return env_key.starts_with("COACT_"sv) && !env_key.starts_with("COACT_BENCH_"sv); }
+bool is_ours(std::string_view env_key) {
+  return env_key.starts_with("COACT_"sv) && !env_key.starts_with("COACT_BENCH_"sv);
+}
 
 // One --coact-* argument: its position(s) in args and its value.
 struct FlagArg {
@@ -621,8 +646,10 @@ std::string Key::flag() const { return flag_of(name); }
 
 std::string Key::accepted() const {
   switch (type) {
-    case Type::boolean: return "a boolean (1/0/true/false/yes/no/on/off)";
-    case Type::list: return "a comma-separated list";
+    case Type::boolean:
+      return "a boolean (1/0/true/false/yes/no/on/off)";
+    case Type::list:
+      return "a comma-separated list";
     case Type::text:
       if (!choices.empty()) {
         std::string c(choices);
@@ -630,7 +657,8 @@ std::string Key::accepted() const {
         return fmt::format("one of {}", c);
       }
       return "a string";
-    case Type::integer: break;
+    case Type::integer:
+      break;
   }
   return fmt::format("an integer in {}..{}{}{}", min, max, unit.empty() ? "" : fmt::format(" ({})", unit),
                      accepts_auto ? " or 'auto'" : "");
@@ -638,10 +666,14 @@ std::string Key::accepted() const {
 
 std::string_view to_string(Source s) noexcept {
   switch (s) {
-    case Source::default_value: return "default";
-    case Source::config_file: return "config file";
-    case Source::environment: return "environment";
-    case Source::command_line: return "command line";
+    case Source::default_value:
+      return "default";
+    case Source::config_file:
+      return "config file";
+    case Source::environment:
+      return "environment";
+    case Source::command_line:
+      return "command line";
   }
   return "?";
 }
@@ -717,8 +749,8 @@ Values resolve(const Sources& sources) {
     for (const auto& f : flags) {
       if (f.name != "--coact-config") continue;
       if (!f.value || f.value->empty()) {
-        throw option_error(fmt::format("--coact-config={} (from command line): expected a file path",
-                                       quoted(f.value.value_or(""))));
+        throw option_error(
+            fmt::format("--coact-config={} (from command line): expected a file path", quoted(f.value.value_or(""))));
       }
       path = *f.value;  // the last one wins
     }

@@ -108,8 +108,8 @@ ClockState resolve_clock() {
       // behind the same model string, a changed VM TSC scaling) must not
       // silently skew every conversion. 5 ms: error < 1e-4, well inside 1%.
       const TscMeasurement quick = measure_tsc_hz(1, std::chrono::milliseconds(5));
-      const double rel = std::abs(static_cast<double>(quick.tsc_hz) - static_cast<double>(c->tsc_hz)) /
-                         static_cast<double>(c->tsc_hz);
+      const double rel =
+          std::abs(static_cast<double>(quick.tsc_hz) - static_cast<double>(c->tsc_hz)) / static_cast<double>(c->tsc_hz);
       if (rel <= 0.01) return {c->tsc_hz, TscHzSource::calibration_file};
       std::fprintf(stderr,
                    "coact: warning: calibration file tsc_hz=%llu disagrees with a 5 ms measurement (%llu) by "
@@ -217,10 +217,14 @@ std::optional<CpuidTscHz> cpuid_tsc_hz() {
 
 std::string_view to_string(TscHzSource source) noexcept {
   switch (source) {
-    case TscHzSource::env_pin: return "COACT_TSC_HZ";
-    case TscHzSource::calibration_file: return "calibration file";
-    case TscHzSource::measured: return "measured";
-    case TscHzSource::monotonic: return "CLOCK_MONOTONIC (no invariant TSC)";
+    case TscHzSource::env_pin:
+      return "COACT_TSC_HZ";
+    case TscHzSource::calibration_file:
+      return "calibration file";
+    case TscHzSource::measured:
+      return "measured";
+    case TscHzSource::monotonic:
+      return "CLOCK_MONOTONIC (no invariant TSC)";
   }
   return "?";
 }
@@ -255,8 +259,7 @@ std::chrono::nanoseconds cycles_to_duration(uint64_t cycles, uint64_t hz) noexce
 
 uint64_t duration_to_cycles(std::chrono::nanoseconds d, uint64_t hz) noexcept {
   if (d.count() <= 0) return 0;
-  const u128 c =
-      (static_cast<u128>(d.count()) * hz + kNsPerSec / 2) / kNsPerSec;
+  const u128 c = (static_cast<u128>(d.count()) * hz + kNsPerSec / 2) / kNsPerSec;
   constexpr auto kMax = static_cast<u128>(std::numeric_limits<uint64_t>::max());
   return static_cast<uint64_t>(c > kMax ? kMax : c);
 }

@@ -278,7 +278,7 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
   bump(w.bursts);
   // Keep warm: one drainer on this worker's own deque.
   b->add_ref();
-  spill_next(w);  // the hand-off slot counts as the deque's top
+  spill_next(w);                // the hand-off slot counts as the deque's top
   w.burst_mark = w.own.size();  // run_burst's depth-first yield (requeue_under)
   schedule_job(w, job_of(b));
   // Recruit: K from the cost estimates of the fresh groups, or the width gate.
@@ -302,7 +302,8 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
   // fan-out's rounds woke a parked sibling and ran cold there).
   if (confident && extra == 0) w.cascade_start_ns = w.clock_ns;
   extra = std::min(extra, tuning_.burst_recruit_max);
-  if (w.tracing()) [[unlikely]] trace::on_recruit(w, p, staged, extra, !confident);
+  if (w.tracing()) [[unlikely]]
+    trace::on_recruit(w, p, staged, extra, !confident);
   if (extra != 0) {
     for (uint32_t i = 0; i < extra; ++i) {
       b->add_ref();
@@ -361,7 +362,8 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
         }
       }
       t->release();
-      if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]] yield = true;
+      if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]]
+        yield = true;
     }
     w.claimed_left = 0;
     // Depth first: a recipient run here that published a burst of its own

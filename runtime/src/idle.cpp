@@ -38,7 +38,8 @@ Job Scheduler::idle(Worker& w) {
   // they freed may hold pages (backlog_drained trims, rate-limited). Here,
   // not per dequeue: the drain loop pays nothing for it.
   if (const uint64_t d = w.delivered.load(std::memory_order_relaxed); d - w.delivered_at_idle != 0) {
-    if (d - w.delivered_at_idle >= Mailbox::kTrimBacklog) [[unlikely]] backlog_drained(d - w.delivered_at_idle);
+    if (d - w.delivered_at_idle >= Mailbox::kTrimBacklog) [[unlikely]]
+      backlog_drained(d - w.delivered_at_idle);
     w.delivered_at_idle = d;
   }
   for (;;) {
@@ -56,49 +57,49 @@ Job Scheduler::idle(Worker& w) {
     if (spin_ns == 0) {
       spin_park_.register_idle(w.index);  // 2.
     } else {
-    spin_park_.begin_spin();  // 1.
-    spin_start = sync::now_ns();
-    const uint64_t deadline = spin_start + spin_ns;
-    now = spin_start;
-    for (;;) {
-      if (Job c = take_shared(w, more)) {
-        spin_park_.end_spin();
-        // An idle (spinning) worker was blocked waiting, like a parked one:
-        // the publisher paid before publishing, so credit (causal resume).
-        causal::on_resume();
-        if (more) spin_park_.notify();
-        w.clock_ns = sync::now_ns();
-        w.spin_window.found(w.clock_ns - spin_start, ceiling);
-        return c;
-      }
-      if (stopping_.load(std::memory_order_acquire)) {
-        spin_park_.end_spin();
-        return nullptr;
-      }
-      // A timer fired here is neither evidence for nor against spinning
-      // (spin_window.hpp): deadlines are the timekeeper's business.
-      if (timers_due(now)) {
-        spin_park_.end_spin();
-        w.clock_ns = now;
-        w.cascade_start_ns = now;  // an idle worker's fire starts a new cascade
-        fire_due(&w, now);
-        if (Job c = pop_own(w)) {
-          w.clock_ns = now;
+      spin_park_.begin_spin();  // 1.
+      spin_start = sync::now_ns();
+      const uint64_t deadline = spin_start + spin_ns;
+      now = spin_start;
+      for (;;) {
+        if (Job c = take_shared(w, more)) {
+          spin_park_.end_spin();
+          // An idle (spinning) worker was blocked waiting, like a parked one:
+          // the publisher paid before publishing, so credit (causal resume).
+          causal::on_resume();
+          if (more) spin_park_.notify();
+          w.clock_ns = sync::now_ns();
+          w.spin_window.found(w.clock_ns - spin_start, ceiling);
           return c;
         }
-        spin_park_.begin_spin();
+        if (stopping_.load(std::memory_order_acquire)) {
+          spin_park_.end_spin();
+          return nullptr;
+        }
+        // A timer fired here is neither evidence for nor against spinning
+        // (spin_window.hpp): deadlines are the timekeeper's business.
+        if (timers_due(now)) {
+          spin_park_.end_spin();
+          w.clock_ns = now;
+          w.cascade_start_ns = now;  // an idle worker's fire starts a new cascade
+          fire_due(&w, now);
+          if (Job c = pop_own(w)) {
+            w.clock_ns = now;
+            return c;
+          }
+          spin_park_.begin_spin();
+        }
+        now = sync::now_ns();
+        if (now >= deadline) break;
+        for (int i = 0; i < 16; ++i) sync::cpu_relax();
       }
-      now = sync::now_ns();
-      if (now >= deadline) break;
-      for (int i = 0; i < 16; ++i) sync::cpu_relax();
-    }
-    // No pay point before parking: an idle worker is credited when it resumes
-    // (woken by a thread that paid), so paying here would only make it late
-    // to take new work while it is virtually idle.
-    spin_park_.register_idle_then_unspin(w.index);  // 2. + 3.
+      // No pay point before parking: an idle worker is credited when it resumes
+      // (woken by a thread that paid), so paying here would only make it late
+      // to take new work while it is virtually idle.
+      spin_park_.register_idle_then_unspin(w.index);  // 2. + 3.
     }
     const uint64_t spun = now - spin_start;
-    if (Job c = take_shared(w, more)) {        // 4.
+    if (Job c = take_shared(w, more)) {  // 4.
       spin_park_.unregister_idle(w.index);
       causal::on_resume();
       if (more) spin_park_.notify();
@@ -138,8 +139,9 @@ Job Scheduler::idle(Worker& w) {
     }
     w.spin_window.parked(spun, slept, !timed_out && !injector_.empty(), uint64_t(handoff_->wake_break_even().count()),
                          ceiling);
-    causal::on_resume();       // woken by a thread that paid: credit
-    if (trace_park != 0) [[unlikely]] trace::on_park(w, trace_park, timed_out, keeper);
+    causal::on_resume();  // woken by a thread that paid: credit
+    if (trace_park != 0) [[unlikely]]
+      trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     // A timed-out timekeeper reuses keep_time's last clock read (it ended
     // its spin on it, a moment ago); any other wake reads the clock.

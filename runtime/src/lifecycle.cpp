@@ -62,8 +62,12 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
     workers_.push_back(std::make_unique<Worker>(this, i, tuning_.burst_ring_bytes, tuning_.burst));
   }
   if (tuning_.trace > 0) {  // the per-mail trace (trace/recorder.hpp)
-    const trace::SessionInfo info{tuning_.trace, tuning_.burst, n, tuning_.trace_start_ms * 1'000'000,
-                                  tuning_.trace_duration_ms * 1'000'000, tuning_.trace_export_deadline_ms * 1'000'000};
+    const trace::SessionInfo info{tuning_.trace,
+                                  tuning_.burst,
+                                  n,
+                                  tuning_.trace_start_ms * 1'000'000,
+                                  tuning_.trace_duration_ms * 1'000'000,
+                                  tuning_.trace_export_deadline_ms * 1'000'000};
     trace_ = std::make_unique<trace::Session>(info, tuning_.trace_buffer, tuning_.trace_output);
     for (auto& w : workers_) {
       w->trace_ring = &trace_->ring(w->index);
@@ -80,9 +84,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   live_schedulers_add(this);
 }
 
-Scheduler::~Scheduler() {
-  live_schedulers_remove(this);
-}
+Scheduler::~Scheduler() { live_schedulers_remove(this); }
 
 void Scheduler::start() {
   for (auto& w : workers_) {
@@ -156,14 +158,15 @@ void Scheduler::drop_wait_state(ActorCell* c) {
 
 void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   c->dead.store(true, std::memory_order_release);  // the run-token stays Held
-  if (c->waiting != nullptr) {  // a stopped waiter's frame goes before the actor it points into
+  if (c->waiting != nullptr) {                     // a stopped waiter's frame goes before the actor it points into
     std::coroutine_handle<>::from_address(c->waiting).destroy();
     c->waiting = nullptr;
   }
   if (c->actor != nullptr) {
     if (w != nullptr) {
       w->current = c;
-      w->in_handler = w->tracing() ? kInTracedHandler : kInHandler;  // sends from the destructor are flushed like a handler's
+      w->in_handler =
+          w->tracing() ? kInTracedHandler : kInHandler;  // sends from the destructor are flushed like a handler's
       c->destroy_actor(c);
       w->in_handler = kNotInHandler;
       w->current = nullptr;
@@ -267,9 +270,7 @@ void Scheduler::notify_if_done() noexcept {
 
 bool Scheduler::wait_until_done() {
   std::unique_lock lk(done_mu_);
-  auto done = [&] {
-    return all_stopped() || stop_requested_.load(std::memory_order_acquire);
-  };
+  auto done = [&] { return all_stopped() || stop_requested_.load(std::memory_order_acquire); };
   if (done()) return false;
   done_cv_.wait(lk, done);
   return true;

@@ -74,9 +74,8 @@ constexpr uint64_t kLargeRun = 65536;
 }  // namespace
 
 void backlog_drained(uint64_t mails) noexcept {
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   const int64_t interval = mails >= kLargeRun ? kLargeRunTrimIntervalNs : kTrimIntervalNs;
   int64_t last = g_last_trim_ns.load(std::memory_order_relaxed);
   if (last != 0 && now - last < interval) return;

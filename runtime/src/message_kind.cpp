@@ -32,8 +32,7 @@ uint32_t register_kind(const std::type_info& type) {
 
 std::string demangle(const std::type_info& type) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> p(abi::__cxa_demangle(type.name(), nullptr, nullptr, &status),
-                                           std::free);
+  std::unique_ptr<char, void (*)(void*)> p(abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
   return status == 0 && p ? std::string(p.get()) : std::string(type.name());
 }
 

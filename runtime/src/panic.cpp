@@ -153,8 +153,7 @@ CxaThrow next_cxa_throw() noexcept {
   if (w != nullptr && w->current != nullptr) {
     const ActorCell* c = w->current;
     std::string type = demangle(*c->type);
-    std::fprintf(stderr, "\n  in actor %s pid %u.%u on worker %u\n", type.c_str(), c->pid.id, c->pid.epoch,
-                 w->index);
+    std::fprintf(stderr, "\n  in actor %s pid %u.%u on worker %u\n", type.c_str(), c->pid.id, c->pid.epoch, w->index);
   } else if (w != nullptr) {
     std::fprintf(stderr, "\n  on worker %u\n", w->index);
   } else {

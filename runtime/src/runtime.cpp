@@ -54,7 +54,8 @@ std::atomic<uint32_t> g_live_runtimes{0};
 // read by check_not_forked_child on the child's one thread.
 std::atomic<bool> g_forked_with_runtime{false};
 void mark_forked_child() noexcept {
-  if (g_live_runtimes.load(std::memory_order_relaxed) != 0) g_forked_with_runtime.store(true, std::memory_order_relaxed);
+  if (g_live_runtimes.load(std::memory_order_relaxed) != 0)
+    g_forked_with_runtime.store(true, std::memory_order_relaxed);
 }
 [[maybe_unused]] const int g_fork_rule_atfork = ::pthread_atfork(nullptr, nullptr, &mark_forked_child);
 
@@ -104,7 +105,8 @@ void post_stop(ActorCell* target) { target->sched->post(target, new StopEnvelope
 Runtime& ActorBase::runtime() const noexcept { return *cell_->sched->runtime(); }
 
 Runtime::Runtime(SchedulerTuning tuning)
-    : sched_((detail::check_not_forked_child("Runtime constructed"), std::make_unique<detail::Scheduler>(this, tuning))) {
+    : sched_(
+          (detail::check_not_forked_child("Runtime constructed"), std::make_unique<detail::Scheduler>(this, tuning))) {
   // Causal profiling: region names for handler regions, and a sweep when the
   // environment asks for one (COACT_CAUSAL=1, set by coact-profile run). At
   // most one sweep per process; errors (a bad COACT_CAUSAL_* key) propagate.
@@ -176,8 +178,7 @@ detail::ActorCell* Runtime::resolve_cell(Pid pid, const std::type_info& type) co
 }
 void Runtime::count_unresolved() noexcept { sched_->count_unresolved(); }
 
-bool Runtime::bind_name(const std::string& name, uint32_t kind, detail::ActorCell* cell,
-                        detail::MakeEnvelope make) {
+bool Runtime::bind_name(const std::string& name, uint32_t kind, detail::ActorCell* cell, detail::MakeEnvelope make) {
   if (cell == nullptr) return false;
   return sched_->names().bind(name, kind, cell, make);
 }

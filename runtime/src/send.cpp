@@ -186,12 +186,14 @@ void post(ActorCell* target, Envelope* e) {
 }
 
 void Scheduler::post_off(ActorCell* target, Envelope* e) {
-  if (post_direct(t_worker, target, e)) [[likely]] return;
+  if (post_direct(t_worker, target, e)) [[likely]]
+    return;
   post(target, e);
 }
 
 void Scheduler::post_on(ActorCell* target, Envelope* e) {
-  if (post_burst(t_worker, target, e)) [[likely]] return;
+  if (post_burst(t_worker, target, e)) [[likely]]
+    return;
   post(target, e);
 }
 

@@ -54,8 +54,10 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   }
   w.in_handler = kNotInHandler;
   w.current = nullptr;
-  if (trace_received != 0) [[unlikely]] trace::on_handler(w, c, 0, kind, trace_received, true);
-  causal::on_handler_exit(causal_token, [c] { return c->type; }, kind);
+  if (trace_received != 0) [[unlikely]]
+    trace::on_handler(w, c, 0, kind, trace_received, true);
+  causal::on_handler_exit(
+      causal_token, [c] { return c->type; }, kind);
   if (h.done()) {
     h.destroy();
     if (c->waiting_env != nullptr) {
@@ -144,12 +146,13 @@ void Scheduler::run_fired_in_deadline_order(Worker& w, int64_t own_before, uint6
   std::vector<Job>& fired = w.spill;  // scratch: empty outside schedule_job's spill
   fired.clear();
   for (uint64_t i = 0; i < k; ++i) fired.push_back(w.own.pop_unshared());  // latest deadline first
-  for (Job j : fired) w.own.push(j);                                        // earliest ends on top
+  for (Job j : fired) w.own.push(j);                                       // earliest ends on top
   fired.clear();
 }
 
 void Scheduler::fire(Worker* w, TimerEntry& e) {
-  if (w != nullptr && w->tracing()) [[unlikely]] trace::on_timer(*w, e);
+  if (w != nullptr && w->tracing()) [[unlikely]]
+    trace::on_timer(*w, e);
   switch (e.reason) {
     case TimerReason::send:
       e.action->fire();  // resolves the address now; deposits from this worker

@@ -30,9 +30,11 @@ inline Job Scheduler::acquire(Worker& w) {
   // Busy-path due check (timer_heap.hpp): under saturation nobody parks and no
   // timekeeper exists, yet due timers must fire. One relaxed load per loop.
   uint64_t now = 0;
-  if (timers_due(now)) [[unlikely]] fire_due(&w, now);
+  if (timers_due(now)) [[unlikely]]
+    fire_due(&w, now);
   if (Job c = pop_own(w)) [[likely]] {
-    if (++w.own_streak >= tuning_.local_chain_backstop) [[unlikely]] return acquire_backstop(w, c);
+    if (++w.own_streak >= tuning_.local_chain_backstop) [[unlikely]]
+      return acquire_backstop(w, c);
     return c;
   }
   return acquire_shared(w);
@@ -94,7 +96,7 @@ void Scheduler::worker_main(Worker& w) {
   // Timed parks (the timekeeper) must wake at the deadline, not up to the
   // default 50 µs timer slack later.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-  causal::register_thread();  // owes every delay injected from now on (L = G)
+  causal::register_thread();          // owes every delay injected from now on (L = G)
   causal::register_sampled_thread();  // CPU-time samples for line regions (armed only while sampling)
   w.clock_ns = sync::now_ns();
   w.cascade_start_ns = w.clock_ns;
@@ -183,8 +185,8 @@ drain:
       // Its own branch, apart from the budget test below, so that the
       // common dispatch pays nothing for it.
       if (mails < tuning_.batch_max_mails && now - batch_start < batch_max_ns_ &&
-          (c->waiting != nullptr || c->stash == nullptr || c->stash->q.empty()) &&
-          c->inbox.empty_for_consumer() && c->inbox.try_release())
+          (c->waiting != nullptr || c->stash == nullptr || c->stash->q.empty()) && c->inbox.empty_for_consumer() &&
+          c->inbox.try_release())
         return;  // released: c is not ours to touch (run_token.hpp)
       publish_shared(c);
       return;
@@ -201,7 +203,8 @@ drain:
       // place that keeps itself busy would otherwise hold its producer's
       // region live, and every region behind it in that ring, for as long
       // as it runs.
-      if (RegionReleaseBatch* rb = t_region_batch) [[unlikely]] rb->flush();
+      if (RegionReleaseBatch* rb = t_region_batch) [[unlikely]]
+        rb->flush();
       if (nothing_waits(w)) {
         // The budget is for the others: with nothing on this worker's hand-
         // off slot or deque and nothing in the injector, nobody waits for
@@ -309,7 +312,8 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   w.in_handler = kNotInHandler;
   w.current = nullptr;
   if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);
-  causal::on_handler_exit(causal_token, [c] { return c->type; }, kind);
+  causal::on_handler_exit(
+      causal_token, [c] { return c->type; }, kind);
   bump(w.delivered);
   if (!w.outbound.empty() || w.ring.building()) {
     if constexpr (kTraced) {

@@ -72,11 +72,11 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
       x.curve_experiments = reg.value("experiments", 0);
       x.s = p.value("s", 0.0);
       x.value = p.contains("program_speedup") && p["program_speedup"].is_number() ? p["program_speedup"].get<double>()
-                                                                                   : std::nan("");
+                                                                                  : std::nan("");
       x.experiments = p.value("experiments", 0);
       x.lo = x.hi = std::nan("");
-      if (const auto ci = p.find("ci"); ci != p.end() && ci->is_array() && ci->size() == 2 && (*ci)[0].is_number() &&
-                                        (*ci)[1].is_number()) {
+      if (const auto ci = p.find("ci");
+          ci != p.end() && ci->is_array() && ci->size() == 2 && (*ci)[0].is_number() && (*ci)[1].is_number()) {
         x.lo = (*ci)[0].get<double>();
         x.hi = (*ci)[1].get<double>();
       }

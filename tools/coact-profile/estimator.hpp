@@ -16,17 +16,17 @@ namespace coact::profile_tool {
 
 struct EstimateOptions {
   std::string python = "/usr/bin/python3";  // Debian's interpreter (numpy)
-  std::vector<std::string> points;           // -p: progress points (empty: all)
-  int min_points = 3;                        // distinct speedups a curve needs, baseline included
-  int degree = 2;                            // 1: a line through the origin; 2: the estimator's own model choice
+  std::vector<std::string> points;          // -p: progress points (empty: all)
+  int min_points = 3;                       // distinct speedups a curve needs, baseline included
+  int degree = 2;                           // 1: a line through the origin; 2: the estimator's own model choice
 };
 
 struct Prediction {
   std::string region, point;
-  double s = 0;             // virtual speedup, fraction
-  double value = 0;         // predicted program speedup (NaN when the estimator gave none)
-  double lo = 0, hi = 0;    // its 95% interval (the estimator's "ci"; NaN where it gave none)
-  int experiments = 0;      // experiments measured at s
+  double s = 0;               // virtual speedup, fraction
+  double value = 0;           // predicted program speedup (NaN when the estimator gave none)
+  double lo = 0, hi = 0;      // its 95% interval (the estimator's "ci"; NaN where it gave none)
+  int experiments = 0;        // experiments measured at s
   int curve_experiments = 0;  // experiments behind the whole curve
 };
 

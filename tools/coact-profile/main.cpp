@@ -115,7 +115,8 @@ std::string resolve_shard(const std::string& flag, bool flag_given, coact::causa
              " (with SLURM_ARRAY_TASK_ID='" + *id +
              "'): expected the array's task count (sbatch --array sets it), or pass --shard K/N";
     }
-    if (!lo || *lo > *k) return "SLURM_ARRAY_TASK_MIN='" + min.value_or("") + "': expected a task index <= SLURM_ARRAY_TASK_ID";
+    if (!lo || *lo > *k)
+      return "SLURM_ARRAY_TASK_MIN='" + min.value_or("") + "': expected a task index <= SLURM_ARRAY_TASK_ID";
     const std::string text = std::to_string(*k - *lo) + "/" + std::to_string(*n);
     if (!ca::parse_shard(text, o.shard, o.shards)) {
       return "SLURM_ARRAY_TASK_ID='" + *id + "' of SLURM_ARRAY_TASK_COUNT='" + *count + "' (from " +
@@ -186,7 +187,8 @@ int leftovers(const CLI::App* cmd, const std::vector<std::string>& rest, const s
       return 2;
     }
   }
-  std::fprintf(stderr, "%s: unexpected argument '%s' (see %s --help)\n", name.c_str(), rest.front().c_str(), name.c_str());
+  std::fprintf(stderr, "%s: unexpected argument '%s' (see %s --help)\n", name.c_str(), rest.front().c_str(),
+               name.c_str());
   return 2;
 }
 
@@ -210,7 +212,8 @@ int main(int argc, char** argv) {
   CLI::App app{"coact-profile: causal profiling of coact programs (Coz-style virtual speedup experiments)"};
   app.set_version_flag("--version", "coact-profile " COACT_VERSION);
   app.require_subcommand(1);
-  CLI::App* run_cmd = app.add_subcommand("run", "Run PROGRAM under a sweep: coact-profile run [options] -- PROGRAM ARGS...");
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run PROGRAM under a sweep: coact-profile run [options] -- PROGRAM ARGS...");
   ca::Options& o = a.o;
   uint64_t experiment_ms = static_cast<uint64_t>(o.experiment.count());
   uint64_t max_experiment_ms = 0;
@@ -223,7 +226,8 @@ int main(int argc, char** argv) {
                       "Count completions of handler regions whose name contains NAME as a progress point (repeatable)");
   run_cmd->add_option("--region-filter", o.region_filter,
                       "Select only regions whose name contains SUBSTRING (repeatable; default: all)");
-  auto* fr = run_cmd->add_option("--fixed-region", o.fixed_region, "Always select this region (exact name or unique substring)");
+  auto* fr = run_cmd->add_option("--fixed-region", o.fixed_region,
+                                 "Always select this region (exact name or unique substring)");
   auto* fs = run_cmd->add_option("--fixed-speedup", fixed_speedup, "Always use this speedup, percent")
                  ->check(CLI::Range(0u, 100u));
   run_cmd->add_option("--experiment-ms", experiment_ms, "Initial experiment window, ms")
@@ -254,21 +258,24 @@ int main(int argc, char** argv) {
                    "(proportional to running time, as Coz) or uniform")
       ->capture_default_str()
       ->check(CLI::IsMember({"evidence", "time", "uniform"}));
-  run_cmd->add_option("--min-experiments", o.min_experiments,
-                      "Non-zero-speedup experiments a region needs before it is ranked")
+  run_cmd
+      ->add_option("--min-experiments", o.min_experiments,
+                   "Non-zero-speedup experiments a region needs before it is ranked")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1000u));
-  run_cmd->add_option("--time-share-floor-pct", o.time_share_floor_pct,
-                      "Evidence draw: regions below this share of running time are drawn rarely, %")
+  run_cmd
+      ->add_option("--time-share-floor-pct", o.time_share_floor_pct,
+                   "Evidence draw: regions below this share of running time are drawn rarely, %")
       ->capture_default_str()
       ->check(CLI::Range(0u, 100u));
   auto* us = run_cmd->add_flag("--until-settled", o.until_settled,
                                "End the sweep once the ranking has settled: every region above the floor ranked and "
                                "the leader's 95% interval above every other's (--duration-s / --experiments still "
                                "bound it)");
-  run_cmd->add_option("--settle-width-pct", o.settle_width_pct,
-                      "With --until-settled, also settled when every ranked interval is narrower than this, "
-                      "points (0: off)")
+  run_cmd
+      ->add_option("--settle-width-pct", o.settle_width_pct,
+                   "With --until-settled, also settled when every ranked interval is narrower than this, "
+                   "points (0: off)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 100u));
   run_cmd->add_flag("--sampling", o.sampling,
@@ -283,9 +290,10 @@ int main(int argc, char** argv) {
                       "CPU time between samples while an experiment selects a line, us (with --sampling; the "
                       "perf event's period there; default 0: --sample-period-us / 8)");
   std::string sample_signal = "rt";
-  run_cmd->add_option("--sample-signal", sample_signal,
-                      "The samples' signal (with --sampling): rt (a real-time signal no handler uses), prof "
-                      "(SIGPROF, as Coz) or rtmin+N; other deliveries of it go to the program's own handler")
+  run_cmd
+      ->add_option("--sample-signal", sample_signal,
+                   "The samples' signal (with --sampling): rt (a real-time signal no handler uses), prof "
+                   "(SIGPROF, as Coz) or rtmin+N; other deliveries of it go to the program's own handler")
       ->capture_default_str();
   auto* po = run_cmd->add_flag("--profile-only", o.profile_only,
                                "Run no experiment: record where the time goes (regions' visits and time; with "
@@ -308,9 +316,10 @@ int main(int argc, char** argv) {
   auto* tr = run_cmd->add_option("--trace", a.trace,
                                  "Also record the per-mail trace (COACT_TRACE=on unless the environment sets a "
                                  "rate) into this Chrome trace-event JSON file");
-  run_cmd->add_option("--trace-window", a.trace_window,
-                      "Record the trace only from START to START+DURATION seconds after the runtime booted "
-                      "(e.g. 2+0.5); the file is written when the window closes")
+  run_cmd
+      ->add_option("--trace-window", a.trace_window,
+                   "Record the trace only from START to START+DURATION seconds after the runtime booted "
+                   "(e.g. 2+0.5); the file is written when the window closes")
       ->needs(tr);
   CLI::App* val_cmd = app.add_subcommand(
       "validate",
@@ -318,9 +327,10 @@ int main(int argc, char** argv) {
       "(examples/dedup)");
   ValidateArgs v;
   val_cmd->add_option("-w,--workload", v.workloads, "Only this known-answer workload (repeatable; default: all)");
-  val_cmd->add_option("--stage", v.stages,
-                      "Only the rows of this stage (a key of coact-known-answer --list, e.g. A, a2, work@A; repeatable; "
-                      "default: all)");
+  val_cmd->add_option(
+      "--stage", v.stages,
+      "Only the rows of this stage (a key of coact-known-answer --list, e.g. A, a2, work@A; repeatable; "
+      "default: all)");
   val_cmd->add_option("--sweep-s", v.sweep_s, "Sweep seconds per workload (split into --chunks)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
@@ -336,56 +346,64 @@ int main(int argc, char** argv) {
   val_cmd->add_option("--known-answer", v.known_answer, "Path of coact-known-answer (default: the build tree, PATH)");
   val_cmd->add_option("--dedup", v.dedup, "Path of coact-dedup (default: the build tree, PATH)");
   val_cmd->add_option("--dedup-dir", v.dedup_dir, "Directory the archiver archives")->capture_default_str();
-  val_cmd->add_option("--dedup-fast-level", v.dedup_fast_level,
-                      "The archiver's faster zstd level (the Compressor row's real change)")
+  val_cmd
+      ->add_option("--dedup-fast-level", v.dedup_fast_level,
+                   "The archiver's faster zstd level (the Compressor row's real change)")
       ->capture_default_str();
-  val_cmd->add_option("--dedup-region", v.dedup_region, "The Compressor row's region (what --dedup-fast-level speeds up)")
+  val_cmd
+      ->add_option("--dedup-region", v.dedup_region, "The Compressor row's region (what --dedup-fast-level speeds up)")
       ->capture_default_str();
   val_cmd->add_option("--dedup-stage", v.dedup_stages,
                       "Only this archiver row (repeatable; default all): Compressor (--level), Reader (--fast-reader), "
                       "Chunker (--fast-chunker), Fingerprinter (--fingerprint sha1), Index (--fast-index), Writer "
                       "(--fast-writer)");
-  val_cmd->add_option("--dedup-sweep-s", v.dedup_sweep_s,
-                      "Sweep seconds per real-program row (each archiver stage, the analytics job)")
+  val_cmd
+      ->add_option("--dedup-sweep-s", v.dedup_sweep_s,
+                   "Sweep seconds per real-program row (each archiver stage, the analytics job)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
-  val_cmd->add_option("--real-chunks", v.real_chunks,
-                      "Real-program rows: rounds of baseline, variant, baseline runs (and of the row's sweep); the "
-                      "measured speedup's 95% interval is over these rounds")
+  val_cmd
+      ->add_option("--real-chunks", v.real_chunks,
+                   "Real-program rows: rounds of baseline, variant, baseline runs (and of the row's sweep); the "
+                   "measured speedup's 95% interval is over these rounds")
       ->capture_default_str()
       ->check(CLI::Range(2, 100));
   val_cmd->add_option("--real-run-s", v.real_run_s, "Real-program rows: seconds of each baseline or variant run")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 3600.0));
-  val_cmd->add_option("--real-experiment-ms", v.real_experiment_ms,
-                      "Real-program rows: experiment window of their sweeps, milliseconds")
+  val_cmd
+      ->add_option("--real-experiment-ms", v.real_experiment_ms,
+                   "Real-program rows: experiment window of their sweeps, milliseconds")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{600'000}));
   val_cmd->add_flag("--no-dedup", v.no_dedup, "Skip the archiver");
-  val_cmd->add_flag("--no-known-answer", v.no_known_answer,
-                    "Skip the known-answer workloads (only the real programs' rows: the archiver's, the analytics job's)");
+  val_cmd->add_flag(
+      "--no-known-answer", v.no_known_answer,
+      "Skip the known-answer workloads (only the real programs' rows: the archiver's, the analytics job's)");
   val_cmd->add_option("--analytics", v.analytics, "Path of coact-analytics (default: the build tree, PATH)");
   val_cmd->add_flag("--no-analytics", v.no_analytics, "Skip the analytics job (examples/analytics)");
   val_cmd->add_option("--retries", v.retries, "Redo a contended known-answer chunk up to this many times")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
-  val_cmd->add_option("--contended-factor", v.contended_factor,
-                      "A chunk whose baseline period exceeds this x the ideal is contended")
+  val_cmd
+      ->add_option("--contended-factor", v.contended_factor,
+                   "A chunk whose baseline period exceeds this x the ideal is contended")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 100.0));
-  val_cmd->add_option("--line-experiment-period-us", v.line_experiment_period_us,
-                      "The line workloads' sweeps: CPU microseconds between samples while an experiment selects a line "
-                      "(0: the sample period / 8, as `run`)")
+  val_cmd
+      ->add_option("--line-experiment-period-us", v.line_experiment_period_us,
+                   "The line workloads' sweeps: CPU microseconds between samples while an experiment selects a line "
+                   "(0: the sample period / 8, as `run`)")
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& t) {
             return parse_line_experiment_period_us(t) ? std::string{} : "'" + t + "': " + kLinePeriodExpected;
           },
           "0 or 10..1000000"));
-  val_cmd->add_option("--out", v.out_dir, "Directory for the profiles and the children's log (default: a new /tmp dir)");
+  val_cmd->add_option("--out", v.out_dir,
+                      "Directory for the profiles and the children's log (default: a new /tmp dir)");
   val_cmd->add_flag("--json", v.json_out, "Print one JSON object instead of the table");
-  val_cmd->add_option("--python", v.python,
-                      "Interpreter that runs the estimator (coact_reports.estimate; needs numpy)")
+  val_cmd->add_option("--python", v.python, "Interpreter that runs the estimator (coact_reports.estimate; needs numpy)")
       ->capture_default_str();
   val_cmd->add_flag("--reanalyze", v.reanalyze,
                     "Recompute the known-answer rows from the profiles and results an earlier run left in --out");
@@ -440,8 +458,9 @@ int main(int argc, char** argv) {
     return validate(v);
   }
   if (a.command.empty()) {
-    std::fprintf(stderr, "coact-profile run: no program given; it comes after `--`:\n"
-                         "  coact-profile run [options] -- PROGRAM ARGS...\n");
+    std::fprintf(stderr,
+                 "coact-profile run: no program given; it comes after `--`:\n"
+                 "  coact-profile run [options] -- PROGRAM ARGS...\n");
     return 2;
   }
   if (fs->count() > 0) o.fixed_speedup_pct = fixed_speedup;

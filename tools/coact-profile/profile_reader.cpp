@@ -58,7 +58,8 @@ void RecordReader::take(std::string_view line, pid_t child) {
     if (j.value("speedup", 1.0) == 0.0) ++r_.zero_speedup;
     r_.experiment_ns += j.value("duration_ns", uint64_t{0});
     const std::string region = j.value("region", "");
-    auto it = std::find_if(r_.per_region.begin(), r_.per_region.end(), [&](const auto& p) { return p.first == region; });
+    auto it =
+        std::find_if(r_.per_region.begin(), r_.per_region.end(), [&](const auto& p) { return p.first == region; });
     if (it == r_.per_region.end()) {
       r_.per_region.emplace_back(region, 1);
     } else {

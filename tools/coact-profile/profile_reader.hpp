@@ -19,17 +19,18 @@ namespace coact::profile_tool {
 // What one child's sweep has written so far (records after its startup record).
 struct Records {
   bool startup = false;
-  nlohmann::json startup_record;          // the startup record itself
+  nlohmann::json startup_record;  // the startup record itself
   uint64_t experiments = 0;
   uint64_t zero_speedup = 0;
-  uint64_t experiment_ns = 0;             // sum of experiment durations
+  uint64_t experiment_ns = 0;                                // sum of experiment durations
   std::vector<std::pair<std::string, uint64_t>> per_region;  // experiments per region, first-seen order
   std::optional<nlohmann::json> names;
   std::vector<nlohmann::json> errors;
   std::vector<nlohmann::json> warnings;
   std::optional<nlohmann::json> summary;
   std::optional<nlohmann::json> estimates;
-  std::optional<nlohmann::json> sampler;    // the "sampler" record (sweeps with --sampling)  // the last "estimates" record (the sweep's running ranking)
+  std::optional<nlohmann::json>
+      sampler;  // the "sampler" record (sweeps with --sampling)  // the last "estimates" record (the sweep's running ranking)
   std::optional<nlohmann::json> profile;  // the "profile" record (profile-only runs)
 };
 
@@ -57,11 +58,11 @@ class RecordReader {
 
 // One experiment of a sweep profile.
 struct Experiment {
-  int chunk = 0;        // which startup record (0-based) it follows
+  int chunk = 0;  // which startup record (0-based) it follows
   std::string region;
-  double s = 0;         // virtual speedup, 0..1
-  double rate = 0;      // progress visits per effective second (all points summed)
-  uint64_t visits = 0;  // region visits
+  double s = 0;            // virtual speedup, 0..1
+  double rate = 0;         // progress visits per effective second (all points summed)
+  uint64_t visits = 0;     // region visits
   uint64_t region_ns = 0;  // region exclusive time
 };
 

@@ -112,8 +112,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      const bool same =
+          std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
       row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
       diag = up;
     }
@@ -266,9 +266,10 @@ void print_profile(const nlohmann::json& p, const std::string& files) {
   size_t shown = 0;
   for (const auto& r : regions) {
     if (shown++ == 12) break;
-    text += fmt::format("\n  {:>10.1f} ms  {:>9} {}  {} ({})", r.value("time_ns", 0.0) / 1e6, r.value("visits", uint64_t{0}),
-                        r.value("kind", std::string()) == "line" ? "periods" : "visits ", r.value("name", std::string()),
-                        r.value("kind", std::string()));
+    text +=
+        fmt::format("\n  {:>10.1f} ms  {:>9} {}  {} ({})", r.value("time_ns", 0.0) / 1e6,
+                    r.value("visits", uint64_t{0}), r.value("kind", std::string()) == "line" ? "periods" : "visits ",
+                    r.value("name", std::string()), r.value("kind", std::string()));
   }
   std::fprintf(stderr, "coact-profile: profile only (no experiments) of %.1f s, %zu region(s), kept in %s%s%s\n",
                p.value("runtime_ns", 0.0) / 1e9, regions.size(), files.c_str(),
@@ -320,8 +321,8 @@ std::string ranking_status(const Records& r, bool verbose) {
     for (const auto& reg : p.value("regions", json::array())) {
       if (reg.value("name", "") != leader) continue;
       const auto& ci = reg["ci"];
-      s += fmt::format(", leader {} @{:g}% {}", verbose ? leader : short_name(leader),
-                       e.value("rank_at", 0.25) * 100, pct(reg.value("key", 0.0)));
+      s += fmt::format(", leader {} @{:g}% {}", verbose ? leader : short_name(leader), e.value("rank_at", 0.25) * 100,
+                       pct(reg.value("key", 0.0)));
       if (ci.is_array() && ci.size() == 2 && ci[0].is_number()) {
         s += fmt::format(" [{}, {}]", pct(ci[0].get<double>()), pct(ci[1].get<double>()));
       }
@@ -329,9 +330,9 @@ std::string ranking_status(const Records& r, bool verbose) {
   }
   const unsigned waiting = p.value("unranked_above_floor", 0u);
   s += e.value("settled", false) ? ", settled"
-       : waiting > 0             ? fmt::format(", not settled ({} region{} above the time-share floor not ranked yet)",
-                                               waiting, waiting == 1 ? "" : "s")
-                                 : ", not settled";
+       : waiting > 0 ? fmt::format(", not settled ({} region{} above the time-share floor not ranked yet)", waiting,
+                                   waiting == 1 ? "" : "s")
+                     : ", not settled";
   if (points.size() > 1) s += fmt::format(" (progress point {})", p.value("point", ""));
   return s;
 }
@@ -366,7 +367,8 @@ int run(RunArgs& a) {
     return 2;
   }
   // Step 0.
-  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"-o", o.output}, {"--json-output", o.json_output}}) {
+  for (const auto& [flag, path] :
+       {std::pair<std::string, std::string>{"-o", o.output}, {"--json-output", o.json_output}}) {
     const std::string problem = check_output(flag, path, a.append);
     if (!problem.empty()) {
       std::fprintf(stderr, "coact-profile: %s\n", problem.c_str());
@@ -457,8 +459,8 @@ int run(RunArgs& a) {
   sigemptyset(&sa.sa_mask);
   for (int sig : kForwarded) ::sigaction(sig, &sa, nullptr);
   const std::string prog = a.command[0];
-  bool line_open = false;   // the program's output ended without a newline: do not draw over it
-  bool drawn = false;       // the status line is on the screen
+  bool line_open = false;  // the program's output ended without a newline: do not draw over it
+  bool drawn = false;      // the status line is on the screen
   bool out_open = bar, err_open = bar;
   // Waits up to 200 ms for the program's output and passes it on, clearing
   // the status line first.
@@ -487,7 +489,7 @@ int run(RunArgs& a) {
   int status = 0;
   size_t shown_warnings = 0, shown_errors = 0;
   bool said_stopped = false;
-  bool sent_term = false;  // SIGTERM sent after the sweep's end (--stop-program, or a naming error)
+  bool sent_term = false;           // SIGTERM sent after the sweep's end (--stop-program, or a naming error)
   std::vector<std::string> listed;  // kinds of note whose valid names were listed
   auto show_new_notes = [&](const Records& r) {
     const bool any = shown_warnings < r.warnings.size() || shown_errors < r.errors.size();
@@ -538,10 +540,10 @@ int run(RunArgs& a) {
         left += fmt::format(", {:.0f} s left", std::max(0.0, static_cast<double>(o.duration.count()) - elapsed));
       }
       const std::string ranking = ranking_status(r, false);
-      std::string line = fmt::format("[coact-profile] {} experiment{} ({} at speedup 0){}{}{}, {:.0f} s{}",
-                                     r.experiments, r.experiments == 1 ? "" : "s", r.zero_speedup,
-                                     ranking.empty() ? "" : ", ", ranking, left, elapsed,
-                                     r.summary ? " (sweep ended)" : "");
+      std::string line =
+          fmt::format("[coact-profile] {} experiment{} ({} at speedup 0){}{}{}, {:.0f} s{}", r.experiments,
+                      r.experiments == 1 ? "" : "s", r.zero_speedup, ranking.empty() ? "" : ", ", ranking, left,
+                      elapsed, r.summary ? " (sweep ended)" : "");
       // One terminal line: a wrapped line could not be cleared with \r.
       winsize ws{};
       const size_t cols = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 ? ws.ws_col : 80;
@@ -569,14 +571,17 @@ int run(RunArgs& a) {
   if (WIFSIGNALED(status) && sent_term && WTERMSIG(status) == SIGTERM) {
     // The program ended by the SIGTERM --stop-program sent: a normal end.
   } else if (WIFSIGNALED(status)) {
-    std::fprintf(stderr, "coact-profile: %s was killed by %s after %.1f s; the %llu finished experiment(s) are kept in %s\n",
+    std::fprintf(stderr,
+                 "coact-profile: %s was killed by %s after %.1f s; the %llu finished experiment(s) are kept in %s\n",
                  prog.c_str(), signal_name(WTERMSIG(status)).c_str(), elapsed,
                  static_cast<unsigned long long>(r.experiments), files.c_str());
     rc = 128 + WTERMSIG(status);
   } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "coact-profile: %s exited with status %d after %.1f s%s; the %llu finished experiment(s) are kept in %s\n",
-                 prog.c_str(), WEXITSTATUS(status), elapsed, r.summary ? "" : " before the sweep ended",
-                 static_cast<unsigned long long>(r.experiments), files.c_str());
+    std::fprintf(
+        stderr,
+        "coact-profile: %s exited with status %d after %.1f s%s; the %llu finished experiment(s) are kept in %s\n",
+        prog.c_str(), WEXITSTATUS(status), elapsed, r.summary ? "" : " before the sweep ended",
+        static_cast<unsigned long long>(r.experiments), files.c_str());
     rc = WEXITSTATUS(status);
   }
   if (!r.startup) {
@@ -608,8 +613,9 @@ int run(RunArgs& a) {
   }
   if (o.profile_only) {
     if (rc == 0 && !r.profile) {
-      std::fprintf(stderr, "coact-profile: no profile record was written (the program ended without stopping the "
-                           "profiler?)\n");
+      std::fprintf(stderr,
+                   "coact-profile: no profile record was written (the program ended without stopping the "
+                   "profiler?)\n");
       rc = 1;
     }
     if (r.profile) print_profile(*r.profile, files);
@@ -626,10 +632,10 @@ int run(RunArgs& a) {
     const bool short_time = asked_duration && elapsed < static_cast<double>(o.duration.count());
     const bool short_count = asked_count && r.experiments < o.max_experiments;
     if (short_time || short_count) {
-      const std::string what =
-          short_time ? fmt::format("{:.1f} s before the end of its --duration-s {}",
-                                   static_cast<double>(o.duration.count()) - elapsed, o.duration.count())
-                     : fmt::format("after {} of its --experiments {}", r.experiments, o.max_experiments);
+      const std::string what = short_time
+                                   ? fmt::format("{:.1f} s before the end of its --duration-s {}",
+                                                 static_cast<double>(o.duration.count()) - elapsed, o.duration.count())
+                                   : fmt::format("after {} of its --experiments {}", r.experiments, o.max_experiments);
       std::fprintf(stderr,
                    "coact-profile: %s exited on its own after %.1f s, %s: the sweep is shorter than asked (exit "
                    "status 1). The profile is kept and can be plotted; for the sweep you asked for, let the "
@@ -641,7 +647,8 @@ int run(RunArgs& a) {
   if (!a.trace.empty()) {
     struct stat st {};
     if (::stat(a.trace.c_str(), &st) == 0) {
-      std::fprintf(stderr, "coact-profile: trace (%s) in %s; open it in https://ui.perfetto.dev or summarize it: "
+      std::fprintf(stderr,
+                   "coact-profile: trace (%s) in %s; open it in https://ui.perfetto.dev or summarize it: "
                    "coact-trace summary %s\n",
                    a.trace_window.empty() ? "the whole run" : ("window " + a.trace_window + " s").c_str(),
                    a.trace.c_str(), a.trace.c_str());
@@ -674,8 +681,8 @@ int run(RunArgs& a) {
     const std::string ranking = ranking_status(r, true);
     if (!ranking.empty()) {
       const bool settled = r.estimates->value("settled", false);
-      std::fprintf(stderr, "coact-profile: the sweep's ranking %s: %s%s\n",
-                   settled ? "has settled" : "has not settled", ranking.c_str(),
+      std::fprintf(stderr, "coact-profile: the sweep's ranking %s: %s%s\n", settled ? "has settled" : "has not settled",
+                   ranking.c_str(),
                    settled ? ""
                    : o.until_settled
                        ? " (the --duration-s / --experiments bound came first: run longer for a settled ranking)"

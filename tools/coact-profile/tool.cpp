@@ -85,8 +85,10 @@ std::vector<std::string> child_env(const std::vector<std::pair<std::string, std:
 
 std::string parse_trace_window(const std::string& text, uint64_t& start_ms, uint64_t& duration_ms) {
   const auto complaint = [&] {
-    return fmt::format("--trace-window '{}': expected START+DURATION in seconds, START >= 0 and DURATION > 0 "
-                       "(e.g. 2+0.5)", text);
+    return fmt::format(
+        "--trace-window '{}': expected START+DURATION in seconds, START >= 0 and DURATION > 0 "
+        "(e.g. 2+0.5)",
+        text);
   };
   const auto plus = text.find('+');
   if (plus == std::string::npos || plus == 0 || plus + 1 == text.size()) return complaint();

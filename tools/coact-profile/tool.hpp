@@ -16,13 +16,13 @@ namespace coact::profile_tool {
 // `coact-profile run` (run.cpp).
 struct RunArgs {
   causal::Options o;
-  bool json_given = false;  // --json-output was given (else OUTPUT with .jsonl)
-  bool append = false;      // --append: add to existing profiles instead of refusing
-  bool quiet = false;       // no progress line
+  bool json_given = false;    // --json-output was given (else OUTPUT with .jsonl)
+  bool append = false;        // --append: add to existing profiles instead of refusing
+  bool quiet = false;         // no progress line
   bool stop_program = false;  // --stop-program: SIGTERM the program once the sweep has ended
-  std::string shard_source;  // what set o.shard / o.shards: "--shard", "SLURM_ARRAY_TASK_ID", ...; "" = not sharded
-  std::string trace;         // --trace FILE: the per-mail trace during the run ("" = none)
-  std::string trace_window;  // --trace-window START+DURATION (seconds; "" = the whole run)
+  std::string shard_source;   // what set o.shard / o.shards: "--shard", "SLURM_ARRAY_TASK_ID", ...; "" = not sharded
+  std::string trace;          // --trace FILE: the per-mail trace during the run ("" = none)
+  std::string trace_window;   // --trace-window START+DURATION (seconds; "" = the whole run)
   std::vector<std::string> command;  // PROGRAM ARGS... (after `--`)
 };
 /// Parses --trace-window's "START+DURATION" (seconds, decimals allowed,
@@ -63,11 +63,11 @@ struct ValidateArgs {
   std::string python = "/usr/bin/python3";  // runs coact_reports.estimate
   bool json_out = false;
   bool verbose = false;
-  bool reanalyze = false;  // recompute the table from --out's files, run nothing
-  bool with_coz = false;   // also run each row's line under Debian's `coz run --fixed-line`
-  std::string coz = "coz";            // the coz command (PATH)
-  std::string known_answer_coz;       // coact-known-answer-coz (default: beside coact-known-answer)
-  double coz_s = 10;                  // seconds of each Coz run
+  bool reanalyze = false;        // recompute the table from --out's files, run nothing
+  bool with_coz = false;         // also run each row's line under Debian's `coz run --fixed-line`
+  std::string coz = "coz";       // the coz command (PATH)
+  std::string known_answer_coz;  // coact-known-answer-coz (default: beside coact-known-answer)
+  double coz_s = 10;             // seconds of each Coz run
   // The line workloads' sweeps: CPU microseconds between samples while an
   // experiment selects a line (causal Options::line_experiment_period; 0:
   // the controller's default, the sample period / 8).
@@ -78,8 +78,8 @@ int validate(ValidateArgs& a);
 // ---- child processes and paths (tool.cpp) ---------------------------------------
 
 struct ChildResult {
-  int status = -1;   // waitpid status; -1 if the child could not be started
-  std::string out;   // its stdout
+  int status = -1;  // waitpid status; -1 if the child could not be started
+  std::string out;  // its stdout
 };
 
 // Runs `args` (args[0] found on PATH) with environment `env`, stdout captured,

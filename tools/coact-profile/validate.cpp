@@ -131,7 +131,7 @@ struct Row {
   std::string region_kind = "handler";   // handler | scope | line
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
   double predicted_lo = std::nan(""), predicted_hi = std::nan("");  // the estimator's 95% interval at s
-  double actual_lo = std::nan(""), actual_hi = std::nan("");  // real rows: Student t over the rounds' speedups
+  double actual_lo = std::nan(""), actual_hi = std::nan("");        // real rows: Student t over the rounds' speedups
   std::string actual_measure;  // real rows: "pass_time" (whole passes) or "window_rate" (progress per window)
   int experiments = 0;
   int actual_runs = 0;
@@ -151,7 +151,9 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string fmt_num(double v, int prec = 3) { return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, prec); }
+std::string fmt_num(double v, int prec = 3) {
+  return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, prec);
+}
 json json_num(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 
 // Parses a known-answer run's JSON line; period in µs (0 on failure).
@@ -179,9 +181,8 @@ std::string make_out_dir(const std::string& given) {
 // Coz's curves: Coz names a line by its full path, "/src/dir/file.hpp:N".
 const Prediction* find_line_prediction(const std::vector<Prediction>& p, const std::string& line, double s) {
   for (const Prediction& x : p) {
-    const bool same = x.region == line ||
-                      (x.region.size() > line.size() && x.region.ends_with(line) &&
-                       x.region[x.region.size() - line.size() - 1] == '/');
+    const bool same = x.region == line || (x.region.size() > line.size() && x.region.ends_with(line) &&
+                                           x.region[x.region.size() - line.size() - 1] == '/');
     if (same && std::abs(x.s - s) < 1e-6) return &x;
   }
   return nullptr;
@@ -229,11 +230,10 @@ struct Stopwatch {
 
 }  // namespace
 
-
 // Every value of OPTION must be one of `valid`; otherwise one line naming the
 // first unknown value and the valid ones (the caller exits 2).
 static bool all_known(const char* option, const std::vector<std::string>& wanted, const std::vector<std::string>& valid,
-               const char* problem) {
+                      const char* problem) {
   for (const auto& want : wanted) {
     if (std::find(valid.begin(), valid.end(), want) != valid.end()) continue;
     std::string list;
@@ -262,8 +262,9 @@ int validate(ValidateArgs& a) {
     for (const RealVariant& v : dedup_variants(a)) stages.push_back(v.stage);
     if (!all_known("--dedup-stage", a.dedup_stages, stages, "no such archiver stage")) return 2;
   }
-  const std::string ka = a.no_known_answer ? std::string()
-                                           : find_program(a.known_answer, "bench/causal/coact-known-answer", "coact-known-answer");
+  const std::string ka = a.no_known_answer
+                             ? std::string()
+                             : find_program(a.known_answer, "bench/causal/coact-known-answer", "coact-known-answer");
   json list;
   if (a.no_known_answer) {
     skipped.push_back({{"what", "known-answer workloads"}, {"why", "--no-known-answer"}});
@@ -285,8 +286,10 @@ int validate(ValidateArgs& a) {
   if (a.with_coz && !a.no_known_answer) {
     coz = a.coz.find('/') != std::string::npos ? a.coz : on_path(a.coz);
     if (coz.empty() || ::access(coz.c_str(), X_OK) != 0) {
-      std::fprintf(stderr, "coact-profile: validate --with-coz: '%s' not found (install Debian's coz-profiler, or pass --coz PATH)\n",
-                   a.coz.c_str());
+      std::fprintf(
+          stderr,
+          "coact-profile: validate --with-coz: '%s' not found (install Debian's coz-profiler, or pass --coz PATH)\n",
+          a.coz.c_str());
       return 2;
     }
     ka_coz = a.known_answer_coz;
@@ -296,8 +299,10 @@ int validate(ValidateArgs& a) {
     }
     if (ka_coz.empty()) ka_coz = find_program("", "bench/causal/coact-known-answer-coz", "coact-known-answer-coz");
     if (ka_coz.empty() || ::access(ka_coz.c_str(), X_OK) != 0) {
-      std::fprintf(stderr, "coact-profile: validate --with-coz: coact-known-answer-coz not found '%s' (build it: it needs "
-                   "/usr/include/coz.h from coz-profiler; or pass --known-answer-coz PATH)\n", ka_coz.c_str());
+      std::fprintf(stderr,
+                   "coact-profile: validate --with-coz: coact-known-answer-coz not found '%s' (build it: it needs "
+                   "/usr/include/coz.h from coz-profiler; or pass --known-answer-coz PATH)\n",
+                   ka_coz.c_str());
       return 2;
     }
   }
@@ -308,7 +313,8 @@ int validate(ValidateArgs& a) {
     if (!all_known("--workload", a.workloads, names, "no such known-answer workload")) return 2;
     std::vector<std::string> keys;  // --stage KEY must name a stage of a selected workload
     for (const auto& w : list["workloads"]) {
-      if (!a.workloads.empty() && std::find(a.workloads.begin(), a.workloads.end(), w.value("name", "")) == a.workloads.end()) {
+      if (!a.workloads.empty() &&
+          std::find(a.workloads.begin(), a.workloads.end(), w.value("name", "")) == a.workloads.end()) {
         continue;
       }
       for (const auto& st : w["stages"]) {
@@ -337,8 +343,7 @@ int validate(ValidateArgs& a) {
     std::vector<std::string> filter;
     for (const auto& st : w["stages"]) {
       filter.push_back(st.value("region", ""));
-      if (!a.stages.empty() &&
-          std::find(a.stages.begin(), a.stages.end(), st.value("stage", "")) == a.stages.end()) {
+      if (!a.stages.empty() && std::find(a.stages.begin(), a.stages.end(), st.value("stage", "")) == a.stages.end()) {
         first = false;
         continue;
       }
@@ -360,7 +365,8 @@ int validate(ValidateArgs& a) {
     ca::Options o;
     o.progress = {progress};
     o.region_filter = filter;
-    o.region_weight = ca::RegionWeight::uniform;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
+    o.region_weight =
+        ca::RegionWeight::uniform;  // every stage its share of experiments (a stage of 1/64 unit is still a row)
     o.sampling = w.value("sampling", false);  // line stages: sampled-line regions
     o.line_experiment_period = std::chrono::microseconds(a.line_experiment_period_us);
     o.output = out_dir + "/" + name + ".coz";
@@ -377,7 +383,8 @@ int validate(ValidateArgs& a) {
     std::vector<std::vector<double>> per_chunk(wrows.size());
     const std::string unit = std::to_string(a.unit_us);
     auto actual_run = [&](const std::string& speed) {
-      std::vector<std::string> argv{ka, "--workload", name, "--seconds", fmt::format("{}", a.actual_s), "--unit-us", unit};
+      std::vector<std::string> argv{ka,          "--workload", name, "--seconds", fmt::format("{}", a.actual_s),
+                                    "--unit-us", unit};
       if (!speed.empty()) {
         argv.push_back("--speed");
         argv.push_back(speed);
@@ -446,8 +453,8 @@ int validate(ValidateArgs& a) {
           const std::string speed = fmt::format("{}={}", wrows[i].stage, wrows[i].s);
           fast[i] = actual_run(speed);
           for (int retry = 0; retry < a.retries && fast_limit_us > 0 && fast[i] > fast_limit_us; ++retry) {
-            say(fmt::format("{}: real run {} contended (period {:.0f} us; ideal {:.0f} us): redo", name, speed,
-                            fast[i], ideal_us * (1.0 - wrows[i].ideal)));
+            say(fmt::format("{}: real run {} contended (period {:.0f} us; ideal {:.0f} us): redo", name, speed, fast[i],
+                            ideal_us * (1.0 - wrows[i].ideal)));
             ++fast_redone;
             fast[i] = actual_run(speed);
           }
@@ -461,8 +468,9 @@ int validate(ValidateArgs& a) {
         const double zero_median = zero_periods.empty() ? 0 : zero_periods[zero_periods.size() / 2];
         const bool contended = base0 > limit_us || base1 > limit_us || zero_median > limit_us;
         if (contended && attempt < a.retries) {
-          say(fmt::format("{}: chunk contended (baseline periods {:.0f}, {:.0f}, sweep {:.0f} us; ideal {:.0f} us): redo",
-                          name, base0, base1, zero_median, ideal_us));
+          say(fmt::format(
+              "{}: chunk contended (baseline periods {:.0f}, {:.0f}, sweep {:.0f} us; ideal {:.0f} us): redo", name,
+              base0, base1, zero_median, ideal_us));
           dropped.push_back(chunk_index);
           ++redone;
           continue;
@@ -485,7 +493,8 @@ int validate(ValidateArgs& a) {
                                  << "\n";
     }
     std::vector<Exp> ex = read_experiments(o.json_output);
-    std::erase_if(ex, [&](const Exp& e) { return std::find(dropped.begin(), dropped.end(), e.chunk) != dropped.end(); });
+    std::erase_if(ex,
+                  [&](const Exp& e) { return std::find(dropped.begin(), dropped.end(), e.chunk) != dropped.end(); });
     // Step 3: the estimator, on the profile without the dropped chunks.
     std::string estimated = o.json_output;
     if (!dropped.empty()) {
@@ -517,10 +526,10 @@ int validate(ValidateArgs& a) {
         const std::string path = fmt::format("{}/{}.coz-{}.{}.coz", out_dir, name, coz_runs++, pct);
         if (a.reanalyze) return path;
         std::remove(path.c_str());  // Coz appends
-        const ChildResult r = run_child({coz, "run", "--fixed-line", line, "--fixed-speedup", std::to_string(pct), "-o", path,
-                                         "---", ka_coz, "--workload", name, "--seconds", fmt::format("{}", a.coz_s),
-                                         "--unit-us", unit},
-                                        child_env({}), log);
+        const ChildResult r =
+            run_child({coz, "run", "--fixed-line", line, "--fixed-speedup", std::to_string(pct), "-o", path, "---",
+                       ka_coz, "--workload", name, "--seconds", fmt::format("{}", a.coz_s), "--unit-us", unit},
+                      child_env({}), log);
         if (!exited_ok(r)) failed = true;
         return path;
       };
@@ -554,7 +563,8 @@ int validate(ValidateArgs& a) {
               r.coz_predicted = p->value;
               r.coz_experiments = p->curve_experiments;
             } else {
-              r.coz_reason = fmt::format("the estimator found no curve for {} in Coz's profiles (no progress recorded?)", line);
+              r.coz_reason =
+                  fmt::format("the estimator found no curve for {} in Coz's profiles (no progress recorded?)", line);
             }
           } catch (const std::runtime_error& e) {
             r.coz_reason = std::string("the estimator failed on Coz's profiles: ") + e.what();
@@ -586,16 +596,16 @@ int validate(ValidateArgs& a) {
         r.note = fmt::format("{} chunk(s) contended even after {} retries", contended_kept, a.retries);
       }
     }
-    timing[name] = {{"sweep_s", sweep_wall},        {"total_s", sw.s()},        {"coz_s", coz_wall},
-                    {"experiments", ex.size()},      {"chunks_redone", redone},
-                    {"chunks_contended", contended_kept}, {"fast_runs_redone", fast_redone}};
+    timing[name] = {{"sweep_s", sweep_wall},          {"total_s", sw.s()},       {"coz_s", coz_wall},
+                    {"experiments", ex.size()},       {"chunks_redone", redone}, {"chunks_contended", contended_kept},
+                    {"fast_runs_redone", fast_redone}};
   }
 
   // Step 5: the real programs, one row per stage variant.
   struct RealProgram {
     std::string workload;  // the rows' workload
     std::string path;
-    std::string progress;  // its throughput progress point
+    std::string progress;                                  // its throughput progress point
     std::function<std::vector<std::string>(double)> argv;  // a run of `secs` seconds, the baseline's options
     std::vector<RealVariant> variants;
     // The program's option that writes its summary as JSON with
@@ -610,7 +620,8 @@ int validate(ValidateArgs& a) {
   const std::string archive =
       (::access("/dev/shm", W_OK) == 0 ? fmt::format("/dev/shm/coact-validate-{}", ::getpid()) : out_dir + "/dedup") +
       ".cdar";
-  const std::string dd = a.no_dedup || a.reanalyze ? std::string() : find_program(a.dedup, "examples/dedup/coact-dedup", "coact-dedup");
+  const std::string dd =
+      a.no_dedup || a.reanalyze ? std::string() : find_program(a.dedup, "examples/dedup/coact-dedup", "coact-dedup");
   if (a.no_dedup || a.reanalyze) {
     skipped.push_back({{"what", "dedup"}, {"why", a.reanalyze ? "--reanalyze" : "--no-dedup"}});
   } else if (dd.empty()) {
@@ -620,14 +631,15 @@ int validate(ValidateArgs& a) {
   } else {
     std::vector<RealVariant> vs;
     for (const RealVariant& v : dedup_variants(a)) {
-      if (a.dedup_stages.empty() || std::find(a.dedup_stages.begin(), a.dedup_stages.end(), v.stage) != a.dedup_stages.end()) {
+      if (a.dedup_stages.empty() ||
+          std::find(a.dedup_stages.begin(), a.dedup_stages.end(), v.stage) != a.dedup_stages.end()) {
         vs.push_back(v);
       }
     }
     programs.push_back({"dedup", dd, "chunks",
                         [&](double secs) {
-                          return std::vector<std::string>{dd, "archive", a.dedup_dir, "-o", archive, "-q", "--seconds",
-                                                          fmt::format("{}", secs)};
+                          return std::vector<std::string>{dd,      "archive", a.dedup_dir, "-o",
+                                                          archive, "-q",      "--seconds", fmt::format("{}", secs)};
                         },
                         vs, "--summary-json"});
   }
@@ -773,8 +785,8 @@ int validate(ValidateArgs& a) {
         // by the estimator.
         const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
         // Each sweep run holds at least two whole windows after start-up.
-        const double each = std::max(2.5 * static_cast<double>(a.real_experiment_ms) / 1e3,
-                                     a.dedup_sweep_s / (3.0 * rounds));
+        const double each =
+            std::max(2.5 * static_cast<double>(a.real_experiment_ms) / 1e3, a.dedup_sweep_s / (3.0 * rounds));
         std::vector<std::string> profiles;
         // The variant's handler was not measurably faster (r rounds to 0 %,
         // e.g. on a loaded machine): there is no virtual speedup to sweep,
@@ -787,26 +799,26 @@ int validate(ValidateArgs& a) {
           }
         }
         if (pct > 0) try {
-          EstimateOptions eo;
-          eo.python = a.python;
-          eo.points = {prog.progress};
-          eo.min_points = 2;  // two levels: 0 and round(100 r) %
-          eo.degree = 1;
-          const auto preds = run_estimator(profiles, {r.s}, eo, log);
-          if (const Prediction* p = find_prediction(preds, r.region, r.s)) {
-            r.predicted = p->value;
-            r.predicted_lo = p->lo;
-            r.predicted_hi = p->hi;
-            r.experiments = p->curve_experiments;
+            EstimateOptions eo;
+            eo.python = a.python;
+            eo.points = {prog.progress};
+            eo.min_points = 2;  // two levels: 0 and round(100 r) %
+            eo.degree = 1;
+            const auto preds = run_estimator(profiles, {r.s}, eo, log);
+            if (const Prediction* p = find_prediction(preds, r.region, r.s)) {
+              r.predicted = p->value;
+              r.predicted_lo = p->lo;
+              r.predicted_hi = p->hi;
+              r.experiments = p->curve_experiments;
+            }
+          } catch (const std::runtime_error& e) {
+            std::fprintf(stderr, "coact-profile: %s\n", e.what());
+            failed = true;
           }
-        } catch (const std::runtime_error& e) {
-          std::fprintf(stderr, "coact-profile: %s\n", e.what());
-          failed = true;
-        }
-        r.note = fmt::format("{} vs baseline: {} handler {:.1f} -> {:.1f} us per visit (r = {:.3f}, virtual speedup "
-                             "{} %); {:.1f} -> {:.1f} {}/s",
-                             change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun,
-                             prog.progress);
+        r.note = fmt::format(
+            "{} vs baseline: {} handler {:.1f} -> {:.1f} us per visit (r = {:.3f}, virtual speedup "
+            "{} %); {:.1f} -> {:.1f} {}/s",
+            change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun, prog.progress);
         if (pct == 0) r.note += "; not faster per visit, so no virtual speedup to predict";
       } else {
         r.note = "the " + prog.workload + " runs measured nothing (see " + log + ")";
@@ -845,7 +857,8 @@ int validate(ValidateArgs& a) {
   // strict count above ignores its spread).
   int agree = 0, with_both = 0;
   for (const Row& r : rows) {
-    if (std::isnan(r.predicted_lo) || std::isnan(r.predicted_hi) || std::isnan(r.actual_lo) || std::isnan(r.actual_hi)) {
+    if (std::isnan(r.predicted_lo) || std::isnan(r.predicted_hi) || std::isnan(r.actual_lo) ||
+        std::isnan(r.actual_hi)) {
       continue;
     }
     ++with_both;
@@ -939,34 +952,38 @@ int validate(ValidateArgs& a) {
                                   : fmt::format("[{}, {}]", fmt_num(r.actual_lo), fmt_num(r.actual_hi));
       std::printf("%-12s %-*s %6s %10s %17s %8s %17s %11s %7s %5d", r.workload.c_str(), static_cast<int>(wr),
                   r.region.c_str(), fmt_num(r.s, 3).c_str(), fmt_num(r.predicted).c_str(), ci.c_str(),
-                  fmt_num(r.actual).c_str(), aci.c_str(),
-                  fmt_num((r.predicted - r.actual) * 100, 1).c_str(), fmt_num(r.ideal).c_str(), r.experiments);
+                  fmt_num(r.actual).c_str(), aci.c_str(), fmt_num((r.predicted - r.actual) * 100, 1).c_str(),
+                  fmt_num(r.ideal).c_str(), r.experiments);
       if (a.with_coz) {
-        std::printf(" %6s %9s", fmt_num(r.coz_predicted).c_str(), fmt_num((r.coz_predicted - r.actual) * 100, 1).c_str());
+        std::printf(" %6s %9s", fmt_num(r.coz_predicted).c_str(),
+                    fmt_num((r.coz_predicted - r.actual) * 100, 1).c_str());
       }
       std::printf("\n");
       if (!r.note.empty()) std::printf("%-12s %s\n", "", r.note.c_str());
-      if (a.with_coz && !r.line.empty() && !r.coz_reason.empty()) std::printf("%-12s coz: %s\n", "", r.coz_reason.c_str());
+      if (a.with_coz && !r.line.empty() && !r.coz_reason.empty())
+        std::printf("%-12s coz: %s\n", "", r.coz_reason.c_str());
     }
-    std::printf("mean |error| %s pts, max %s pts over %d rows; the 95%% interval holds the actual in %d of %d rows; "
-                "sweep %.0f s per workload in %d chunks; profiles in %s\n",
-                fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, covered, with_ci,
-                a.sweep_s, chunks, out_dir.c_str());
+    std::printf(
+        "mean |error| %s pts, max %s pts over %d rows; the 95%% interval holds the actual in %d of %d rows; "
+        "sweep %.0f s per workload in %d chunks; profiles in %s\n",
+        fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, covered, with_ci,
+        a.sweep_s, chunks, out_dir.c_str());
     if (with_both > 0) {
-      std::printf("real programs: prediction and measured speedup agree within both intervals in %d of %d rows\n", agree,
-                  with_both);
+      std::printf("real programs: prediction and measured speedup agree within both intervals in %d of %d rows\n",
+                  agree, with_both);
     }
     if (a.with_coz) {
-      std::printf("Coz (coz run --fixed-line, %.0f s per run): mean |error| %s pts, max %s pts over %d rows; "
-                  "coact on %d of them: mean %s, max %s\n",
-                  a.coz_s, fmt_num(coz_n > 0 ? coz_sum / coz_n : nan, 1).c_str(), fmt_num(coz_n > 0 ? coz_max : nan, 1).c_str(),
-                  coz_n, both_n, fmt_num(both_n > 0 ? both_sum / both_n : nan, 1).c_str(),
-                  fmt_num(both_n > 0 ? both_max : nan, 1).c_str());
+      std::printf(
+          "Coz (coz run --fixed-line, %.0f s per run): mean |error| %s pts, max %s pts over %d rows; "
+          "coact on %d of them: mean %s, max %s\n",
+          a.coz_s, fmt_num(coz_n > 0 ? coz_sum / coz_n : nan, 1).c_str(), fmt_num(coz_n > 0 ? coz_max : nan, 1).c_str(),
+          coz_n, both_n, fmt_num(both_n > 0 ? both_sum / both_n : nan, 1).c_str(),
+          fmt_num(both_n > 0 ? both_max : nan, 1).c_str());
     }
-    for (const auto& s : skipped) std::printf("skipped %s: %s\n", s.value("what", "").c_str(), s.value("why", "").c_str());
+    for (const auto& s : skipped)
+      std::printf("skipped %s: %s\n", s.value("what", "").c_str(), s.value("why", "").c_str());
   }
   return failed ? 1 : 0;
 }
-
 
 }  // namespace coact::profile_tool

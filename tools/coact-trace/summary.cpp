@@ -87,8 +87,9 @@ Summary summarize(const nlohmann::json& doc) {
 }
 
 std::string to_text(const Summary& s) {
-  std::string out = fmt::format("{} traced mails ({} events, {} dropped; rate {}, burst {}); {} parks, {} timer fires\n",
-                                s.mails, s.events, s.dropped, s.rate, s.burst ? "on" : "off", s.parks, s.timer_fires);
+  std::string out =
+      fmt::format("{} traced mails ({} events, {} dropped; rate {}, burst {}); {} parks, {} timer fires\n", s.mails,
+                  s.events, s.dropped, s.rate, s.burst ? "on" : "off", s.parks, s.timer_fires);
   out += "spans in us, p50 / p90 / p99 (depth: mails ahead at deposit)\n";
   out += fmt::format("{:>8}  {:>26}  {:>26}  {:>26}  {:>26}  {:>14}  {}\n", "mails", "construct", "queued", "drain",
                      "handler", "depth", "recipient handler");
@@ -99,8 +100,9 @@ std::string to_text(const Summary& s) {
                        fmt::format("{:.0f}/{:.0f}/{:.0f}", r.spans[4].p50, r.spans[4].p90, r.spans[4].p99), r.region);
   }
   if (!s.recruit.empty()) {
-    out += "burst recruitment per producer handler: decisions, by the width gate (untrusted cost), flushes that "
-           "recruited, siblings\n";
+    out +=
+        "burst recruitment per producer handler: decisions, by the width gate (untrusted cost), flushes that "
+        "recruited, siblings\n";
     for (const RecruitRow& r : s.recruit) {
       out += fmt::format("{:>8} {:>8} {:>8} {:>8}  {}\n", r.decisions, r.width_gate, r.recruited_flushes, r.siblings,
                          r.region);
@@ -115,7 +117,8 @@ nlohmann::json to_json(const Summary& s) {
     nlohmann::json row = {{"region", r.region}, {"mails", r.mails}};
     for (size_t i = 0; i < kSpans.size(); ++i) {
       const Percentiles& p = r.spans[i];
-      row[std::string(kSpans[i]) + (i < 4 ? "_us" : "")] = {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}};
+      row[std::string(kSpans[i]) + (i < 4 ? "_us" : "")] = {
+          {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}};
     }
     kinds.push_back(row);
   }
@@ -127,9 +130,16 @@ nlohmann::json to_json(const Summary& s) {
                    {"recruited_flushes", r.recruited_flushes},
                    {"siblings", r.siblings}});
   }
-  return {{"mails", s.mails},     {"events", s.events}, {"dropped", s.dropped}, {"rate", s.rate},
-          {"burst", s.burst},     {"parks", s.parks},   {"timer_fires", s.timer_fires},
-          {"untraced_handlers", s.untraced_handlers}, {"kinds", kinds}, {"recruit", rec}};
+  return {{"mails", s.mails},
+          {"events", s.events},
+          {"dropped", s.dropped},
+          {"rate", s.rate},
+          {"burst", s.burst},
+          {"parks", s.parks},
+          {"timer_fires", s.timer_fires},
+          {"untraced_handlers", s.untraced_handlers},
+          {"kinds", kinds},
+          {"recruit", rec}};
 }
 
 }  // namespace coact::trace_tool

@@ -39,7 +39,7 @@ struct RecruitRow {
 };
 
 struct Summary {
-  std::vector<KindRow> kinds;      ///< by mails, descending
+  std::vector<KindRow> kinds;  ///< by mails, descending
   std::vector<RecruitRow> recruit;
   uint64_t events = 0, dropped = 0, mails = 0, untraced_handlers = 0, parks = 0, timer_fires = 0;
   double rate = 0;

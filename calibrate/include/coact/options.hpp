@@ -71,20 +71,20 @@ std::string_view to_string(Source s) noexcept;  ///< "default", "config file", "
 
 /// One declared key.
 struct Key {
-  std::string_view name;           ///< environment spelling, "COACT_SPIN_WINDOW_US"
-  std::string_view group;          ///< reading subsystem and TOML table: "scheduler", "calibrate", "causal", "options"
-  std::string_view field;          ///< key inside the TOML table, "spin_window_us" ("" = not settable from the file)
+  std::string_view name;   ///< environment spelling, "COACT_SPIN_WINDOW_US"
+  std::string_view group;  ///< reading subsystem and TOML table: "scheduler", "calibrate", "causal", "options"
+  std::string_view field;  ///< key inside the TOML table, "spin_window_us" ("" = not settable from the file)
   Type type;
-  std::string_view unit;           ///< "us", "ns", "ms", "s", "Hz", "%" or ""
-  uint64_t min = 0;                ///< integers: accepted range
+  std::string_view unit;  ///< "us", "ns", "ms", "s", "Hz", "%" or ""
+  uint64_t min = 0;       ///< integers: accepted range
   uint64_t max = 0;
   bool accepts_auto = false;       ///< integers: "auto" = computed (the default when default_value is "auto")
   std::string_view default_value;  ///< as text; "auto" or "" where computed / empty
   std::string_view choices;        ///< text: "a|b" accepted words ("" = any)
   std::string_view doc;            ///< one line
 
-  std::string flag() const;        ///< "--coact-spin-window-us"
-  std::string accepted() const;    ///< "an integer in 0..1000000 (us)", "a boolean (...)", ...
+  std::string flag() const;      ///< "--coact-spin-window-us"
+  std::string accepted() const;  ///< "an integer in 0..1000000 (us)", "a boolean (...)", ...
 };
 
 /// Every declared key, grouped by subsystem (options, calibrate, causal, scheduler).

@@ -278,9 +278,9 @@ class Lifecycle {
 struct Group {
   ActorCell* target = nullptr;  // holds a reference until closed
   std::atomic<bool> lock{false};
-  bool closed = false;        // guarded by lock
-  Envelope* head = nullptr;   // guarded by lock
-  Envelope* tail = nullptr;   // guarded by lock
+  bool closed = false;       // guarded by lock
+  Envelope* head = nullptr;  // guarded by lock
+  Envelope* tail = nullptr;  // guarded by lock
 
   void acquire() noexcept {
     while (lock.exchange(true, std::memory_order_acquire)) {
@@ -292,7 +292,10 @@ struct Group {
   /// Producer, before publication (no lock needed: nobody can claim it yet).
   void push_unpublished(Envelope* e) noexcept {
     e->next.store(nullptr, std::memory_order_relaxed);
-    if (tail) tail->next.store(e, std::memory_order_relaxed); else head = e;
+    if (tail)
+      tail->next.store(e, std::memory_order_relaxed);
+    else
+      head = e;
     tail = e;
   }
   /// Producer: append, or false if the claimer already closed the group.
@@ -446,7 +449,7 @@ struct RecipientIndex {
 /// recipient has at most one open group across the live bursts.
 struct BurstProducer : SmallAllocated {
   Burst* active = nullptr;
-  RecipientIndex index;       // of active
+  RecipientIndex index;  // of active
   Burst* prev = nullptr;
   RecipientIndex prev_index;  // of prev
   // The direct hint (Scheduler::start_direct): this producer's last burst
@@ -553,8 +556,8 @@ inline constexpr uint64_t kGroupMoveNs = 250;
 /// iff (K-1)/K * (total - groups * move_ns) > wake_ns, the wake break-even
 /// (calibrate/handoff.hpp: two hand-offs). The left side grows with K, so
 /// when the largest K fails no smaller one passes. Pure.
-inline uint32_t recruit_k(uint64_t total, uint64_t max_group, uint32_t groups, uint32_t workers,
-                          uint64_t wake_ns, uint64_t move_ns = kGroupMoveNs) noexcept {
+inline uint32_t recruit_k(uint64_t total, uint64_t max_group, uint32_t groups, uint32_t workers, uint64_t wake_ns,
+                          uint64_t move_ns = kGroupMoveNs) noexcept {
   if (total <= wake_ns || max_group == 0) return 1;
   const uint64_t raw = (total + max_group / 2) / max_group;
   uint64_t ceiling = groups < workers ? groups : workers;

@@ -47,8 +47,7 @@ class FutexMutex {
 
   void lock() noexcept {
     int32_t expected = 0;
-    if (word_.compare_exchange_strong(expected, 1, sync::memory_order_acquire, sync::memory_order_relaxed))
-      [[likely]]
+    if (word_.compare_exchange_strong(expected, 1, sync::memory_order_acquire, sync::memory_order_relaxed)) [[likely]]
       return;
     lock_contended();
   }

@@ -202,9 +202,9 @@ class MailRing {
 
   unsigned char* buf_ = nullptr;
   size_t cap_;
-  size_t front_ = 0;  // oldest live region (or == write_ when empty)
-  size_t write_ = 0;  // next free byte
-  size_t used_ = 0;   // bytes of live regions and fillers
+  size_t front_ = 0;           // oldest live region (or == write_ when empty)
+  size_t write_ = 0;           // next free byte
+  size_t used_ = 0;            // bytes of live regions and fillers
   RingRegion* cur_ = nullptr;  // the open region
   uint64_t fillers_ = 0;
 };

@@ -160,8 +160,8 @@ class Registry {
   static constexpr uint32_t kFirstChunk = 4096;
   static constexpr uint32_t kChunks = 20;  // 4096 * (2^20 - 1) slots: about 2^32
   struct Slot {
-    std::atomic<uintptr_t> word{0};   // the occupant's cell | kLocked; 0 = free
-    std::atomic<uint32_t> epoch{0};   // written by the inserting thread before word
+    std::atomic<uintptr_t> word{0};  // the occupant's cell | kLocked; 0 = free
+    std::atomic<uint32_t> epoch{0};  // written by the inserting thread before word
   };
   struct alignas(64) Local {
     std::vector<uint32_t> free;  // the owning worker's thread only

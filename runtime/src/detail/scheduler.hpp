@@ -76,7 +76,9 @@ inline Job job_of(ActorCell* c) noexcept { return reinterpret_cast<Job>(c); }
 inline Job job_of(Burst* b) noexcept { return reinterpret_cast<Job>(reinterpret_cast<uintptr_t>(b) | 1); }
 inline bool is_burst(Job j) noexcept { return (reinterpret_cast<uintptr_t>(j) & 1) != 0; }
 inline ActorCell* cell_of(Job j) noexcept { return reinterpret_cast<ActorCell*>(j); }
-inline Burst* burst_of(Job j) noexcept { return reinterpret_cast<Burst*>(reinterpret_cast<uintptr_t>(j) & ~uintptr_t(1)); }
+inline Burst* burst_of(Job j) noexcept {
+  return reinterpret_cast<Burst*>(reinterpret_cast<uintptr_t>(j) & ~uintptr_t(1));
+}
 
 /// Worker::in_handler: whether a handler runs on the worker, and whether the
 /// per-mail trace is on for it (post() takes the untraced send path on one
@@ -160,27 +162,28 @@ struct Worker {
   uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
   bool batched = false;          // the running invocation buffered a send (buffer_send); cleared by the flush
   uint32_t claimed_left = 0;     // burst on: groups of run_burst's claimed run not yet delivered (nothing_waits)
-  uint32_t direct_left = 0;      // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
+  uint32_t direct_left =
+      0;  // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
   // Per-mail trace gate: this worker's ring while recording, else null (see
   // below). Relaxed atomic (a plain load on x86): the trace window's thread
   // opens and closes it (trace/recorder.hpp).
   std::atomic<trace::Ring*> trace{nullptr};
   bool tracing() const noexcept { return trace.load(std::memory_order_relaxed) != nullptr; }
-  uint32_t own_streak = 0;       // consecutive own-deque pops (chain backstop)
-  uint32_t stride_count = 0;     // dispatches since the last clock read
-  uint64_t clock_ns = 0;         // last clock read (BatchBudget, valve)
-  uint64_t cascade_start_ns = 0; // when the current local cascade began
-  SpinWindow spin_window;        // adaptive idle spin (spin_window.hpp)
-  uint32_t cost_stride = 0;      // claimed-mail dispatches since the last cost sample (burst on)
-  uint32_t cost_next = 16;       // the stride to the next cost sample: 8..23, drawn per sample (dispatch_claimed)
-  uint32_t cost_rng = 0x9E3779B9u;  // xorshift32 state for cost_next
-  bool ring_refused = false;     // the ring refused an alloc in this invocation (full)
-  int64_t burst_mark = 0;        // own deque length before the last published burst's drainer was pushed
+  uint32_t own_streak = 0;           // consecutive own-deque pops (chain backstop)
+  uint32_t stride_count = 0;         // dispatches since the last clock read
+  uint64_t clock_ns = 0;             // last clock read (BatchBudget, valve)
+  uint64_t cascade_start_ns = 0;     // when the current local cascade began
+  SpinWindow spin_window;            // adaptive idle spin (spin_window.hpp)
+  uint32_t cost_stride = 0;          // claimed-mail dispatches since the last cost sample (burst on)
+  uint32_t cost_next = 16;           // the stride to the next cost sample: 8..23, drawn per sample (dispatch_claimed)
+  uint32_t cost_rng = 0x9E3779B9u;   // xorshift32 state for cost_next
+  bool ring_refused = false;         // the ring refused an alloc in this invocation (full)
+  int64_t burst_mark = 0;            // own deque length before the last published burst's drainer was pushed
   std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
   std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
   // Counters: written by this worker (relaxed), read by stats().
   std::atomic<uint64_t> delivered{0};
-  uint64_t delivered_at_idle = 0;           // `delivered` when idle() last ran (this worker only: the trim check)
+  uint64_t delivered_at_idle = 0;  // `delivered` when idle() last ran (this worker only: the trim check)
   std::atomic<uint64_t> parks{0};
   std::atomic<uint64_t> deque_pushes{0};
   std::atomic<uint64_t> spawned{0};         // spawns from this worker's handlers
@@ -195,16 +198,16 @@ struct Worker {
   std::atomic<uint64_t> early_spin_ns{0};   // timekeeper spin after an early wake (ns)
   std::atomic<uint64_t> wake_late_ns{0};    // timed parks' lateness past the requested wake (ns)
   std::thread thread;
-  std::vector<TimerEntry> due;   // scratch for fire_due
+  std::vector<TimerEntry> due;  // scratch for fire_due
   // Per-mail trace (trace/recorder.hpp; COACT_TRACE): this worker's ring,
   // null while tracing is off (the one branch of every trace hook), and
   // the running invocation's trace state. Owned by this worker's thread.
   trace::Session* trace_session = nullptr;
   trace::Ring* trace_ring = nullptr;  // this worker's ring (set while a session exists; the hooks record here)
-  uint64_t trace_first_send = 0;  // t_construct_start of the running invocation (0: no send yet)
-  uint64_t trace_pickup = 0;      // start of the job being run (t_enqueue)
-  uint64_t trace_rng = 0;         // sampling state (xorshift)
-  uint32_t trace_kind = 0;        // message kind of the running handler
+  uint64_t trace_first_send = 0;      // t_construct_start of the running invocation (0: no send yet)
+  uint64_t trace_pickup = 0;          // start of the job being run (t_enqueue)
+  uint64_t trace_rng = 0;             // sampling state (xorshift)
+  uint32_t trace_kind = 0;            // message kind of the running handler
 };
 
 class Scheduler {
@@ -397,7 +400,8 @@ class Scheduler {
   /// per ping-pong message for what is one relaxed load while no timer is armed.
   bool timers_due(uint64_t& now_ns) const noexcept {
     const uint64_t next = timers_.next_deadline();
-    if (next == TimerHeap::kNone) [[likely]] return false;  // nothing armed: no clock read
+    if (next == TimerHeap::kNone) [[likely]]
+      return false;  // nothing armed: no clock read
     now_ns = sync::now_ns();
     return now_ns >= next;
   }
@@ -413,9 +417,9 @@ class Scheduler {
 
   Runtime* rt_;
   SchedulerTuning tuning_;
-  std::optional<uint64_t> valve_pin_ns_;  // COACT_LOCAL_TIME_BUDGET_US (0 = valve off)
+  std::optional<uint64_t> valve_pin_ns_;                 // COACT_LOCAL_TIME_BUDGET_US (0 = valve off)
   std::unique_ptr<calibrate::HandoffEstimate> handoff_;  // live-refined by real wakes
-  std::unique_ptr<WakeLatency> wake_latency_;  // timekeeper's early wake (spin_window.hpp)
+  std::unique_ptr<WakeLatency> wake_latency_;            // timekeeper's early wake (spin_window.hpp)
   uint64_t batch_max_ns_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   Injector<Job> injector_;
@@ -472,8 +476,8 @@ class Scheduler {
 }  // namespace coact::detail
 
 /// Invariant check that stays on in release builds: aborts via detail::panic.
-#define COACT_INVARIANT(cond, msg)                                         \
-  do {                                                                     \
-    if (!(cond)) [[unlikely]]                                              \
-      ::coact::detail::panic("invariant violated: " #cond, (msg));         \
+#define COACT_INVARIANT(cond, msg)                                 \
+  do {                                                             \
+    if (!(cond)) [[unlikely]]                                      \
+      ::coact::detail::panic("invariant violated: " #cond, (msg)); \
   } while (0)

@@ -67,9 +67,9 @@ class SpinPark {
 
   /// Producer side, after publishing shared work. Any thread.
   void notify() noexcept {
-    if (spinning_.load(sync::memory_order_seq_cst) > 0) return;  // a.
+    if (spinning_.load(sync::memory_order_seq_cst) > 0) return;     // a.
     if (idle_count_.load(sync::memory_order_seq_cst) == 0) return;  // b.
-    wake_one();  // c.
+    wake_one();                                                     // c.
   }
 
   /// Unparks up to n idle workers regardless of spinners: the timekeeper

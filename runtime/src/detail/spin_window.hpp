@@ -92,8 +92,7 @@ class SpinWindow {
   }
   /// The spin of `spun_ns` found nothing and the worker slept `slept_ns`;
   /// `for_work`: it was woken with shared work waiting. Owner thread.
-  void parked(uint64_t spun_ns, uint64_t slept_ns, bool for_work, uint64_t break_even_ns,
-              uint64_t ceiling) noexcept {
+  void parked(uint64_t spun_ns, uint64_t slept_ns, bool for_work, uint64_t break_even_ns, uint64_t ceiling) noexcept {
     if (for_work && slept_ns <= break_even_ns) {
       w_ = std::min(ceiling, std::max(2 * w_, 2 * (spun_ns + slept_ns)));
     } else {
@@ -110,14 +109,14 @@ class SpinWindow {
 
 class WakeLatency {
  public:
-  static constexpr uint64_t kBucketNs = 2'000;      // histogram resolution
-  static constexpr uint32_t kBuckets = 64;           // 0 .. 128 µs, then overflow
-  static constexpr uint32_t kDecayAt = 512;          // halve all counts at this total
-  static constexpr uint64_t kFreeDivisor = 5000;     // free spin: E[spin] <= I / 5000 (0.02 %) ...
-  static constexpr uint64_t kFreeCapNs = 2'000;      // ... and <= 2 µs (see the file comment)
-  static constexpr uint64_t kTailDivisor = 64;       // tail target: q99(L) - m <= I / 64
-  static constexpr uint64_t kTailBudgetDivisor = 25; // tail spin: E[spin] <= I / 25 (4 %)
-  static constexpr uint64_t kIntervalDivisor = 8;    // margin <= I / 8
+  static constexpr uint64_t kBucketNs = 2'000;        // histogram resolution
+  static constexpr uint32_t kBuckets = 64;            // 0 .. 128 µs, then overflow
+  static constexpr uint32_t kDecayAt = 512;           // halve all counts at this total
+  static constexpr uint64_t kFreeDivisor = 5000;      // free spin: E[spin] <= I / 5000 (0.02 %) ...
+  static constexpr uint64_t kFreeCapNs = 2'000;       // ... and <= 2 µs (see the file comment)
+  static constexpr uint64_t kTailDivisor = 64;        // tail target: q99(L) - m <= I / 64
+  static constexpr uint64_t kTailBudgetDivisor = 25;  // tail spin: E[spin] <= I / 25 (4 %)
+  static constexpr uint64_t kIntervalDivisor = 8;     // margin <= I / 8
 
   /// Seeds the histogram with one sample (ns): the calibrated hand-off cost.
   explicit WakeLatency(uint64_t seed_ns) noexcept { observe(seed_ns); }
@@ -216,7 +215,8 @@ class WakeLatency {
     const uint64_t free_m = largest_within(snap, total, limit, std::min(interval_ns / kFreeDivisor, kFreeCapNs));
     const uint64_t target = interval_ns / kTailDivisor;
     if (q99 <= target) return free_m;
-    const uint64_t tail_m = std::min(q99 - target, largest_within(snap, total, limit, interval_ns / kTailBudgetDivisor));
+    const uint64_t tail_m =
+        std::min(q99 - target, largest_within(snap, total, limit, interval_ns / kTailBudgetDivisor));
     return std::max(free_m, tail_m);
   }
 
@@ -227,8 +227,8 @@ class WakeLatency {
   static uint64_t largest_within(const uint32_t (&snap)[kBuckets + 1], uint64_t total, uint64_t limit,
                                  uint64_t budget_ns) noexcept {
     const uint64_t budget = budget_ns * total;  // in sample·ns units
-    uint64_t spent = 0;  // S(b·w)·total
-    uint64_t below = 0;  // samples in buckets 0..b
+    uint64_t spent = 0;                         // S(b·w)·total
+    uint64_t below = 0;                         // samples in buckets 0..b
     for (uint32_t b = 0; b < kBuckets; ++b) {
       const uint64_t lo = b * kBucketNs;
       if (lo >= limit) return limit;
@@ -250,9 +250,7 @@ class WakeLatency {
     }
     return kBuckets * kBucketNs;
   }
-  static uint32_t bucket_of(uint64_t ns) noexcept {
-    return uint32_t(std::min<uint64_t>(ns / kBucketNs, kBuckets));
-  }
+  static uint32_t bucket_of(uint64_t ns) noexcept { return uint32_t(std::min<uint64_t>(ns / kBucketNs, kBuckets)); }
   uint64_t snapshot(uint32_t (&snap)[kBuckets + 1]) const noexcept {
     uint64_t total = 0;
     for (uint32_t b = 0; b <= kBuckets; ++b) {

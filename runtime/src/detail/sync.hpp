@@ -61,28 +61,28 @@ inline WaitResult futex_wait(atomic<int32_t>* addr, int32_t expected,
     ts.tv_nsec = ns % 1000000000;
     tsp = &ts;
   }
-  long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp,
-                   nullptr, 0);
+  long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
   if (r == 0) return WaitResult::woken;
   switch (errno) {
-    case EAGAIN: return WaitResult::value_changed;
-    case ETIMEDOUT: return WaitResult::timed_out;
-    default: return WaitResult::interrupted;
+    case EAGAIN:
+      return WaitResult::value_changed;
+    case ETIMEDOUT:
+      return WaitResult::timed_out;
+    default:
+      return WaitResult::interrupted;
   }
 }
 
 /// Wakes up to `n` waiters on addr; returns how many were woken. Counted.
 inline int futex_wake(atomic<int32_t>* addr, int n) noexcept {
   g_futex_wakes.fetch_add(1, memory_order_relaxed);
-  return int(syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAKE_PRIVATE, n, nullptr,
-                     nullptr, 0));
+  return int(syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0));
 }
 
 /// futex_wake without the count: a lock's hand-over (futex_mutex.hpp), not a
 /// worker wake.
 inline int futex_wake_uncounted(atomic<int32_t>* addr, int n) noexcept {
-  return int(syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAKE_PRIVATE, n, nullptr,
-                     nullptr, 0));
+  return int(syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0));
 }
 
 /// Blocks while *addr == expected, until woken or until CLOCK_MONOTONIC
@@ -92,13 +92,16 @@ inline WaitResult futex_wait_until(atomic<int32_t>* addr, int32_t expected, uint
   timespec ts{};
   ts.tv_sec = time_t(deadline_ns / 1000000000);
   ts.tv_nsec = long(deadline_ns % 1000000000);
-  long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_BITSET_PRIVATE, expected, &ts,
-                   nullptr, FUTEX_BITSET_MATCH_ANY);
+  long r = syscall(SYS_futex, reinterpret_cast<int32_t*>(addr), FUTEX_WAIT_BITSET_PRIVATE, expected, &ts, nullptr,
+                   FUTEX_BITSET_MATCH_ANY);
   if (r == 0) return WaitResult::woken;
   switch (errno) {
-    case EAGAIN: return WaitResult::value_changed;
-    case ETIMEDOUT: return WaitResult::timed_out;
-    default: return WaitResult::interrupted;
+    case EAGAIN:
+      return WaitResult::value_changed;
+    case ETIMEDOUT:
+      return WaitResult::timed_out;
+    default:
+      return WaitResult::interrupted;
   }
 }
 

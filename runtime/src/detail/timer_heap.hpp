@@ -148,9 +148,9 @@ struct TimerEntry {
   uint64_t stamp_cycles;  // delay ledger G at (re-)queue (virtual entries)
   Anchor anchor;
   TimerReason reason;
-  TimerAction* action;    // Send: owned; null otherwise
-  ActorCell* cell;        // Sleep/WaitTimeout: the waiter (holds a reference)
-  uint64_t wait_epoch;    // Sleep/WaitTimeout: the wait identity (with cell->pid)
+  TimerAction* action;  // Send: owned; null otherwise
+  ActorCell* cell;      // Sleep/WaitTimeout: the waiter (holds a reference)
+  uint64_t wait_epoch;  // Sleep/WaitTimeout: the wait identity (with cell->pid)
 };
 
 class TimerHeap {
@@ -193,7 +193,7 @@ class TimerHeap {
       TimerEntry e = heap_.back();
       heap_.pop_back();
       if (cancellable(e.reason) && armed_.erase(e.seq) == 0) {  // cancelled
-        delete e.action;  // null for a WaitTimeout
+        delete e.action;                                        // null for a WaitTimeout
         --cancelled_;
         continue;
       }
@@ -214,9 +214,7 @@ class TimerHeap {
   }
 
   /// Earliest raw deadline or kNone; lock-free (one load).
-  uint64_t next_deadline(std::memory_order mo = std::memory_order_relaxed) const noexcept {
-    return next_.load(mo);
-  }
+  uint64_t next_deadline(std::memory_order mo = std::memory_order_relaxed) const noexcept { return next_.load(mo); }
 
   /// Removes everything (shutdown: orphans). Returns the entries for disposal.
   std::vector<TimerEntry> clear() {
@@ -271,10 +269,10 @@ class TimerHeap {
   // A FutexMutex, not std::mutex: insert and pop_due run on every periodic
   // tick, uncontended on an idle pool (futex_mutex.hpp).
   mutable FutexMutex mu_;
-  std::vector<TimerEntry> heap_;           // guarded by mu_
-  SeqSet armed_;                           // guarded by mu_: armed Send / WaitTimeout seqs
-  uint64_t seq_ = 0;                       // guarded by mu_
-  size_t cancelled_ = 0;                   // guarded by mu_: cancelled entries still in heap_
+  std::vector<TimerEntry> heap_;  // guarded by mu_
+  SeqSet armed_;                  // guarded by mu_: armed Send / WaitTimeout seqs
+  uint64_t seq_ = 0;              // guarded by mu_
+  size_t cancelled_ = 0;          // guarded by mu_: cancelled entries still in heap_
   // next_: written under mu_ (seq_cst: the inserter side of the timekeeper
   // handshake in idle.cpp), read lock-free by the busy-path due check.
   sync::atomic<uint64_t> next_{kNone};

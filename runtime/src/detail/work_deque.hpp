@@ -50,8 +50,7 @@ class WorkDeque {
     if (t <= b) {
       T x = a->at(b).load(sync::memory_order_relaxed);
       if (t == b) {  // last element: race the stealers for it
-        if (!top_.compare_exchange_strong(t, t + 1, sync::memory_order_seq_cst,
-                                          sync::memory_order_relaxed)) {
+        if (!top_.compare_exchange_strong(t, t + 1, sync::memory_order_seq_cst, sync::memory_order_relaxed)) {
           x = nullptr;
         }
         bottom_.store(b + 1, sync::memory_order_relaxed);
@@ -101,8 +100,7 @@ class WorkDeque {
     if (t < b) {
       Ring* a = buf_.load(sync::memory_order_acquire);
       T x = a->at(t).load(sync::memory_order_relaxed);
-      if (!top_.compare_exchange_strong(t, t + 1, sync::memory_order_seq_cst,
-                                        sync::memory_order_relaxed)) {
+      if (!top_.compare_exchange_strong(t, t + 1, sync::memory_order_seq_cst, sync::memory_order_relaxed)) {
         return nullptr;
       }
       return x;
@@ -122,7 +120,8 @@ class WorkDeque {
   }
   Ring* grow(Ring* a, int64_t t, int64_t b) {
     Ring* n = alloc(a->cap * 2);
-    for (int64_t i = t; i < b; ++i) n->at(i).store(a->at(i).load(sync::memory_order_relaxed), sync::memory_order_relaxed);
+    for (int64_t i = t; i < b; ++i)
+      n->at(i).store(a->at(i).load(sync::memory_order_relaxed), sync::memory_order_relaxed);
     // release: a stealer acquiring buf_ sees the copied slots.
     buf_.store(n, sync::memory_order_release);
     return n;

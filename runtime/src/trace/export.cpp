@@ -61,10 +61,14 @@ std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, j
 
 const char* timer_reason(uint32_t r) {
   switch (r) {
-    case 0: return "sleep";  // TimerReason (detail/timer_heap.hpp)
-    case 1: return "wait_timeout";
-    case 2: return "send";
-    default: return "?";
+    case 0:
+      return "sleep";  // TimerReason (detail/timer_heap.hpp)
+    case 1:
+      return "wait_timeout";
+    case 2:
+      return "send";
+    default:
+      return "?";
   }
 }
 
@@ -172,17 +176,16 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
 
   // The header first: a file cut from here on holds at least the track names.
   out.raw(R"({"displayTimeUnit":"ns","traceEvents":[)");
-  out.begin().raw(json{{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0},
-                       {"args", {{"name", "coact runtime"}}}}
-                      .dump());
+  out.begin().raw(
+      json{{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "coact runtime"}}}}
+          .dump());
   for (uint32_t r = 0; r < rings.size(); ++r) {
-    const std::string track =
-        r < info.workers ? "worker " + std::to_string(r) : std::string("other threads (roots)");
+    const std::string track = r < info.workers ? "worker " + std::to_string(r) : std::string("other threads (roots)");
     out.begin().raw(
         json{{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", int(r) + 1}, {"args", {{"name", track}}}}
             .dump());
-    out.begin().raw(json{{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", int(r) + 1},
-                         {"args", {{"sort_index", int(r)}}}}
+    out.begin().raw(json{
+        {"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", int(r) + 1}, {"args", {{"sort_index", int(r)}}}}
                         .dump());
   }
   if (!out.flush()) {
@@ -316,12 +319,7 @@ ExportResult export_json(int fd, const std::vector<const Ring*>& rings, const Se
           const uint64_t id = uint64_t(si->pos) + 1;
           const uint64_t enq = std::max(e.t0, s->t1);
           head(R"("mail")", "mail", "s", s->ring).raw(R"(,"id":)").u(id).raw(R"(,"ts":)").us(ts(s->t1)).raw("}");
-          head(R"("mail")", "mail", "f", e.ring)
-              .raw(R"(,"bp":"e","id":)")
-              .u(id)
-              .raw(R"(,"ts":)")
-              .us(ts(e.t1))
-              .raw("}");
+          head(R"("mail")", "mail", "f", e.ring).raw(R"(,"bp":"e","id":)").u(id).raw(R"(,"ts":)").us(ts(e.t1)).raw("}");
           ++flows;
           head(region(e.type_info, e.kind), "handler", "X", e.ring)
               .raw(R"(,"ts":)")

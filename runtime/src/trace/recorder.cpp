@@ -89,8 +89,7 @@ void Session::start(std::function<void(bool)> gate) {
     recording_.store(true, std::memory_order_relaxed);
     gate_(true);
     if (info_.window_duration_ns == 0) return;  // until shutdown
-    if (window_cv_.wait_until(lk, at(info_.window_start_ns + info_.window_duration_ns),
-                              [&] { return window_stop_; })) {
+    if (window_cv_.wait_until(lk, at(info_.window_start_ns + info_.window_duration_ns), [&] { return window_stop_; })) {
       return;  // shutdown inside the window: the shutdown write has it
     }
     gate_(false);

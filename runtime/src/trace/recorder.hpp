@@ -80,14 +80,14 @@ enum class EventType : uint8_t { send = 1, flush, handler, park, timer, recruit,
 /// and Session::write (export.cpp).
 struct Event {
   EventType type;
-  uint8_t flags;       // handler: 1 = coroutine resume; park: 1 = timed out; recruit: 1 = width gate
-  uint16_t ring;       // the ring (thread track) it was recorded on
-  uint32_t kind;       // message kind (send, handler, flush: the producer's), timer reason
-  uint32_t kind2;      // send: the producer handler's kind; recruit: groups staged
-  uint32_t count;      // flush: mails; recruit: siblings recruited; experiment: speedup %
-  uint64_t t0, t1, t2; // per type (ns)
-  uint64_t id;         // mail key (send, handler; hooks.hpp mail_key); experiment: region id
-  uint64_t a;          // recipient pid (send), actor pid (handler, flush)
+  uint8_t flags;          // handler: 1 = coroutine resume; park: 1 = timed out; recruit: 1 = width gate
+  uint16_t ring;          // the ring (thread track) it was recorded on
+  uint32_t kind;          // message kind (send, handler, flush: the producer's), timer reason
+  uint32_t kind2;         // send: the producer handler's kind; recruit: groups staged
+  uint32_t count;         // flush: mails; recruit: siblings recruited; experiment: speedup %
+  uint64_t t0, t1, t2;    // per type (ns)
+  uint64_t id;            // mail key (send, handler; hooks.hpp mail_key); experiment: region id
+  uint64_t a;             // recipient pid (send), actor pid (handler, flush)
   const void* type_info;  // actor type (handler: recipient, send and flush: producer)
 };
 static_assert(sizeof(Event) == 64);
@@ -156,17 +156,17 @@ struct SessionInfo {
   double rate = 1;
   bool burst = false;
   uint32_t workers = 0;
-  uint64_t window_start_ns = 0;     // recording starts this long after boot
-  uint64_t window_duration_ns = 0;  // and stops after this long; 0: at shutdown
+  uint64_t window_start_ns = 0;                 // recording starts this long after boot
+  uint64_t window_duration_ns = 0;              // and stops after this long; 0: at shutdown
   uint64_t export_deadline_ns = 2'000'000'000;  // a signal's write may take this long; 0: no limit
 };
 
 /// What a write produced (export.cpp).
 struct ExportResult {
-  bool ok = false;           // the file was written and renamed into place
-  uint64_t recorded = 0;     // events published in the rings
-  uint64_t written = 0;      // events that made it into the file
-  uint64_t cut = 0;          // events dropped because the deadline passed (recorded - written)
+  bool ok = false;        // the file was written and renamed into place
+  uint64_t recorded = 0;  // events published in the rings
+  uint64_t written = 0;   // events that made it into the file
+  uint64_t cut = 0;       // events dropped because the deadline passed (recorded - written)
 };
 
 /// Export memory on top of the rings, per recorded event, at most: the send

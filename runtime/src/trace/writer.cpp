@@ -40,10 +40,11 @@ namespace {
 std::mutex g_mu;
 std::vector<Session*> g_sessions;  // guarded by g_mu
 int g_read_fd = -1;                // guarded by g_mu: the pipe's read end (the writer thread has a copy)
-std::atomic<int> g_write_fd{-1};    // read by the signal handler and request_writes
-struct sigaction g_old_int {}, g_old_term {};
-bool g_started = false;             // guarded by g_mu
-std::thread g_thread;               // guarded by g_mu: the writer thread while started
+std::atomic<int> g_write_fd{-1};   // read by the signal handler and request_writes
+struct sigaction g_old_int {
+}, g_old_term{};
+bool g_started = false;  // guarded by g_mu
+std::thread g_thread;    // guarded by g_mu: the writer thread while started
 
 extern "C" void on_trace_signal(int sig) {
   const int saved = errno;

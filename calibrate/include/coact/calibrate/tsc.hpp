@@ -66,10 +66,10 @@ inline uint64_t read_tsc_fenced() noexcept {
 
 /// How has_invariant_tsc() decided; both views, for the CLI's report.
 struct InvariantTscReport {
-  bool cpuid_invariant = false;      ///< CPUID 0x80000007 EDX bit 8 ("Invariant TSC").
-  bool cpuinfo_readable = false;     ///< /proc/cpuinfo could be read and had a flags line.
-  bool cpuinfo_constant_tsc = false; ///< flags contain constant_tsc.
-  bool cpuinfo_nonstop_tsc = false;  ///< flags contain nonstop_tsc.
+  bool cpuid_invariant = false;       ///< CPUID 0x80000007 EDX bit 8 ("Invariant TSC").
+  bool cpuinfo_readable = false;      ///< /proc/cpuinfo could be read and had a flags line.
+  bool cpuinfo_constant_tsc = false;  ///< flags contain constant_tsc.
+  bool cpuinfo_nonstop_tsc = false;   ///< flags contain nonstop_tsc.
   /// The verdict: the CPUID bit, cross-checked with the kernel's flags when
   /// they are readable (both constant_tsc and nonstop_tsc must be present).
   bool invariant = false;
@@ -84,10 +84,10 @@ bool has_invariant_tsc();
 
 /// One measurement of the TSC rate against CLOCK_MONOTONIC.
 struct TscMeasurement {
-  uint64_t tsc_hz = 0;             ///< Median of the rounds.
-  uint64_t min_round_hz = 0;       ///< Smallest round (spread = max - min).
-  uint64_t max_round_hz = 0;       ///< Largest round.
-  int rounds = 0;                  ///< Rounds measured.
+  uint64_t tsc_hz = 0;                         ///< Median of the rounds.
+  uint64_t min_round_hz = 0;                   ///< Smallest round (spread = max - min).
+  uint64_t max_round_hz = 0;                   ///< Largest round.
+  int rounds = 0;                              ///< Rounds measured.
   std::chrono::nanoseconds round_interval{0};  ///< Wall interval per round.
   /// Worst endpoint uncertainty seen: the width of the clock_gettime..rdtsc..clock_gettime
   /// bracket that pairs a TSC value with a CLOCK_MONOTONIC value.
@@ -110,8 +110,7 @@ struct TscMeasurement {
 /// Preconditions: rounds >= 1, round_interval >= 1 ms; the TSC is the one to
 /// measure (meaningful only with an invariant TSC). Any thread; blocks (sleeps).
 /// Errors: std::invalid_argument for bad arguments.
-TscMeasurement measure_tsc_hz(int rounds = 3,
-                              std::chrono::nanoseconds round_interval = std::chrono::milliseconds(20));
+TscMeasurement measure_tsc_hz(int rounds = 3, std::chrono::nanoseconds round_interval = std::chrono::milliseconds(20));
 
 /// What the CPU or hypervisor reports about the TSC rate, without measuring.
 struct CpuidTscHz {
@@ -174,9 +173,7 @@ inline bool tsc_is_source() noexcept {
 
 /// The process cycle clock: read_tsc() with an invariant TSC, else
 /// CLOCK_MONOTONIC nanoseconds. Its rate is tsc_hz(). Any thread; never blocks.
-inline uint64_t now_cycles() noexcept {
-  return detail::tsc_is_source() ? read_tsc() : detail::monotonic_ns();
-}
+inline uint64_t now_cycles() noexcept { return detail::tsc_is_source() ? read_tsc() : detail::monotonic_ns(); }
 
 /// cycles * 1e9 / hz rounded to nearest, in 128-bit arithmetic (no overflow);
 /// saturates at nanoseconds::max(). Precondition: hz > 0. Pure; any thread.

@@ -53,7 +53,9 @@ class ActorRef;
 /// True iff actor type A has a handler for message kind M. A must be complete
 /// where this is evaluated.
 template <class A, class M>
-concept handles = requires(A& a, M& m) { a.on(m); };
+concept handles = requires(A& a, M& m) {
+  a.on(m);
+};
 
 namespace detail {
 /// The handler check of every send: a static_assert in the body of a
@@ -156,7 +158,7 @@ struct TypedEnvelope final : Envelope, SmallAllocated {
     if constexpr (std::is_same_v<decltype(static_cast<A*>(actor)->on(self->msg)), Task>) {
       Task t = static_cast<A*>(actor)->on(self->msg);
       if (!t.done()) {
-        t.release();              // the cell owns the suspended frame (arm_sleep recorded it)
+        t.release();               // the cell owns the suspended frame (arm_sleep recorded it)
         keep_until_resumed(self);  // the message outlives the coroutine
         return;
       }

@@ -137,8 +137,8 @@ class [[nodiscard]] BlockingAwaiter {
       return false;
     }
     auto [cell, epoch] = detail::begin_reply_wait(h, &result_, detail::kBlockingWaitForever, Anchor::wall);
-    detail::blocking_submit(pool, new detail::BlockingJobImpl<F, R>(std::move(f_), ReplyTo<detail::BlockingOutcome<R>>(
-                                                                                       cell, epoch)));
+    detail::blocking_submit(
+        pool, new detail::BlockingJobImpl<F, R>(std::move(f_), ReplyTo<detail::BlockingOutcome<R>>(cell, epoch)));
     return true;
   }
   Value await_resume() {
@@ -157,9 +157,7 @@ class [[nodiscard]] BlockingAwaiter {
 /// Runs `f()` on the Runtime's blocking pool; co_await it inside a handler
 /// coroutine for f's value (or its exception). See the header comment.
 template <class F>
-  requires std::is_invocable_v<std::decay_t<F>&>
-BlockingAwaiter<std::decay_t<F>> blocking(F&& f) {
-  return BlockingAwaiter<std::decay_t<F>>(std::forward<F>(f));
-}
+requires std::is_invocable_v < std::decay_t<F>
+& > BlockingAwaiter<std::decay_t<F>> blocking(F&& f) { return BlockingAwaiter<std::decay_t<F>>(std::forward<F>(f)); }
 
 }  // namespace coact

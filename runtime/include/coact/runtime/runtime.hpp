@@ -58,30 +58,30 @@ struct fork_error : std::logic_error {
 /// Counters since boot. Read with relaxed loads: each is exact once the
 /// runtime is quiescent, approximate while it runs.
 struct RuntimeStats {
-  uint64_t spawned = 0;           ///< actors spawned
-  uint64_t stopped = 0;           ///< actors stopped
-  uint64_t live = 0;              ///< actors live now
-  uint64_t delivered = 0;         ///< handler runs: user mail dispatched to a handler, plus each
-                                  ///< resumption of a suspended coroutine handler (a handler that
-                                  ///< suspends k times counts k + 1); system mail is not counted
-  uint64_t dropped_dead = 0;      ///< mail to an actor that had stopped
-  uint64_t dropped_unresolved = 0;///< send by Pid or Name that resolved to nobody
-  uint64_t futex_wakes = 0;       ///< futex wake syscalls issued by parkers
-  uint64_t parks = 0;             ///< times a worker parked on its futex
-  uint64_t injector_pushes = 0;   ///< pushes onto the shared injector
-  uint64_t timers_cancelled = 0;  ///< send timers cancelled before they fired
-  uint64_t timers_dropped = 0;    ///< live timers (sends, sleeps, wait timeouts) discarded by shutdown()
-  uint64_t deque_pushes = 0;      ///< pushes onto workers' own deques
-  uint64_t wakes = 0;             ///< parked workers unparked for work (notify, recruitment)
-  uint64_t bursts = 0;            ///< burst flushes that published recipient groups
-  uint64_t recruited = 0;         ///< burst drainers pushed to the injector for siblings
-  uint64_t seized = 0;            ///< claimed burst mail whose recipient ran in place (seize won)
-  uint64_t seize_lost = 0;        ///< claimed burst mail deposited in the inbox (seize lost)
-  uint64_t ring_fallbacks = 0;    ///< in-handler sends that took a heap envelope (ring full)
-  uint64_t timed_parks = 0;       ///< timekeeper parks with a timer deadline (each one kernel timer wake)
-  uint64_t early_wake_spin_ns = 0;///< ns the timekeeper spun between its early wake and the deadline
-  uint64_t wake_late_ns = 0;      ///< ns its timed parks returned past the requested (early) wake, summed
-  uint64_t mailbox_rejected = 0;  ///< sends from outside the pool refused by COACT_MAILBOX_BOUND (never silent)
+  uint64_t spawned = 0;             ///< actors spawned
+  uint64_t stopped = 0;             ///< actors stopped
+  uint64_t live = 0;                ///< actors live now
+  uint64_t delivered = 0;           ///< handler runs: user mail dispatched to a handler, plus each
+                                    ///< resumption of a suspended coroutine handler (a handler that
+                                    ///< suspends k times counts k + 1); system mail is not counted
+  uint64_t dropped_dead = 0;        ///< mail to an actor that had stopped
+  uint64_t dropped_unresolved = 0;  ///< send by Pid or Name that resolved to nobody
+  uint64_t futex_wakes = 0;         ///< futex wake syscalls issued by parkers
+  uint64_t parks = 0;               ///< times a worker parked on its futex
+  uint64_t injector_pushes = 0;     ///< pushes onto the shared injector
+  uint64_t timers_cancelled = 0;    ///< send timers cancelled before they fired
+  uint64_t timers_dropped = 0;      ///< live timers (sends, sleeps, wait timeouts) discarded by shutdown()
+  uint64_t deque_pushes = 0;        ///< pushes onto workers' own deques
+  uint64_t wakes = 0;               ///< parked workers unparked for work (notify, recruitment)
+  uint64_t bursts = 0;              ///< burst flushes that published recipient groups
+  uint64_t recruited = 0;           ///< burst drainers pushed to the injector for siblings
+  uint64_t seized = 0;              ///< claimed burst mail whose recipient ran in place (seize won)
+  uint64_t seize_lost = 0;          ///< claimed burst mail deposited in the inbox (seize lost)
+  uint64_t ring_fallbacks = 0;      ///< in-handler sends that took a heap envelope (ring full)
+  uint64_t timed_parks = 0;         ///< timekeeper parks with a timer deadline (each one kernel timer wake)
+  uint64_t early_wake_spin_ns = 0;  ///< ns the timekeeper spun between its early wake and the deadline
+  uint64_t wake_late_ns = 0;        ///< ns its timed parks returned past the requested (early) wake, summed
+  uint64_t mailbox_rejected = 0;    ///< sends from outside the pool refused by COACT_MAILBOX_BOUND (never silent)
 
   /// Scheduling synchronizations: wakes + injector pushes + deque pushes.
   uint64_t syncs() const noexcept { return wakes + injector_pushes + deque_pushes; }
@@ -197,9 +197,7 @@ class Runtime {
   template <class A, class M>
   TimerId send_after(Pid pid, std::chrono::nanoseconds d, M&& msg) {
     detail::check_handles<A, std::remove_cvref_t<M>>();  // in the body: A may be complete only later (actor.hpp)
-    auto act = [this, pid, m = std::remove_cvref_t<M>(std::forward<M>(msg))]() mutable {
-      send<A>(pid, std::move(m));
-    };
+    auto act = [this, pid, m = std::remove_cvref_t<M>(std::forward<M>(msg))]() mutable { send<A>(pid, std::move(m)); };
     return arm_send(d, Anchor::virtual_time, new detail::TimerActionImpl<decltype(act)>(std::move(act)));
   }
   /// By name, resolved at fire time.
@@ -244,8 +242,7 @@ class Runtime {
   friend class ActorBase;
   detail::ActorCell* resolve_cell(Pid pid, const std::type_info& type) const;
   void count_unresolved() noexcept;
-  bool bind_name(const std::string& name, uint32_t kind, detail::ActorCell* cell,
-                 detail::MakeEnvelope make);
+  bool bind_name(const std::string& name, uint32_t kind, detail::ActorCell* cell, detail::MakeEnvelope make);
   bool unbind_name(const std::string& name);
   bool send_named(const std::string& name, uint32_t kind, void* msg);
   void register_spawn(detail::ActorCell* cell);
@@ -280,9 +277,7 @@ ActorRef<A> Runtime::spawn(Args&&... args) {
     static_cast<A*>(cell->actor)->~A();
     cell->actor = nullptr;
   };
-  c->free_cell = [](detail::ActorCell* cell) {
-    delete reinterpret_cast<detail::CellImpl<A>*>(cell);
-  };
+  c->free_cell = [](detail::ActorCell* cell) { delete reinterpret_cast<detail::CellImpl<A>*>(cell); };
   // The run-token starts Running ("held by the spawner"), so mail that reaches
   // the actor by pid while A's constructor runs waits in the inbox.
   register_spawn(c);  // assigns the pid, holds the life reference

@@ -32,9 +32,7 @@ namespace coact {
 class Task {
  public:
   struct promise_type {
-    Task get_return_object() noexcept {
-      return Task{std::coroutine_handle<promise_type>::from_promise(*this)};
-    }
+    Task get_return_object() noexcept { return Task{std::coroutine_handle<promise_type>::from_promise(*this)}; }
     std::suspend_never initial_suspend() noexcept { return {}; }
     std::suspend_always final_suspend() noexcept { return {}; }
     void return_void() noexcept {}

@@ -29,25 +29,25 @@ using TuningSources = options::Sources;
 /// The scheduler's knobs. Defaults: docs/DESIGN.md ("Fairness levers");
 /// ranges and doc lines are in the options table (coact-calibrate --print-config).
 struct SchedulerTuning {
-  uint32_t workers = 0;                      ///< COACT_WORKERS; 0 = effective_workers() decides
-  uint32_t spin_window_us = 50;              ///< COACT_SPIN_WINDOW_US
-  bool peer_steal = false;                   ///< COACT_PEER_STEAL
-  uint32_t batch_max_mails = 64;             ///< COACT_BATCH_MAX_MAILS
-  uint32_t batch_max_us = 200;               ///< COACT_BATCH_MAX_US
-  uint32_t clock_check_stride = 8;           ///< COACT_CLOCK_CHECK_STRIDE
+  uint32_t workers = 0;                          ///< COACT_WORKERS; 0 = effective_workers() decides
+  uint32_t spin_window_us = 50;                  ///< COACT_SPIN_WINDOW_US
+  bool peer_steal = false;                       ///< COACT_PEER_STEAL
+  uint32_t batch_max_mails = 64;                 ///< COACT_BATCH_MAX_MAILS
+  uint32_t batch_max_us = 200;                   ///< COACT_BATCH_MAX_US
+  uint32_t clock_check_stride = 8;               ///< COACT_CLOCK_CHECK_STRIDE
   std::optional<uint32_t> local_time_budget_us;  ///< COACT_LOCAL_TIME_BUDGET_US; nullopt = adaptive ("auto")
-  std::optional<uint64_t> handoff_cost_ns;   ///< COACT_HANDOFF_COST_NS; nullopt = calibrated ("auto")
-  uint32_t local_sticky_max = 256;           ///< COACT_LOCAL_STICKY_MAX
-  uint32_t local_chain_backstop = 64;        ///< COACT_LOCAL_CHAIN_BACKSTOP
-  bool burst = false;                        ///< COACT_BURST (off: every send deposits and wakes on its own)
-  uint32_t burst_ring_bytes = 65536;         ///< COACT_BURST_RING_BYTES; 0 = no ring
-  uint32_t burst_recruit_min = 9;            ///< COACT_BURST_RECRUIT_MIN (width gate)
-  uint32_t burst_recruit_max = 32;           ///< COACT_BURST_RECRUIT_MAX (0 = never recruit)
+  std::optional<uint64_t> handoff_cost_ns;       ///< COACT_HANDOFF_COST_NS; nullopt = calibrated ("auto")
+  uint32_t local_sticky_max = 256;               ///< COACT_LOCAL_STICKY_MAX
+  uint32_t local_chain_backstop = 64;            ///< COACT_LOCAL_CHAIN_BACKSTOP
+  bool burst = false;                            ///< COACT_BURST (off: every send deposits and wakes on its own)
+  uint32_t burst_ring_bytes = 65536;             ///< COACT_BURST_RING_BYTES; 0 = no ring
+  uint32_t burst_recruit_min = 9;                ///< COACT_BURST_RECRUIT_MIN (width gate)
+  uint32_t burst_recruit_max = 32;               ///< COACT_BURST_RECRUIT_MAX (0 = never recruit)
   /// COACT_TRACE: fraction of mail traced (docs/traces.md): 0 = off (no recording, no trace file), 1 = every mail, else a
   /// sample in (0, 1). While on, parks, wakes and timer fires are recorded too.
   double trace = 0;
   std::string trace_output = "coact-trace.json";  ///< COACT_TRACE_OUTPUT; "" = never written
-  uint32_t trace_buffer = 131072;            ///< COACT_TRACE_BUFFER: events kept per thread
+  uint32_t trace_buffer = 131072;                 ///< COACT_TRACE_BUFFER: events kept per thread
   /// COACT_TRACE_START_MS / COACT_TRACE_DURATION_MS: the trace window, ms
   /// after boot; duration 0 = until shutdown. Recording is off outside it;
   /// the file is written when it closes (or at shutdown, whichever is first).

@@ -63,11 +63,11 @@ struct ActorCell {
   // Coroutine wait state, holder-only (the worker in Running): the suspended
   // handler frame, its envelope, the current wait epoch (with pid: the wait
   // identity) and mail kept aside while waiting (allocated on first use).
-  void* waiting = nullptr;               // std::coroutine_handle<>::address()
+  void* waiting = nullptr;  // std::coroutine_handle<>::address()
   Envelope* waiting_env = nullptr;
   uint64_t wait_epoch = 0;
-  void* reply_slot = nullptr;            // std::optional<R>* of the current ask, if any
-  uint64_t wait_timer = 0;               // seq of the current ask's WaitTimeout entry (0: none armed)
+  void* reply_slot = nullptr;  // std::optional<R>* of the current ask, if any
+  uint64_t wait_timer = 0;     // seq of the current ask's WaitTimeout entry (0: none armed)
   struct Stash* stash = nullptr;
   // Holder-only: this actor's burst state as a producer (detail/burst.hpp),
   // created at its first burst flush, freed when it stops.

@@ -149,7 +149,8 @@ class Mailbox {
     e->next.store(nullptr, std::memory_order_relaxed);
     // Before the exchange, so the count never trails a pop of this mail (the
     // consumer's acquire of `next` below orders it); depth() clamps anyway.
-    if (counting_) [[unlikely]] pushed_.fetch_add(1, std::memory_order_relaxed);
+    if (counting_) [[unlikely]]
+      pushed_.fetch_add(1, std::memory_order_relaxed);
     // seq_cst: one RMW in head_'s modification order (run_token.hpp).
     const uintptr_t prev = head_.exchange(word(e, true), std::memory_order_seq_cst);
     ptr(prev)->next.store(e, std::memory_order_release);
@@ -161,7 +162,8 @@ class Mailbox {
   /// comment). Inlined into the drain loop: uncounted, it is the bare queue
   /// and one test of a flag on the consumer's own line.
   [[gnu::always_inline]] Envelope* pop() noexcept {
-    if (count_pops_) [[unlikely]] return pop_counted();
+    if (count_pops_) [[unlikely]]
+      return pop_counted();
     return take();
   }
 
@@ -276,7 +278,9 @@ class Mailbox {
   bool held() const noexcept { return (head_.load(std::memory_order_relaxed) & kRunTokenHeld) != 0; }
 
  private:
-  static uintptr_t word(Envelope* e, bool held) noexcept { return reinterpret_cast<uintptr_t>(e) | (held ? kRunTokenHeld : 0); }
+  static uintptr_t word(Envelope* e, bool held) noexcept {
+    return reinterpret_cast<uintptr_t>(e) | (held ? kRunTokenHeld : 0);
+  }
   static Envelope* ptr(uintptr_t w) noexcept { return reinterpret_cast<Envelope*>(w & ~kRunTokenHeld); }
   static_assert(alignof(Envelope) > kRunTokenHeld, "the run-token bit must be free in an Envelope pointer");
 
