@@ -1,6 +1,6 @@
 // causal/src/hooks.cpp: slow paths of the runtime hooks (coact/causal/hooks.hpp)
 // and the kind namer. The hooks run only while a sweep is active:
-// handler enter/exit drive the region stack (region.cpp: visits, exclusive
+// handler enter/exit drive the region stack (region_stack.cpp: visits, exclusive
 // cycles, virtual speedup, handler-completion points); pay points and resumes
 // drive the delay ledger.
 #include <coact/causal/hooks.hpp>
@@ -62,7 +62,7 @@ constexpr uint64_t kOvershootCycles = 5'000;
 
 }  // namespace
 
-// hook_handler_enter / hook_handler_exit are defined in region.cpp (next to
+// hook_handler_enter / hook_handler_exit are defined in handler_sampling.cpp (next to
 // their fast paths, so a hook is one call).
 
 namespace {

@@ -1,4 +1,4 @@
-// The cheap sweep (causal/src/region.cpp, "Handler-run sampling" and the
+// The cheap sweep (causal/src/detail/region_state.hpp, "Handler-run sampling" and the
 // slot protocol; causal/include/coact/causal/handler_fast_path.hpp): handler
 // runs of a region that is not live read no TSC (but for a sample), take no
 // region-stack frame and open their live slot untimed, yet a run that
@@ -182,7 +182,7 @@ TEST_CASE("cheap sweep: short handler runs count every visit and estimate their 
     const auto r1 = ca::region_stats(id);
     CHECK(r1.visits - r0.visits == uint64_t(kRuns));  // visits are exact
     // Every sample lasts at least the 600 ns spin and the weights add up to
-    // the runs (but for the at most 191 after the last sample, region.cpp's
+    // the runs (but for the at most 191 after the last sample, handler_sampling.cpp's
     // largest stride): a floor that no preemption can break.
     const uint64_t est = r1.cycles - r0.cycles;
     CHECK(double(est) >= 0.95 * double(kRuns - 192) * double(cycles_of(std::chrono::nanoseconds(600))));
@@ -252,7 +252,7 @@ TEST_CASE("cheap sweep: a fast run that a scope made a stack frame is closed by 
           "[causal][region]") {
   // The fast exit closes a slot only while it holds exactly the fast run's
   // untimed word; a scope inside the run (or a stale pop) turns the fast
-  // frame into a stack frame and marks the slot held (region.cpp unfast).
+  // frame into a stack frame and marks the slot held (fast_gate.cpp unfast).
   // Without that mark, after a stale pop the token's fast exit would close
   // the slot and leave the frame on the stack (depth 1 after the exit, the
   // gate closed for the next run).
@@ -309,7 +309,7 @@ TEST_CASE("cheap sweep: a fast run that a scope made a stack frame is closed by 
 TEST_CASE("cheap sweep: a handler-completion point counts every run once, on every path and across re-attachment",
           "[causal][region][progress]") {
   // No hook visits a handler-completion point: it reads its region's visit
-  // counts while attached (region.cpp set_completion_handlers). Runs on the
+  // counts while attached (region_table.cpp set_completion_handlers). Runs on the
   // fast untimed path, the sampled path, the general path (a scope inside
   // the run), with and without a token, and a run straddling an experiment
   // start all count once; re-attaching counts nothing twice; detached runs

@@ -116,7 +116,7 @@ inline uint64_t debt_cycles() noexcept {
 /// calibrates.
 void add_delay(uint64_t cycles) noexcept;
 
-/// Live accrual (region.cpp): `cycles` of virtual speedup of a region that is
+/// Live accrual (live_accrual.cpp): `cycles` of virtual speedup of a region that is
 /// still running on *another* thread, published into G by the caller on the
 /// owner's behalf: G += cycles, the caller's L unchanged (the caller owes it
 /// like every other thread; the owner takes it back with credit_local). Any

@@ -7,18 +7,18 @@
 //   * FastEntry: one entry of the calling thread's handler-region cache,
 //     keyed by (actor type, message kind): the region id, the sampling
 //     countdown, the region's completion point (the entry's validity mark:
-//     a completion point counts its region's visits, region.cpp
+//     a completion point counts its region's visits, region_table.cpp
 //     set_completion_handlers, so no hook visits it), and the thread's visit
 //     counter and live-slot state word;
 //   * FastThread t_fast: that cache and `gate`, the cache itself while the
 //     fast path may run, else g_gate_closed_cache (entries all empty);
 //   * g_live_slot_word: the live slot state of the region that is live now
 //     (selected with speedup s > 0; region | kSlotUntimed), else 0 — a mirror
-//     of region.cpp's selection word, so that the fast path tests liveness
+//     of the selection word (selection.cpp), so that the fast path tests liveness
 //     with one compare against its entry's slot_word;
 //   * fast_enter / fast_exit_entry (fast_exit: the same by keys): the fast
 //     path. Each refuses (null, false) when the run needs the general path
-//     (region.cpp enter_handler_slow / exit_handler_slow), having changed
+//     (handler_sampling.cpp enter_handler_slow / exit_handler_slow), having changed
 //     nothing, but for a fast enter that opened the slot and then found the
 //     region live (the general enter closes it again). fast_enter returns
 //     the entry it opened, which the runtime keeps across the handler call
@@ -50,7 +50,7 @@
 // t_fast.cache only while the region stack is empty, no sampled fast frame
 // is open and the slot and counter block are taken; otherwise it is
 // g_gate_closed_cache, whose entries are all empty, so fast_enter refuses.
-// Every general-path entry point in region.cpp first turns an open fast
+// Every general-path entry point of the region files first turns an open fast
 // frame into an ordinary stack frame (unfast) and finally reopens the gate
 // from the stack (settle_gate).
 //
@@ -58,13 +58,13 @@
 // run that begins during the membarrier make: docs/design/fast-path-handshake.md.
 //
 // Threads: t_fast is touched only by its own thread (and read by that
-// thread's signal handler); a slot's state word also by payers (region.cpp).
+// thread's signal handler); a slot's state word also by payers (live_accrual.cpp).
 // g_live_slot_word is written by begin_experiment / end_experiment (release)
 // and read by every fast enter and exit (acquire).
 // A stale read is the same race as a stale read of the selection word (a
 // run that begins or ends within nanoseconds of an experiment's edge counts
 // as inside or outside it); it never loses a run that straddles the edge
-// (region.cpp, "Straddlers").
+// (src/detail/region_state.hpp, "Straddlers").
 // Blocking: never. Lifetime: thread-local state lives as long as its thread.
 #pragma once
 
@@ -80,7 +80,7 @@ class ProgressPoint;
 namespace detail {
 
 /// A live slot's state flag: the open segment was opened without a TSC read
-/// (its region was not live). region.cpp LiveSlot.
+/// (its region was not live). src/detail/region_state.hpp LiveSlot.
 inline constexpr uint32_t kSlotUntimed = 0x40000000u;
 /// A live slot's state flag: the open untimed segment is not a fast untimed
 /// frame's (it is a region-stack frame's, or a sampled fast frame's), so the
@@ -91,19 +91,19 @@ inline constexpr uint32_t kSlotHeld = 0x20000000u;
 inline constexpr uint32_t kFastCacheSlots = 64;
 
 /// One cache entry. Written only by its thread: the keys, region, slot and
-/// completion by region.cpp's general path when it (re)fills the entry; the
+/// completion by the general path (handler_sampling.cpp) when it (re)fills the entry; the
 /// countdown by both paths.
 struct FastEntry {
   const void* type;    ///< actor type (key); with `kind`, valid iff `completion` is set
   uint32_t kind;       ///< message kind (key)
   uint32_t slot_word;  ///< region | kSlotUntimed: the live slot state of a fast untimed run
   uint16_t countdown;  ///< untimed runs left before the next sampled one; 0: the next run takes the general path
-  uint16_t stride;     ///< the countdown's value when it was set (region.cpp: the sample's weight)
+  uint16_t stride;     ///< the countdown's value when it was set (handler_sampling.cpp: the sample's weight)
   uint32_t region;     ///< the handler region (kNoRegion if the table was full)
-  /// The region's handler-completion point (region.cpp Region::completion),
+  /// The region's handler-completion point (src/detail/region_state.hpp Region::completion),
   /// or a null atomic for kNoRegion; null: the entry is empty.
   const std::atomic<ProgressPoint*>* completion;
-  /// This thread's visit counter of the region (its counter block, region.cpp
+  /// This thread's visit counter of the region (its counter block, region_state.hpp
   /// ThreadCounters); null while the thread has none (then `countdown` stays 0).
   uint64_t* visits;
   /// This thread's live slot's state word (set with `visits`): the fast exit
@@ -133,7 +133,7 @@ COACT_CAUSAL_LOCAL inline constinit std::atomic<uint32_t> g_gate_closed{kSlotHel
 COACT_CAUSAL_LOCAL inline constinit FastEntry g_fast_general{nullptr, 0, 0xFFFFFFFFu, 0, 0, 0, nullptr, nullptr, &g_gate_closed, {}};
 /// The calling thread's state. constinit: no TLS guard on access. A new
 /// thread starts with the gate closed: its first run takes the general path,
-/// which takes the slot and counter block and opens the gate (region.cpp
+/// which takes the slot and counter block and opens the gate (fast_gate.cpp
 /// settle_gate).
 COACT_CAUSAL_LOCAL_TLS inline constinit thread_local FastThread t_fast{{}, g_gate_closed_cache};
 /// The live region's slot state (region | kSlotUntimed; the region selected
@@ -198,12 +198,12 @@ inline bool load_equals(const std::atomic<uint32_t>* a, uint32_t v) noexcept {
 /// opened fast frame's cache entry (the exit's token: hooks.hpp
 /// on_handler_exit), or null: take the general path (nothing was done, or
 /// the slot was opened and the region found live: the general enter,
-/// region.cpp enter_handler_slow, closes it first).
+/// handler_sampling.cpp enter_handler_slow, closes it first).
 inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   // The gate is the cache itself: closed, every entry is empty.
   FastEntry& e = fast_cache_entry(t_fast.gate, type, kind);
   // A nonzero countdown implies a filled entry whose region is not kNoRegion
-  // and whose `visits` and `slot` are set (region.cpp sets it only then).
+  // and whose `visits` and `slot` are set (handler_sampling.cpp sets it only then).
   // (Tested first, and decremented last: the decrement first, as one `subw`
   // and a branch on its borrow, is one instruction fewer but ran slower;
   // docs/results/sweep-cost-history.md.)
@@ -216,7 +216,7 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   // membarrier's business.
   e.slot->store(word, std::memory_order_release);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  // Live: the general path (region.cpp enter_handler_slow) closes the slot
+  // Live: the general path (handler_sampling.cpp enter_handler_slow) closes the slot
   // just opened and times the run. (No call here: a call would keep the
   // keys in callee-saved registers, two more instructions on every
   // dispatch, with or without a sweep.)
@@ -230,23 +230,23 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
 /// whole identity test: only fast_enter stores that word (a stack frame's
 /// or a sampled frame's untimed state carries kSlotHeld, a timed one no
 /// kSlotUntimed), and every general-path function that turns the open fast
-/// frame into a stack frame marks the slot held first (region.cpp unfast).
+/// frame into a stack frame marks the slot held first (fast_gate.cpp unfast).
 /// Calling thread only; false: nothing was done, take the general path.
 inline bool fast_exit_entry(FastEntry* e) noexcept {
   // No live-word test: an experiment on the region that began while the run
-  // went on claimed the slot at its begin (region.cpp, "Straddlers"), so
+  // went on claimed the slot at its begin (region_state.hpp, "Straddlers"), so
   // the slot no longer holds e's slot word. acquire: pairs with the
   // claimer's and payers' release (then the general path reads what they
   // published).
   std::atomic<uint32_t>* const slot = e->slot;
   if (!load_equals(slot, e->slot_word)) return false;
-  slot->store(0, std::memory_order_relaxed);  // region.cpp close_segment: a non-live close
+  slot->store(0, std::memory_order_relaxed);  // live_accrual.cpp close_segment: a non-live close
   bump_single_writer(e->visits);  // region_total reads it relaxed
   return true;
 }
 
 /// The fast handler exit by keys, for a caller that kept no token (file
-/// comment; region.cpp exit_handler): the open fast frame must be
+/// comment; handler_sampling.cpp exit_handler): the open fast frame must be
 /// (type, kind)'s. Calling thread only; false: nothing was done.
 inline bool fast_exit(const void* type, uint32_t kind) noexcept {
   FastEntry* const base = t_fast.gate;

@@ -67,7 +67,7 @@ std::string (*kind_namer() noexcept)(uint32_t);
 
 #if COACT_CAUSAL_ENABLED
 namespace detail {
-/// The general paths of the handler hooks (region.cpp enter_handler_slow /
+/// The general paths of the handler hooks (handler_sampling.cpp enter_handler_slow /
 /// exit_handler_slow): called when fast_enter / fast_exit refused.
 /// cold: the callers keep their registers for the fast path.
 [[gnu::cold]] void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;

@@ -14,7 +14,7 @@
 //     counts every completed run of that handler, with no code change
 //     (region.hpp, set_completion_handlers; the controller's
 //     Options::progress_handlers). No hook visits it: its visits() are the
-//     region's own visit counts while attached (region.cpp), so a handler
+//     region's own visit counts while attached (region_table.cpp), so a handler
 //     run pays nothing for it.
 // A name is one point of one kind: using one name both with COACT_PROGRESS and
 // with COACT_BEGIN/END aborts with a message naming it.
@@ -54,7 +54,7 @@ enum class ProgressKind : uint8_t { throughput, latency };
 class ProgressPoint;
 namespace detail {
 /// The completed runs counted for handler-completion point `p`: the visits
-/// of the handler regions attached to it (region.cpp, set_completion_handlers)
+/// of the handler regions attached to it (region_table.cpp, set_completion_handlers)
 /// since they were attached. Any thread but a signal handler; takes the
 /// region registry's mutex.
 uint64_t handler_completion_visits(const ProgressPoint* p) noexcept;

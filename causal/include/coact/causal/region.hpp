@@ -30,7 +30,7 @@
 // cache: a direct-mapped table keyed by (type_info*, kind), no lock, no
 // allocation). Enter/exit touch only the calling thread's stack and live slot,
 // and on exit single-writer relaxed adds on the calling thread's own counter
-// block (sharded: readers sum the blocks; region.cpp ThreadCounters). The TSC
+// block (sharded: readers sum the blocks; src/detail/region_state.hpp ThreadCounters). The TSC
 // is read for scopes, for the selected region while its speedup is > 0, and
 // for a sample of the other handler runs (about one in 128, and every run
 // after one that lasted >= ~3 µs): a handler region's `cycles` is then an
@@ -184,14 +184,14 @@ void set_begin_experiment_hook(void (*hook)(const Selection&) noexcept) noexcept
 /// A function end_experiment calls first, before it publishes and clears
 /// the selection (line regions flush their undrained samples). Null: none.
 void set_end_experiment_hook(void (*hook)() noexcept) noexcept;
-/// Live accrual (region.cpp, file comment step 5): publishes into G
+/// Live accrual (live_accrual.cpp; src/detail/region_state.hpp step 5): publishes into G
 /// (add_global_delay) the part of the selected region that has run so far on
 /// *other* threads, and returns the delay added (cycles). Called by every pay
 /// point before it reads its debt, and by end_experiment. Any thread; never
 /// blocks except while an owner closes a slot (nanoseconds).
 uint64_t materialize_live() noexcept;
-/// Settles the calling thread's running segment now (file comment step 6 in
-/// region.cpp, without ending the frame): its virtual speedup so far goes
+/// Settles the calling thread's running segment now (step 6 in
+/// src/detail/region_state.hpp, without ending the frame): its virtual speedup so far goes
 /// into G and this thread's L (add_delay), what payers published for it is
 /// credited (credit_local), and a new segment starts. Accounting of the
 /// frame is unchanged. Used before stamping a virtual timer

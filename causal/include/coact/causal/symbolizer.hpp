@@ -161,7 +161,7 @@ class Symbolizer {
   /// Why the table is empty ("" if it is not).
   const std::string& error() const noexcept { return error_; }
 
-  struct Impl;  ///< Implementation (symbolizer.cpp); public for its C callbacks.
+  struct Impl;  ///< Implementation (src/detail/symbolizer_impl.hpp); public for its C callbacks.
 
  private:
   std::unique_ptr<Impl> impl_;

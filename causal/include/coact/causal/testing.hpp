@@ -32,7 +32,7 @@ uint32_t region_depth() noexcept;
 
 /// How the calling thread's open handler run is kept: none (no run, or an
 /// ordinary region-stack frame), a fast untimed frame, or a sampled fast
-/// frame (region.cpp). Never blocks.
+/// frame (region_stack.cpp). Never blocks.
 enum class FastFrame { none, untimed, sampled };
 FastFrame fast_frame() noexcept;
 
