@@ -153,9 +153,12 @@ constexpr std::string_view kShard = "COACT_CAUSAL_SHARD";
 
 std::string_view to_string(RegionWeight w) {
   switch (w) {
-    case RegionWeight::evidence: return "evidence";
-    case RegionWeight::time: return "time";
-    case RegionWeight::uniform: return "uniform";
+    case RegionWeight::evidence:
+      return "evidence";
+    case RegionWeight::time:
+      return "time";
+    case RegionWeight::uniform:
+      return "uniform";
   }
   return "evidence";
 }
@@ -257,26 +260,26 @@ std::optional<Options> options_from(const options::Values& v) {
   }
   o.profile_only = v.boolean(kProfileOnly);
   if (o.profile_only) {
-    for (auto [key, set] : {std::pair{kFixedRegion, !o.fixed_region.empty()},
-                            std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
-                            std::pair{kExperiments, o.max_experiments != 0},
-                            std::pair{kUntilSettled, o.until_settled}}) {
+    for (auto [key, set] :
+         {std::pair{kFixedRegion, !o.fixed_region.empty()}, std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
+          std::pair{kExperiments, o.max_experiments != 0}, std::pair{kUntilSettled, o.until_settled}}) {
       if (set) {
         bad_value(kProfileOnly, "1", fmt::format("0 when {} is set (a profile-only run has no experiments)", key));
       }
     }
   }
   if (o.until_settled && (!o.fixed_region.empty() || o.fixed_speedup_pct)) {
-    bad_value(kUntilSettled, "1",
-              fmt::format("0 when {} or {} is set (a fixed experiment never ranks regions)", kFixedRegion, kFixedSpeedup));
+    bad_value(
+        kUntilSettled, "1",
+        fmt::format("0 when {} or {} is set (a fixed experiment never ranks regions)", kFixedRegion, kFixedSpeedup));
   }
   o.output = v.text(kOutput);
   o.json_output = v.is_set(kJsonOutput) ? v.text(kJsonOutput)
                   : o.output.empty()    ? std::string()
                                         : default_json_output(o.output);
   if (o.output.empty() && o.json_output.empty()) {
-    bad_value(kOutput, "", fmt::format("a path (both {} and {} are empty: nothing would be written)", kOutput,
-                                       kJsonOutput));
+    bad_value(kOutput, "",
+              fmt::format("a path (both {} and {} are empty: nothing would be written)", kOutput, kJsonOutput));
   }
   return o;
 }
@@ -332,14 +335,15 @@ std::string options_json(const Options& o) {
       "\"experiment_ms\":{},\"max_experiment_ms\":{},\"cooldown_ms\":{},\"duration_s\":{},\"experiments\":{},"
       "\"min_delta\":{},\"region_weight\":\"{}\",\"sampling\":{},\"sample_period_us\":{},\"source_scope\":{},"
       "\"output\":{},\"json_output\":{},\"line_experiment_period_us\":{},\"profile_only\":{},"
-      "\"min_experiments\":{},\"time_share_floor_pct\":{},\"until_settled\":{},\"settle_width_pct\":{},\"sample_signal\":{}}}",
-      json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter),
-      json_quote(o.fixed_region), o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"),
-      o.experiment.count(), o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments,
-      o.min_delta, to_string(o.region_weight), o.sampling ? "true" : "false", o.sample_period.count(),
-      json_array(o.source_scope), json_quote(o.output), json_quote(o.json_output), o.line_experiment_period.count(),
-      o.profile_only ? "true" : "false", o.min_experiments, o.time_share_floor_pct,
-      o.until_settled ? "true" : "false", o.settle_width_pct, json_quote(o.sample_signal));
+      "\"min_experiments\":{},\"time_share_floor_pct\":{},\"until_settled\":{},\"settle_width_pct\":{},\"sample_"
+      "signal\":{}}}",
+      json_array(o.progress), json_array(o.progress_handlers), json_array(o.region_filter), json_quote(o.fixed_region),
+      o.fixed_speedup_pct ? format_speedup(*o.fixed_speedup_pct) : std::string("null"), o.experiment.count(),
+      o.max_experiment.count(), o.cooldown.count(), o.duration.count(), o.max_experiments, o.min_delta,
+      to_string(o.region_weight), o.sampling ? "true" : "false", o.sample_period.count(), json_array(o.source_scope),
+      json_quote(o.output), json_quote(o.json_output), o.line_experiment_period.count(),
+      o.profile_only ? "true" : "false", o.min_experiments, o.time_share_floor_pct, o.until_settled ? "true" : "false",
+      o.settle_width_pct, json_quote(o.sample_signal));
 }
 
 // ---- the sweep ----------------------------------------------------------------
@@ -436,10 +440,11 @@ class Sweep {
       try {
         SourceScope scope;
         scope.patterns = o_.source_scope;
-        sampling_ = start_line_sampling(
-            LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10), o_.line_experiment_period,
-                                parse_sample_signal(o_.sample_signal)});
-        if (!sampling_) std::fprintf(stderr, "coact causal: sampling did not start (already running, or a fork() child)\n");
+        sampling_ =
+            start_line_sampling(LineSamplingOptions{o_.sample_period, scope, std::chrono::milliseconds(10),
+                                                    o_.line_experiment_period, parse_sample_signal(o_.sample_signal)});
+        if (!sampling_)
+          std::fprintf(stderr, "coact causal: sampling did not start (already running, or a fork() child)\n");
       } catch (const std::exception& e) {
         std::fprintf(stderr, "coact causal: sampling did not start: %s\n", e.what());
       }
@@ -478,8 +483,8 @@ class Sweep {
         // Progress was made but no region could be selected (a filter or
         // fixed region that matches nothing): say that, not "no progress".
         const auto problems = filter_problems();
-        const bool no_region = std::any_of(problems.begin(), problems.end(),
-                                           [](const auto& p) { return p.what == "unknown_region"; });
+        const bool no_region =
+            std::any_of(problems.begin(), problems.end(), [](const auto& p) { return p.what == "unknown_region"; });
         return no_region && points_moved() ? "no_region" : "no_progress";
       }
       // Step 2.
@@ -609,9 +614,12 @@ class Sweep {
     if (!o_.fixed_region.empty()) return resolve_fixed(regions);
     if (ran.empty()) return kNoRegion;
     switch (o_.region_weight) {
-      case RegionWeight::time: return ran[std::discrete_distribution<size_t>(weight.begin(), weight.end())(rng_)];
-      case RegionWeight::uniform: return ran[std::uniform_int_distribution<size_t>(0, ran.size() - 1)(rng_)];
-      case RegionWeight::evidence: break;
+      case RegionWeight::time:
+        return ran[std::discrete_distribution<size_t>(weight.begin(), weight.end())(rng_)];
+      case RegionWeight::uniform:
+        return ran[std::uniform_int_distribution<size_t>(0, ran.size() - 1)(rng_)];
+      case RegionWeight::evidence:
+        break;
     }
     return pick_by_evidence(regions, ran, weight);
   }
@@ -659,7 +667,8 @@ class Sweep {
     // 2. At one progress point (each equally often): mostly the leader or
     // its closest challenger, whichever interval is wider; else any region
     // in proportion to its interval's squared width.
-    const detail::PointEstimates& pe = estimates_[std::uniform_int_distribution<size_t>(0, estimates_.size() - 1)(rng_)];
+    const detail::PointEstimates& pe =
+        estimates_[std::uniform_int_distribution<size_t>(0, estimates_.size() - 1)(rng_)];
     auto find = [&](uint32_t id) -> const detail::RegionEstimate* {
       for (const auto& r : pe.regions) {
         if (r.region == id) return &r;
@@ -673,7 +682,8 @@ class Sweep {
       const detail::RegionEstimate* c = nullptr;
       for (uint32_t id : above) {
         const detail::RegionEstimate* r = find(id);
-        if (r != nullptr && r->region != l.region && r->ranked && (c == nullptr || r->slope + r->half > c->slope + c->half)) {
+        if (r != nullptr && r->region != l.region && r->ranked &&
+            (c == nullptr || r->slope + r->half > c->slope + c->half)) {
           c = r;
         }
       }
@@ -809,10 +819,10 @@ class Sweep {
       const std::string limit =
           o_.duration.count() != 0
               ? fmt::format("the sweep runs on until its duration ({} s)", o_.duration.count())
-              : fmt::format("the sweep stops experimenting if none is reached in its first {:.0f} s",
-                            std::chrono::duration<double>(
-                                std::max<steady::duration>(kGiveUpMin, kGiveUpWindows * max_window_))
-                                .count());
+              : fmt::format(
+                    "the sweep stops experimenting if none is reached in its first {:.0f} s",
+                    std::chrono::duration<double>(std::max<steady::duration>(kGiveUpMin, kGiveUpWindows * max_window_))
+                        .count());
       warn("no_progress",
            names.empty() ? fmt::format("no {}progress point has been reached in {:.1f} s (so far); {}",
                                        o_.progress.empty() ? "" : "matching ", secs, limit)
@@ -850,7 +860,8 @@ class Sweep {
       });
     });
     if (!m.empty()) {
-      out.push_back({"unknown_progress", fmt::format("COACT_CAUSAL_PROGRESS: no progress point matches '{}'", join(m, "', '")), m});
+      out.push_back({"unknown_progress",
+                     fmt::format("COACT_CAUSAL_PROGRESS: no progress point matches '{}'", join(m, "', '")), m});
     }
     m = unmatched(o_.progress_handlers, [&](const std::string& e) { return region_has(e, true); });
     if (!m.empty()) {
@@ -859,7 +870,8 @@ class Sweep {
     }
     m = unmatched(o_.region_filter, [&](const std::string& e) { return region_has(e, false); });
     if (!m.empty()) {
-      out.push_back({"unknown_region", fmt::format("COACT_CAUSAL_REGION_FILTER: no region matches '{}'", join(m, "', '")), m});
+      out.push_back(
+          {"unknown_region", fmt::format("COACT_CAUSAL_REGION_FILTER: no region matches '{}'", join(m, "', '")), m});
     }
     if (!o_.fixed_region.empty() && fixed_id_ == kNoRegion) {
       (void)resolve_fixed(regions);
@@ -1023,7 +1035,7 @@ class Sweep {
   const uint64_t hz_;
   std::mt19937_64 rng_;
   const std::string origin_;  // JSON members of every experiment and summary record (constructor)
-  bool sampling_ = false;  // line sampling started by this sweep
+  bool sampling_ = false;     // line sampling started by this sweep
   steady::time_point t_start_{};
   std::chrono::milliseconds window_{};
   std::chrono::milliseconds max_window_{};
@@ -1031,13 +1043,13 @@ class Sweep {
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> last_;
   std::unordered_map<ProgressPoint*, uint64_t> start_counts_;  // point -> visits + departures at sweep start
   std::unordered_map<uint32_t, uint64_t> start_cycles_;        // region id -> exclusive cycles at sweep start
-  std::vector<detail::Observation> observations_;               // every written experiment (observe())
+  std::vector<detail::Observation> observations_;              // every written experiment (observe())
   std::unordered_map<uint32_t, std::string> names_;            // region id -> name, of the observations
   std::vector<detail::PointEstimates> estimates_;              // after the last written experiment
   bool settled_ = false;                                       // Options::until_settled's rule held then
   uint32_t fixed_id_ = kNoRegion;
   std::vector<std::string> fixed_ambiguous_;
-  uint64_t windows_ = 0;       // finished experiment windows (written or empty)
+  uint64_t windows_ = 0;  // finished experiment windows (written or empty)
   // A --region-filter entry whose regions got no experiment although others
   // did (e.g. a time-weighted draw among the filter's matches spent every
   // experiment on the heaviest): said on stderr and in the profile, since
@@ -1054,12 +1066,14 @@ class Sweep {
     }
     if (missed.empty()) return;
     const std::string message = fmt::format(
-        "warning: COACT_CAUSAL_REGION_FILTER: no experiment selected a region matching '{}' ({} experiments went to {})",
+        "warning: COACT_CAUSAL_REGION_FILTER: no experiment selected a region matching '{}' ({} experiments went to "
+        "{})",
         join(missed, "', '"), summary_.experiments,
         join(std::vector<std::string>(experimented_.begin(), experimented_.end()), "; "));
     std::fprintf(stderr, "coact causal: %s\n", message.c_str());
-    w_->json_line(fmt::format("{{\"type\":\"warning\",\"what\":\"filter_without_experiments\",\"message\":{},\"names\":{}}}",
-                              json_quote(message), json_array(missed)));
+    w_->json_line(
+        fmt::format("{{\"type\":\"warning\",\"what\":\"filter_without_experiments\",\"message\":{},\"names\":{}}}",
+                    json_quote(message), json_array(missed)));
   }
 
   std::set<std::string> experimented_;  // regions of the recorded experiments
@@ -1128,7 +1142,7 @@ void Controller::start(const Options& options) {
   }
   if (options.min_delta == 0) throw std::invalid_argument("coact causal: Options::min_delta must be >= 1");
   if (s.thread.joinable()) s.thread.join();  // a sweep that ended by itself
-  const uint64_t hz = calibrate::tsc_hz();  // add_delay's precondition; may throw
+  const uint64_t hz = calibrate::tsc_hz();   // add_delay's precondition; may throw
   auto writer = std::make_unique<ProfileWriter>(options.output, options.json_output);
   uint64_t seed = options.seed;
   if (seed == 0) {
@@ -1141,9 +1155,8 @@ void Controller::start(const Options& options) {
     }
     seed = shard_seed(seed, options.shard);
   }
-  const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
+  const auto wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   writer->startup(static_cast<uint64_t>(wall_ns), hz, seed, options_json(options),
                   origin_members(options, /*every_record=*/false, base_seed));
   {

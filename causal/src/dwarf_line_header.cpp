@@ -69,7 +69,9 @@ std::optional<const char*> string_at(const Section& s, uint64_t off) {
 bool read_form(Reader& r, uint64_t form, size_t offset_size, const DebugSections& secs, const char*& str,
                uint64_t& num) {
   switch (form) {
-    case DW_FORM_string: str = r.cstr(); return r.ok;
+    case DW_FORM_string:
+      str = r.cstr();
+      return r.ok;
     case DW_FORM_line_strp:
     case DW_FORM_strp: {
       const auto s = string_at(form == DW_FORM_strp ? secs.str : secs.line_str, r.fixed(offset_size));
@@ -77,14 +79,29 @@ bool read_form(Reader& r, uint64_t form, size_t offset_size, const DebugSections
       str = *s;
       return r.ok;
     }
-    case DW_FORM_udata: num = r.uleb(); return r.ok;
-    case DW_FORM_data1: num = r.fixed(1); return r.ok;
-    case DW_FORM_data2: num = r.fixed(2); return r.ok;
-    case DW_FORM_data4: num = r.fixed(4); return r.ok;
-    case DW_FORM_data8: num = r.fixed(8); return r.ok;
-    case DW_FORM_data16: r.skip(16); return r.ok;
-    case DW_FORM_block: r.skip(r.uleb()); return r.ok;
-    default: return false;
+    case DW_FORM_udata:
+      num = r.uleb();
+      return r.ok;
+    case DW_FORM_data1:
+      num = r.fixed(1);
+      return r.ok;
+    case DW_FORM_data2:
+      num = r.fixed(2);
+      return r.ok;
+    case DW_FORM_data4:
+      num = r.fixed(4);
+      return r.ok;
+    case DW_FORM_data8:
+      num = r.fixed(8);
+      return r.ok;
+    case DW_FORM_data16:
+      r.skip(16);
+      return r.ok;
+    case DW_FORM_block:
+      r.skip(r.uleb());
+      return r.ok;
+    default:
+      return false;
   }
 }
 
@@ -137,7 +154,10 @@ bool header_files(const DebugSections& secs, uint64_t off, const char* comp_dir,
   const uint64_t header_length = r.fixed(offset_size);
   if (!r.ok || header_length > static_cast<uint64_t>(r.end - r.p)) return false;
   r.end = r.p + header_length;  // the file table lies inside the header
-  r.skip(version >= 4 ? 5 : 4);  // minimum_instruction_length, [maximum_operations_per_instruction], default_is_stmt, line_base, line_range
+  r.skip(
+      version >= 4
+          ? 5
+          : 4);  // minimum_instruction_length, [maximum_operations_per_instruction], default_is_stmt, line_base, line_range
   const uint64_t opcode_base = r.fixed(1);
   r.skip(opcode_base > 0 ? opcode_base - 1 : 0);
   if (!r.ok) return false;

@@ -77,8 +77,7 @@ struct Pt {
 }  // namespace
 
 std::vector<PointEstimates> estimate(const std::vector<Observation>& obs,
-                                     const std::unordered_map<uint32_t, std::string>& names,
-                                     uint32_t min_experiments) {
+                                     const std::unordered_map<uint32_t, std::string>& names, uint32_t min_experiments) {
   std::set<std::string> point_names;
   for (const auto& o : obs) point_names.insert(o.points.begin(), o.points.end());
   std::vector<PointEstimates> out;
@@ -184,8 +183,8 @@ std::vector<PointEstimates> estimate(const std::vector<Observation>& obs,
         if (std::isfinite(se) && se > kMinSe) re.half = student_t95(df) * se;
       }
       // Step 4.
-      re.ranked = re.experiments >= min_experiments && re.levels >= kMinLevels && m >= kMinBaseline &&
-                  std::isfinite(re.half);
+      re.ranked =
+          re.experiments >= min_experiments && re.levels >= kMinLevels && m >= kMinBaseline && std::isfinite(re.half);
       pe.regions.push_back(std::move(re));
     }
     for (size_t i = 0; i < pe.regions.size(); ++i) {

@@ -43,10 +43,10 @@ namespace coact::causal::detail {
 /// One written experiment, as the estimator needs it.
 struct Observation {
   uint32_t region = 0;
-  double speedup = 0;                 ///< fraction, 0..1
-  double duration_ns = 0;             ///< effective duration (wall minus injected delay)
-  std::vector<std::string> points;    ///< progress-point names, parallel to num / den
-  std::vector<double> num, den;       ///< value = num / den (throughput: duration / delta)
+  double speedup = 0;               ///< fraction, 0..1
+  double duration_ns = 0;           ///< effective duration (wall minus injected delay)
+  std::vector<std::string> points;  ///< progress-point names, parallel to num / den
+  std::vector<double> num, den;     ///< value = num / den (throughput: duration / delta)
 };
 
 /// A region's line fit at one progress point.
@@ -55,9 +55,9 @@ struct RegionEstimate {
   std::string name;
   uint32_t experiments = 0;  ///< non-zero-speedup points behind the fit (outliers excluded)
   uint32_t outliers = 0;
-  uint32_t levels = 0;       ///< distinct non-zero speedups
-  double slope = 0;          ///< b of y = b s
-  double half = 0;           ///< 95% half-width of b; NaN: no interval
+  uint32_t levels = 0;  ///< distinct non-zero speedups
+  double slope = 0;     ///< b of y = b s
+  double half = 0;      ///< 95% half-width of b; NaN: no interval
   bool ranked = false;
   double key(double at) const { return slope * at; }
   double lo(double at) const { return (slope - half) * at; }
@@ -67,12 +67,12 @@ struct RegionEstimate {
 /// The estimates at one progress point.
 struct PointEstimates {
   std::string point;
-  double baseline = 0;              ///< pooled value (ns per visit, or ns of latency); NaN: none
+  double baseline = 0;  ///< pooled value (ns per visit, or ns of latency); NaN: none
   uint32_t baseline_experiments = 0;
   std::vector<RegionEstimate> regions;  ///< every region with a non-zero-speedup experiment
-  int leader = -1;                  ///< index into regions of the best ranked key; -1: none ranked
-  bool separated = false;           ///< the leader's lower bound is above every other ranked upper bound
-  double widest = 0;                ///< the widest ranked interval of the key (points as a fraction)
+  int leader = -1;                      ///< index into regions of the best ranked key; -1: none ranked
+  bool separated = false;               ///< the leader's lower bound is above every other ranked upper bound
+  double widest = 0;                    ///< the widest ranked interval of the key (points as a fraction)
 };
 
 using coact::causal::student_t95;  // coact/causal/student_t.hpp
@@ -80,7 +80,6 @@ using coact::causal::student_t95;  // coact/causal/student_t.hpp
 /// The estimates of every progress point named in `obs` (sorted by name).
 /// `names` maps a region id to its name. Pure.
 std::vector<PointEstimates> estimate(const std::vector<Observation>& obs,
-                                     const std::unordered_map<uint32_t, std::string>& names,
-                                     uint32_t min_experiments);
+                                     const std::unordered_map<uint32_t, std::string>& names, uint32_t min_experiments);
 
 }  // namespace coact::causal::detail

@@ -74,8 +74,8 @@ void unfast(ThreadRegions& t) noexcept {
 // keeps the fast path off. Every general-path function that called unfast
 // calls it last.
 inline void settle_gate(const ThreadRegions& t) noexcept {
-  const bool ok = t.depth == 0 && t.slot != nullptr && t.counters != nullptr &&
-                  g_fast_frames.load(std::memory_order_relaxed) == 1;
+  const bool ok =
+      t.depth == 0 && t.slot != nullptr && t.counters != nullptr && g_fast_frames.load(std::memory_order_relaxed) == 1;
   t_fast.gate = ok ? t_fast.cache : g_gate_closed_cache;
 }
 

@@ -108,7 +108,7 @@ void exit_handler_slow(const void* actor_type, uint32_t kind) noexcept {
       const uint64_t acc = calibrate::now_cycles() - t.sample_start;
       t.sampled_open = false;
       t.slot->state.store(kNoRegion, std::memory_order_relaxed);  // close_segment's non-live close
-      f.gate = f.cache;  // enter_handler_slow found it open
+      f.gate = f.cache;                                           // enter_handler_slow found it open
       bump(*c.visits, 1);
       bump(t.counters->cycles[c.region], acc * t.sample_weight);
       // The next sample: after a run of kExactCycles or more the next run
@@ -145,9 +145,16 @@ void enter_handler_general(const void* actor_type, uint32_t kind) noexcept {
     Region* r = region != kNoRegion ? g_table[region].load(std::memory_order_acquire) : nullptr;
     const uint32_t id = r != nullptr ? region : kNoRegion;
     ThreadCounters* counters = id != kNoRegion ? counters_of(t) : nullptr;
-    c = FastEntry{actor_type, kind, id | kUntimed, 0, 0, id, r != nullptr ? &r->completion : &g_no_completion,
+    c = FastEntry{actor_type,
+                  kind,
+                  id | kUntimed,
+                  0,
+                  0,
+                  id,
+                  r != nullptr ? &r->completion : &g_no_completion,
                   counters != nullptr ? &counters->visits[id] : nullptr,
-                  counters != nullptr ? &t.slot->state : nullptr, {}};
+                  counters != nullptr ? &t.slot->state : nullptr,
+                  {}};
   }
   // Sampling (see kSampleStrideMin): a live region is timed exactly and
   // leaves the countdown alone; a countdown of 0 makes this run the sample,

@@ -15,7 +15,6 @@
 
 #include <coact/calibrate/tsc.hpp>
 
-
 namespace coact::causal {
 
 namespace {

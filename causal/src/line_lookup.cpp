@@ -70,7 +70,8 @@ void Symbolizer::Impl::load(uint32_t id) {
   const auto by_address = [](const Row& a, const Row& b) {
     return a.addr != b.addr ? a.addr < b.addr : (a.end && !b.end);
   };
-  if (!std::is_sorted(c.rows.begin(), c.rows.end(), by_address)) std::stable_sort(c.rows.begin(), c.rows.end(), by_address);
+  if (!std::is_sorted(c.rows.begin(), c.rows.end(), by_address))
+    std::stable_sort(c.rows.begin(), c.rows.end(), by_address);
   loaded_rows += c.rows.size();
 }
 
@@ -82,8 +83,8 @@ void Symbolizer::Impl::load_all() {
 
 // The row covering `addr` (null if none) and the row after it (*next).
 const Row* Symbolizer::Impl::row_at(uint64_t addr, const Row** next) {
-  auto cr = std::upper_bound(cu_ranges.begin(), cu_ranges.end(), addr,
-                             [](uint64_t a, const CuRange& r) { return a < r.lo; });
+  auto cr =
+      std::upper_bound(cu_ranges.begin(), cu_ranges.end(), addr, [](uint64_t a, const CuRange& r) { return a < r.lo; });
   if (cr == cu_ranges.begin() || addr >= std::prev(cr)->hi) return nullptr;
   const uint32_t id = std::prev(cr)->cu;
   load(id);
@@ -113,7 +114,8 @@ bool Symbolizer::known_address(uint64_t pc) const noexcept {
 }
 
 size_t Symbolizer::loaded_units() const noexcept {
-  return static_cast<size_t>(std::count_if(impl_->cus.begin(), impl_->cus.end(), [](const Impl::Cu& c) { return c.loaded; }));
+  return static_cast<size_t>(
+      std::count_if(impl_->cus.begin(), impl_->cus.end(), [](const Impl::Cu& c) { return c.loaded; }));
 }
 
 size_t Symbolizer::units() const noexcept { return impl_->cus.size(); }
@@ -148,12 +150,14 @@ const char* Symbolizer::Impl::function_at(uint64_t addr) {
       }
       o->funcs.push_back(Object::Func{value, value + sym.st_size, name});
     }
-    std::sort(o->funcs.begin(), o->funcs.end(), [](const Object::Func& a, const Object::Func& b) { return a.lo < b.lo; });
+    std::sort(o->funcs.begin(), o->funcs.end(),
+              [](const Object::Func& a, const Object::Func& b) { return a.lo < b.lo; });
   }
   // A function starting at or below addr that contains it (the nearest few:
   // aliases and nested symbols share addresses).
   const auto& funcs = o->funcs;
-  auto it = std::upper_bound(funcs.begin(), funcs.end(), addr, [](uint64_t a, const Object::Func& f) { return a < f.lo; });
+  auto it =
+      std::upper_bound(funcs.begin(), funcs.end(), addr, [](uint64_t a, const Object::Func& f) { return a < f.lo; });
   for (int k = 0; k < 8 && it != funcs.begin(); ++k) {
     --it;
     if (addr < it->hi) return it->name;

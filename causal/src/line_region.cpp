@@ -23,9 +23,9 @@ namespace {
 struct State {
   std::mutex mu;  // everything below; taken by the drainer and the end-experiment hook
   std::unique_ptr<Symbolizer> sym;
-  uint64_t period_ns = 0;             // the base period (LineSamplingOptions::period)
+  uint64_t period_ns = 0;  // the base period (LineSamplingOptions::period)
   uint64_t period_cycles = 0;
-  uint64_t experiment_ns = 0;         // the period while an experiment selects a line
+  uint64_t experiment_ns = 0;  // the period while an experiment selects a line
   uint64_t experiment_cycles = 0;
   std::unordered_map<const SourceLine*, uint32_t> line_ids;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> qualified_ids;  // (context region, line region) -> region
@@ -42,7 +42,7 @@ struct State {
   bool stopping = false;  // guarded by run_mu
   bool precise = false;   // guarded by run_mu: an experiment selects a line (drain every drain_interval)
   std::thread drainer;
-  bool running = false;   // guarded by run_mu
+  bool running = false;  // guarded by run_mu
 };
 
 State& state() {
@@ -173,9 +173,8 @@ void begin_experiment_hook(const Selection& sel) noexcept {
     }
     auto [r, fresh] = st.ranges.try_emplace(it->second.line);
     if (fresh) r->second = st.sym->ranges_of(*it->second.line);
-    detail::set_sample_target(sel.epoch, sel.region, it->second.context,
-                              st.experiment_cycles * sel.speedup_pct / 100, st.experiment_ns, r->second.data(),
-                              r->second.size());
+    detail::set_sample_target(sel.epoch, sel.region, it->second.context, st.experiment_cycles * sel.speedup_pct / 100,
+                              st.experiment_ns, r->second.data(), r->second.size());
   } catch (...) {
     detail::clear_sample_target();  // allocation failure: the drainer injects this experiment's samples
   }
@@ -194,9 +193,10 @@ bool start_line_sampling(const LineSamplingOptions& options) {
     if (!st.sym) st.sym = std::make_unique<Symbolizer>(options.scope);  // the table of the first sweep's scope
     st.period_ns = static_cast<uint64_t>(options.period.count());
     st.period_cycles = calibrate::duration_to_cycles(options.period);
-    const auto fast = options.experiment_period.count() > 0 ? options.experiment_period
-                                                            : options.period / kExperimentPeriodDivisor;
-    st.experiment_ns = static_cast<uint64_t>(std::max<std::chrono::nanoseconds>(fast, std::chrono::microseconds(10)).count());
+    const auto fast =
+        options.experiment_period.count() > 0 ? options.experiment_period : options.period / kExperimentPeriodDivisor;
+    st.experiment_ns =
+        static_cast<uint64_t>(std::max<std::chrono::nanoseconds>(fast, std::chrono::microseconds(10)).count());
     st.experiment_cycles = calibrate::duration_to_cycles(std::chrono::nanoseconds(st.experiment_ns));
     note_objects(st);
     st.stats.experiment_period_ns = st.experiment_ns;

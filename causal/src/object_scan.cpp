@@ -108,7 +108,8 @@ void Symbolizer::Impl::read_new_objects(const SourceScope& sc) {
 
 // Reads one object's CUs: their address ranges and their line programs'
 // file tables (the rows are read on first use, Impl::load).
-void Symbolizer::Impl::read_object(Dwfl_Module* mod, const char* path, uint64_t lo, uint64_t hi, const SourceScope& sc) {
+void Symbolizer::Impl::read_object(Dwfl_Module* mod, const char* path, uint64_t lo, uint64_t hi,
+                                   const SourceScope& sc) {
   const auto object = static_cast<uint32_t>(objects.size());
   objects.push_back(Object{mod, path, 0, lo, hi, {}, false});
   std::vector<std::string> header_paths;

@@ -26,13 +26,27 @@ std::string json_quote(std::string_view s) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += fmt::format("\\u{:04x}", c);
@@ -80,8 +94,8 @@ std::string format_json_experiment(const ExperimentRecord& e) {
   std::string out = fmt::format(
       "{{\"type\":\"experiment\",\"index\":{},\"region\":{},\"speedup\":{},\"duration_ns\":{},\"delay_ns\":{},"
       "\"effective_ns\":{},\"visits\":{},\"region_ns\":{},\"progress\":{{",
-      e.index, json_quote(e.region), format_speedup(e.speedup_pct), e.duration_ns, e.delay_ns, e.effective_ns,
-      e.visits, e.region_ns);
+      e.index, json_quote(e.region), format_speedup(e.speedup_pct), e.duration_ns, e.delay_ns, e.effective_ns, e.visits,
+      e.region_ns);
   bool first = true;
   for (const auto& t : e.throughput) {
     out += fmt::format("{}{}:{}", first ? "" : ",", json_quote(t.name), t.delta);
@@ -215,10 +229,11 @@ void ProfileWriter::write_group(int fd, const std::string& path, uint64_t& offse
 void ProfileWriter::startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json,
                             std::string_view origin_json) {
   write_group(coz_fd_, coz_path_, coz_offset_, format_coz_startup(time_ns));
-  write_group(json_fd_, json_path_, json_offset_,
-            fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}{}}}\n",
-                        time_ns, tsc_hz, static_cast<long>(::getpid()), seed,
-                        options_json.empty() ? std::string_view("{}") : options_json, origin_json));
+  write_group(
+      json_fd_, json_path_, json_offset_,
+      fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}{}}}\n",
+                  time_ns, tsc_hz, static_cast<long>(::getpid()), seed,
+                  options_json.empty() ? std::string_view("{}") : options_json, origin_json));
 }
 
 void ProfileWriter::experiment(const ExperimentRecord& e) {

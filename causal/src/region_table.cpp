@@ -100,9 +100,12 @@ std::pair<uint64_t, uint64_t> region_total(const Region& reg) noexcept {
 
 std::string_view to_string(RegionKind kind) noexcept {
   switch (kind) {
-    case RegionKind::handler: return "handler";
-    case RegionKind::line: return "line";
-    case RegionKind::scope: break;
+    case RegionKind::handler:
+      return "handler";
+    case RegionKind::line:
+      return "line";
+    case RegionKind::scope:
+      break;
   }
   return "scope";
 }

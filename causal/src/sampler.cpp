@@ -41,7 +41,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -64,24 +63,24 @@ namespace {
 
 struct Ring {
   int tid = 0;
-  uint64_t stack_lo = 0;    // the thread's stack [lo, hi), from pthread_getattr_np
+  uint64_t stack_lo = 0;  // the thread's stack [lo, hi), from pthread_getattr_np
   uint64_t stack_hi = 0;
-  timer_t timer{};          // the POSIX CPU-clock timer, when has_posix
-  int timer_signo = 0;      // guarded by g_mu: the signal `timer` was created with
-  int perf_fd = -1;         // guarded by g_mu: the task-clock perf event while it is open (precise mode)
+  timer_t timer{};      // the POSIX CPU-clock timer, when has_posix
+  int timer_signo = 0;  // guarded by g_mu: the signal `timer` was created with
+  int perf_fd = -1;     // guarded by g_mu: the task-clock perf event while it is open (precise mode)
   // The thread's last two perf event fds (written under g_mu when one is
   // opened, before it is enabled; read by the handler: a perf signal is
   // coact's when its si_fd is one of them; the previous one covers a signal
   // queued by an event closed since).
   std::atomic<int> sig_fd{-1};
   std::atomic<int> prev_sig_fd{-1};
-  bool perf_ok = false;     // guarded by g_mu: a perf event could be opened for the thread at registration
-  bool has_posix = false;   // guarded by g_mu
-  bool has_timer = false;   // guarded by g_mu: has_posix || perf_ok
-  bool exited = false;      // guarded by g_mu
-  bool armed = false;       // guarded by g_mu: some source armed
-  bool posix_armed = false; // guarded by g_mu
-  bool perf_armed = false;  // guarded by g_mu
+  bool perf_ok = false;      // guarded by g_mu: a perf event could be opened for the thread at registration
+  bool has_posix = false;    // guarded by g_mu
+  bool has_timer = false;    // guarded by g_mu: has_posix || perf_ok
+  bool exited = false;       // guarded by g_mu
+  bool armed = false;        // guarded by g_mu: some source armed
+  bool posix_armed = false;  // guarded by g_mu
+  bool perf_armed = false;   // guarded by g_mu
   // The period each source was last armed at (written under g_mu before the
   // source is armed; read by the handler on the ring's thread: a sample's
   // period is that of the source that signalled, so a signal still queued
@@ -97,16 +96,16 @@ struct Ring {
   RawSample buf[kSampleRing];
 };
 
-std::mutex g_mu;                    // registry, timers, draining
+std::mutex g_mu;                        // registry, timers, draining
 std::vector<Ring*>* g_rings = nullptr;  // guarded by g_mu; leaked (threads may outlive statics)
-uint64_t g_registered = 0;          // guarded by g_mu
-uint64_t g_exited = 0;              // guarded by g_mu
-uint64_t g_registered_perf = 0;     // guarded by g_mu: registered with a perf event
-uint64_t g_registered_posix = 0;    // guarded by g_mu: registered with a POSIX CPU-clock timer
-uint64_t g_retired_samples = 0;     // guarded by g_mu: samples of freed rings
-uint64_t g_retired_dropped = 0;     // guarded by g_mu
-bool g_handler_installed = false;   // guarded by g_mu
-bool g_atfork_installed = false;    // guarded by g_mu
+uint64_t g_registered = 0;              // guarded by g_mu
+uint64_t g_exited = 0;                  // guarded by g_mu
+uint64_t g_registered_perf = 0;         // guarded by g_mu: registered with a perf event
+uint64_t g_registered_posix = 0;        // guarded by g_mu: registered with a POSIX CPU-clock timer
+uint64_t g_retired_samples = 0;         // guarded by g_mu: samples of freed rings
+uint64_t g_retired_dropped = 0;         // guarded by g_mu
+bool g_handler_installed = false;       // guarded by g_mu
+bool g_atfork_installed = false;        // guarded by g_mu
 // Read by the handler (relaxed: a stale value costs one sample taken or not).
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_forked_child{false};
@@ -182,8 +181,9 @@ int classify(const siginfo_t* info, const Ring* r) noexcept {
   if (info == nullptr) return -1;
   const int code = info->si_code;
   if (code == SI_TIMER) {
-    const bool mine = tagged(*info) && (r == nullptr || static_cast<uint32_t>(reinterpret_cast<uintptr_t>(
-                                                            info->si_value.sival_ptr)) == static_cast<uint32_t>(r->tid));
+    const bool mine = tagged(*info) &&
+                      (r == nullptr || static_cast<uint32_t>(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr)) ==
+                                           static_cast<uint32_t>(r->tid));
     return mine ? static_cast<int>(SampleSource::cpu_timer) : -1;
   }
   if (code == SI_QUEUE) {
@@ -555,8 +555,8 @@ bool start_sampling(std::chrono::nanoseconds period, int signo) {
   }
   if (signo != 0 && signo != SIGPROF && (signo < SIGRTMIN || signo > SIGRTMAX)) {
     throw std::invalid_argument("sampling signal " + std::to_string(signo) +
-                                ": expected SIGPROF or one of SIGRTMIN..SIGRTMAX (" + std::to_string(SIGRTMIN) +
-                                ".." + std::to_string(SIGRTMAX) + ")");
+                                ": expected SIGPROF or one of SIGRTMIN..SIGRTMAX (" + std::to_string(SIGRTMIN) + ".." +
+                                std::to_string(SIGRTMAX) + ")");
   }
   std::lock_guard lk(g_mu);
   if (g_forked_child.load(std::memory_order_relaxed)) return false;
@@ -839,8 +839,8 @@ bool raise_sample() noexcept {
   return ::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), tid, sig, &si) == 0;
 }
 void set_sample_hook(SampleHook hook) noexcept { g_hook.store(hook, std::memory_order_release); }
-void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
-                       uint64_t period_ns, const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {
+void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period, uint64_t period_ns,
+                       const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept {
   const uint32_t q = g_target.seq.load(std::memory_order_relaxed);
   g_target.seq.store(q + 1, std::memory_order_relaxed);
   const uint32_t m = static_cast<uint32_t>(std::min<size_t>(n, kSampleTargetRanges));

@@ -54,8 +54,8 @@ int unwind_frame(Dwfl_Frame* frame, void* arg) {
   return out.depth < kSampleFrames ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-const Dwfl_Thread_Callbacks kUnwindCallbacks = {unwind_next_thread, unwind_get_thread, unwind_memory_read,
-                                                unwind_set_initial_registers, nullptr, nullptr};
+const Dwfl_Thread_Callbacks kUnwindCallbacks = {unwind_next_thread,           unwind_get_thread, unwind_memory_read,
+                                                unwind_set_initial_registers, nullptr,           nullptr};
 
 // A register rule "saved at CFA + N" (libdw: DW_OP_call_frame_cfa
 // [DW_OP_plus_uconst N]); false for any other form.
@@ -74,7 +74,6 @@ bool stack_word(const RawSample& raw, uint64_t addr, uint64_t& out) noexcept {
   std::memcpy(&out, raw.stack + off, 8);
   return true;
 }
-
 
 }  // namespace
 
@@ -133,8 +132,7 @@ static const Symbolizer::Impl::Rule& rule_at(Symbolizer::Impl& m, uint64_t addr)
 // the outermost frame, or where the stack copy ends). False if some frame
 // needs libdwfl (Rule::kOther, an unknown register): the caller unwinds
 // the sample with libdwfl.
-static bool unwind_cached(Symbolizer::Impl& m, const RawSample& raw, Sample& out,
-                          Symbolizer* stop_at) {
+static bool unwind_cached(Symbolizer::Impl& m, const RawSample& raw, Sample& out, Symbolizer* stop_at) {
   using Rule = Symbolizer::Impl::Rule;
   uint64_t pc = raw.pc(), sp = raw.regs[7], rbp = raw.regs[6];
   bool rbp_known = true;

@@ -179,11 +179,11 @@ struct HandlerKeyHash {
 // static destruction (a worker still dispatching while main returns).
 struct Registry {
   std::mutex mu;
-  uint32_t next_id = 1;  // guarded by mu
+  uint32_t next_id = 1;                                               // guarded by mu
   std::unordered_map<HandlerKey, uint32_t, HandlerKeyHash> handlers;  // guarded by mu
-  std::unordered_map<std::string, uint32_t> scopes;                  // guarded by mu
-  std::unordered_map<std::string, uint32_t> lines;                   // guarded by mu
-  std::vector<std::string> completion_filter;                        // guarded by mu
+  std::unordered_map<std::string, uint32_t> scopes;                   // guarded by mu
+  std::unordered_map<std::string, uint32_t> lines;                    // guarded by mu
+  std::vector<std::string> completion_filter;                         // guarded by mu
   // Handler-completion points (set_completion_handlers): a point's visits
   // are its regions' completed runs since they were attached to it, plus
   // what earlier attachments counted (`counted`). No hook visits the point:
@@ -195,9 +195,9 @@ struct Registry {
     uint32_t region;
     uint64_t base;  // the region's visits when it was attached
   };
-  std::vector<CompletionLink> completion_links;                            // guarded by mu
+  std::vector<CompletionLink> completion_links;                           // guarded by mu
   std::unordered_map<const ProgressPoint*, uint64_t> completion_counted;  // guarded by mu
-  bool warned_full = false;                                          // guarded by mu
+  bool warned_full = false;                                               // guarded by mu
 };
 Registry& registry() {
   static Registry* r = new Registry;
@@ -331,10 +331,10 @@ inline uint64_t tsc(uint64_t& now) noexcept {
 struct Frame {
   uint32_t region;
   uint32_t weight;
-  uint64_t seg_start;   // timed frames: TSC at which the current running segment began
-  uint64_t acc;         // timed frames: exclusive cycles accumulated in earlier segments
-  const void* type;     // handler frames: actor type; scope frames: null
-  uint32_t kind;        // handler frames: message kind
+  uint64_t seg_start;  // timed frames: TSC at which the current running segment began
+  uint64_t acc;        // timed frames: exclusive cycles accumulated in earlier segments
+  const void* type;    // handler frames: actor type; scope frames: null
+  uint32_t kind;       // handler frames: message kind
   bool handler;
   // A sampled handler run (timed for the cycle estimate, region not live):
   // its end sets when the next run is sampled (exit_handler_slow).
@@ -369,8 +369,8 @@ constexpr uint64_t kExactCycles = 8192;
 // handler_fast_path.hpp's FastEntry, shared with the inline fast path.
 using detail::FastEntry;
 using detail::FastThread;
-using detail::t_fast;
 using detail::g_gate_closed_cache;
+using detail::t_fast;
 // The completion "point" of cache entries whose region is kNoRegion.
 constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 
@@ -378,11 +378,11 @@ constinit const std::atomic<ProgressPoint*> g_no_completion{nullptr};
 struct ThreadCounters;
 
 struct ThreadRegions {
-  uint32_t depth;       // frames on the stack (an open fast frame is not among them: its slot state)
-  uint32_t slot_plus1;  // 0: no live slot taken yet; kNoSlot: none was free; else slot index + 1
-  LiveSlot* slot;             // &g_slots[slot_plus1 - 1] once taken
-  ThreadCounters* counters;   // this thread's counter block once allocated
-  uint32_t rng;               // sampling stride jitter (xorshift32)
+  uint32_t depth;            // frames on the stack (an open fast frame is not among them: its slot state)
+  uint32_t slot_plus1;       // 0: no live slot taken yet; kNoSlot: none was free; else slot index + 1
+  LiveSlot* slot;            // &g_slots[slot_plus1 - 1] once taken
+  ThreadCounters* counters;  // this thread's counter block once allocated
+  uint32_t rng;              // sampling stride jitter (xorshift32)
   // The sampled fast frame (open while sampled_open; its slot holds
   // region|kUntimed|kHeld): its cache entry, the TSC at its enter and the
   // runs it stands for.

@@ -62,7 +62,7 @@ struct Row {
   uint64_t addr;
   uint32_t file;  // index into files
   uint32_t line;
-  bool end;       // end of sequence
+  bool end;  // end of sequence
 };
 }  // namespace detail
 
@@ -100,7 +100,7 @@ struct Symbolizer::Impl {
   struct Object {
     Dwfl_Module* mod;
     std::string path;
-    Dwarf_Addr bias = 0;  // run-time address - link-time address
+    Dwarf_Addr bias = 0;      // run-time address - link-time address
     uint64_t lo = 0, hi = 0;  // the module's run-time addresses
     // The object's function symbols by address (function names;
     // dwfl_module_addrname scans the whole symbol table on every call).
@@ -123,9 +123,9 @@ struct Symbolizer::Impl {
                                [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.first; });
     return it != module_ranges.begin() && addr < std::prev(it)->second;
   }
-  bool every_object = false;  // scope patterns: libraries' sources can be named too
-  unsigned long long loader_adds = 0;  // dl_iterate_phdr's dlpi_adds when the modules were last reported
-  std::vector<std::string> without_lines;  // objects said to have no line table (Symbolizer::objects_without_lines)
+  bool every_object = false;                // scope patterns: libraries' sources can be named too
+  unsigned long long loader_adds = 0;       // dl_iterate_phdr's dlpi_adds when the modules were last reported
+  std::vector<std::string> without_lines;   // objects said to have no line table (Symbolizer::objects_without_lines)
   std::vector<std::string> in_scope_paths;  // every in-scope file of every object's headers (display names)
   size_t rescans = 0;
   // Compilation units of the objects; a CU's rows are read on first use.
@@ -134,9 +134,9 @@ struct Symbolizer::Impl {
     const char* comp_dir;
     uint32_t object;  // index into objects
     bool loaded = false;
-    bool may_be_in_scope = true;  // some file of its header's table is in scope (else no row of it can be)
+    bool may_be_in_scope = true;            // some file of its header's table is in scope (else no row of it can be)
     size_t paths_begin = 0, paths_end = 0;  // its header's files in the constructor's list
-    std::vector<Row> rows;  // sorted by address, end-of-sequence rows first among equal addresses
+    std::vector<Row> rows;                  // sorted by address, end-of-sequence rows first among equal addresses
   };
   std::vector<Cu> cus;
   struct CuRange {
@@ -151,7 +151,7 @@ struct Symbolizer::Impl {
   std::vector<bool> file_in_scope;
   std::unordered_map<std::string, uint32_t> file_ids;
   std::unordered_map<std::string, std::string> names;  // in-scope file path -> display name
-  std::vector<std::string> shown;  // display name of each file
+  std::vector<std::string> shown;                      // display name of each file
   const SourceScope* scope = nullptr;
   void load(uint32_t cu);
   void load_all();
@@ -160,11 +160,11 @@ struct Symbolizer::Impl {
   // Unwinding rules by lookup address (a frame's PC; a return address - 1).
   struct Rule {
     enum Kind : uint8_t { kOther, kStep, kOutermost } kind = kOther;  // kOther: libdwfl unwinds the sample
-    uint8_t cfa_reg = 0;        // DWARF register: 7 rsp, 6 rbp (any at frame 0)
+    uint8_t cfa_reg = 0;                                              // DWARF register: 7 rsp, 6 rbp (any at frame 0)
     enum Rbp : uint8_t { kSame, kSaved, kLost } rbp = kSame;
     int64_t cfa_off = 0;
-    int64_t ra_off = 0;         // return address at CFA + ra_off
-    int64_t rbp_off = 0;        // kSaved: caller's rbp at CFA + rbp_off
+    int64_t ra_off = 0;   // return address at CFA + ra_off
+    int64_t rbp_off = 0;  // kSaved: caller's rbp at CFA + rbp_off
   };
   std::unordered_map<uint64_t, Rule> rules;
   const char* function_at(uint64_t addr);

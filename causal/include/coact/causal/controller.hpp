@@ -179,10 +179,11 @@ struct SweepSummary {
   uint64_t experiments = 0;        ///< Written experiments.
   uint64_t empty_experiments = 0;  ///< Finished but not written: no selected point moved.
   bool progress_reached = false;   ///< Some selected progress point moved in some experiment.
-  std::string reason;              ///< "stopped", "duration", "experiments", "settled", "no_region", "no_progress" ("" if none ran).
-  bool settled = false;            ///< The ranking had settled by the last experiment (Options::until_settled's rule).
-  std::string leader;              ///< The leading region of the last estimates ("" if none ranked).
-  std::vector<std::string> errors; ///< Messages of the end "error" records (also printed on stderr).
+  std::string
+      reason;  ///< "stopped", "duration", "experiments", "settled", "no_region", "no_progress" ("" if none ran).
+  bool settled = false;             ///< The ranking had settled by the last experiment (Options::until_settled's rule).
+  std::string leader;               ///< The leading region of the last estimates ("" if none ranked).
+  std::vector<std::string> errors;  ///< Messages of the end "error" records (also printed on stderr).
 };
 
 class Controller {

@@ -89,9 +89,7 @@ inline constexpr uint64_t kPaySpinThresholdNs = 50'000;
 
 /// G: total delay injected so far (cycles, monotonic non-decreasing). Any
 /// thread; one relaxed load. Timer entries stamp it as their delay_stamp.
-inline uint64_t global_delay_cycles() noexcept {
-  return detail::g_global_delay.load(std::memory_order_relaxed);
-}
+inline uint64_t global_delay_cycles() noexcept { return detail::g_global_delay.load(std::memory_order_relaxed); }
 
 /// L of the calling thread (registers it if G != 0 and it is new). Any thread.
 uint64_t local_delay_cycles() noexcept;

@@ -109,7 +109,7 @@ struct FastEntry {
   /// This thread's live slot's state word (set with `visits`): the fast exit
   /// reads it here, with no thread-local access.
   std::atomic<uint32_t>* slot;
-  uint64_t pad[2];     ///< 64 bytes: an entry's address is the slot index shifted
+  uint64_t pad[2];  ///< 64 bytes: an entry's address is the slot index shifted
 };
 static_assert(sizeof(FastEntry) == 64, "cache entries are indexed by shifting");
 
@@ -130,7 +130,8 @@ COACT_CAUSAL_LOCAL inline constinit std::atomic<uint32_t> g_gate_closed{kSlotHel
 /// The token hooks.hpp on_handler_enter returns after a general-path enter:
 /// never a cache entry; its slot word matches no slot state, so
 /// fast_exit_entry refuses it.
-COACT_CAUSAL_LOCAL inline constinit FastEntry g_fast_general{nullptr, 0, 0xFFFFFFFFu, 0, 0, 0, nullptr, nullptr, &g_gate_closed, {}};
+COACT_CAUSAL_LOCAL inline constinit FastEntry g_fast_general{nullptr, 0,       0xFFFFFFFFu,    0, 0, 0,
+                                                             nullptr, nullptr, &g_gate_closed, {}};
 /// The calling thread's state. constinit: no TLS guard on access. A new
 /// thread starts with the gate closed: its first run takes the general path,
 /// which takes the slot and counter block and opens the gate (fast_gate.cpp
@@ -220,7 +221,8 @@ inline FastEntry* fast_enter(const void* type, uint32_t kind) noexcept {
   // just opened and times the run. (No call here: a call would keep the
   // keys in callee-saved registers, two more instructions on every
   // dispatch, with or without a sweep.)
-  if (load_equals(&g_live_slot_word, word)) [[unlikely]] return nullptr;
+  if (load_equals(&g_live_slot_word, word)) [[unlikely]]
+    return nullptr;
   --e.countdown;
   return &e;
 }
@@ -241,7 +243,7 @@ inline bool fast_exit_entry(FastEntry* e) noexcept {
   std::atomic<uint32_t>* const slot = e->slot;
   if (!load_equals(slot, e->slot_word)) return false;
   slot->store(0, std::memory_order_relaxed);  // live_accrual.cpp close_segment: a non-live close
-  bump_single_writer(e->visits);  // region_total reads it relaxed
+  bump_single_writer(e->visits);              // region_total reads it relaxed
   return true;
 }
 

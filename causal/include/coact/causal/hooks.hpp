@@ -105,14 +105,15 @@ inline void* on_handler_enter(const void* actor_type, uint32_t kind) noexcept {
 /// loads nothing more on the fast exit (passing the type itself made GCC
 /// load it on every exit, one instruction per handler run).
 template <class TypeOf>
-  requires std::is_invocable_r_v<const void*, TypeOf>
+requires std::is_invocable_r_v<const void*, TypeOf>
 inline void on_handler_exit(void* token, TypeOf type_of, uint32_t kind) noexcept {
   if (token != nullptr) [[unlikely]] {
     if (!detail::fast_exit_entry(static_cast<detail::FastEntry*>(token))) detail::hook_handler_exit(type_of(), kind);
   }
 }
 inline void on_handler_exit(void* token, const void* actor_type, uint32_t kind) noexcept {
-  on_handler_exit(token, [actor_type] { return actor_type; }, kind);
+  on_handler_exit(
+      token, [actor_type] { return actor_type; }, kind);
 }
 /// The same without a token (tests, programs that did not keep it). Enter
 /// and exit must name the same (type, kind), and every enter that opened a
@@ -153,8 +154,7 @@ inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
 /// One relaxed load while G == 0 (G first, as in on_pay_point), two after;
 /// a stale read is the same race as on_pay_point's. Any thread; never blocks.
 [[gnu::always_inline]] inline bool pay_point_is_noop() noexcept {
-  return detail::g_global_delay.load(std::memory_order_relaxed) == 0 ||
-         !g_sweep_active.load(std::memory_order_relaxed);
+  return detail::g_global_delay.load(std::memory_order_relaxed) == 0 || !g_sweep_active.load(std::memory_order_relaxed);
 }
 /// A parked thread was woken by another thread (which paid before waking it).
 [[gnu::always_inline]] inline void on_resume() noexcept {
@@ -183,7 +183,7 @@ inline uint64_t timer_stamp_cycles() noexcept { return global_delay_cycles(); }
 inline void* on_handler_enter(const void*, uint32_t) noexcept { return nullptr; }
 inline void on_handler_exit(void*, const void*, uint32_t) noexcept {}
 template <class TypeOf>
-  requires std::is_invocable_r_v<const void*, TypeOf>
+requires std::is_invocable_r_v<const void*, TypeOf>
 inline void on_handler_exit(void*, TypeOf, uint32_t) noexcept {}
 inline void on_handler_exit(const void*, uint32_t) noexcept {}
 inline void on_pay_point() noexcept {}

@@ -113,12 +113,12 @@ inline std::chrono::milliseconds base_drain_interval(std::chrono::nanoseconds pe
 }
 
 struct LineSamplingStats {
-  uint64_t samples = 0;        ///< Raw samples drained.
-  uint64_t periods = 0;        ///< Periods they stand for (1 + overrun each).
-  uint64_t attributed = 0;     ///< Samples with an in-scope frame.
-  uint64_t delayed = 0;        ///< Samples of a selected line that injected delay.
-  uint64_t delay_cycles = 0;   ///< Delay they injected (cycles).
-  size_t line_regions = 0;     ///< Line regions registered (overall and qualified).
+  uint64_t samples = 0;               ///< Raw samples drained.
+  uint64_t periods = 0;               ///< Periods they stand for (1 + overrun each).
+  uint64_t attributed = 0;            ///< Samples with an in-scope frame.
+  uint64_t delayed = 0;               ///< Samples of a selected line that injected delay.
+  uint64_t delay_cycles = 0;          ///< Delay they injected (cycles).
+  size_t line_regions = 0;            ///< Line regions registered (overall and qualified).
   uint64_t experiment_period_ns = 0;  ///< The period in use while an experiment selects a line (0 before start).
   /// Why no line could be named, or (when lines could) the objects without
   /// debug information whose lines cannot be ("" if neither).

@@ -107,14 +107,14 @@ struct LatencyDelta {
 
 /// One finished experiment (controller.hpp says how each field is measured).
 struct ExperimentRecord {
-  uint64_t index = 0;          ///< 0-based, in this run.
-  std::string region;          ///< Selected region's name.
-  uint32_t speedup_pct = 0;    ///< 0..100.
-  uint64_t duration_ns = 0;    ///< Wall time of the window.
-  uint64_t delay_ns = 0;       ///< Delay injected during it (G delta via tsc_hz).
-  uint64_t effective_ns = 0;   ///< duration_ns − delay_ns (0 if negative).
-  uint64_t visits = 0;         ///< Completed runs of the selected region during it.
-  uint64_t region_ns = 0;      ///< Exclusive running time of the selected region during it.
+  uint64_t index = 0;         ///< 0-based, in this run.
+  std::string region;         ///< Selected region's name.
+  uint32_t speedup_pct = 0;   ///< 0..100.
+  uint64_t duration_ns = 0;   ///< Wall time of the window.
+  uint64_t delay_ns = 0;      ///< Delay injected during it (G delta via tsc_hz).
+  uint64_t effective_ns = 0;  ///< duration_ns − delay_ns (0 if negative).
+  uint64_t visits = 0;        ///< Completed runs of the selected region during it.
+  uint64_t region_ns = 0;     ///< Exclusive running time of the selected region during it.
   std::vector<ThroughputDelta> throughput;
   std::vector<LatencyDelta> latency;
   /// JSON members, each with its leading comma (",\"shard\":0,..."), added at
@@ -178,7 +178,7 @@ class ProfileWriter {
   std::string json_path_;
   int coz_fd_ = -1;
   int json_fd_ = -1;
-  uint64_t coz_offset_ = 0;   // bytes in the file (we are its only appender)
+  uint64_t coz_offset_ = 0;  // bytes in the file (we are its only appender)
   uint64_t json_offset_ = 0;
   uint64_t page_bytes_ = 4096;
   static constexpr std::string_view kJsonPadRecord = "{\"type\":\"pad\"}";

@@ -123,11 +123,11 @@ std::vector<ProgressPoint*> progress_points();
 }  // namespace coact::causal
 
 #if COACT_CAUSAL_ENABLED
-#define COACT_CAUSAL_PROGRESS_(name, kind, op)                                                         \
-  do {                                                                                                 \
-    static ::coact::causal::ProgressPoint* const coact_progress_point_ =                              \
-        ::coact::causal::progress_point((name), ::coact::causal::ProgressKind::kind);                  \
-    coact_progress_point_->op();                                                                       \
+#define COACT_CAUSAL_PROGRESS_(name, kind, op)                                        \
+  do {                                                                                \
+    static ::coact::causal::ProgressPoint* const coact_progress_point_ =              \
+        ::coact::causal::progress_point((name), ::coact::causal::ProgressKind::kind); \
+    coact_progress_point_->op();                                                      \
   } while (0)
 /// One visit of the throughput point "name".
 #define COACT_PROGRESS(name) COACT_CAUSAL_PROGRESS_(name, throughput, visit)

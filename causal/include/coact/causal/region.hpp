@@ -241,7 +241,7 @@ class ScopeGuard {
 /// the static's guard load and one relaxed load of g_sweep_active. Several
 /// COACT_SCOPEs may share a line or a block (the names are unique per use).
 #define COACT_SCOPE(name) COACT_SCOPE_I_(name, __COUNTER__)
-#define COACT_SCOPE_I_(name, n)                                                                       \
+#define COACT_SCOPE_I_(name, n)                                                                      \
   static const uint32_t COACT_CAUSAL_CAT_(coact_scope_id_, n) = ::coact::causal::scope_region(name); \
   const ::coact::causal::ScopeGuard COACT_CAUSAL_CAT_(coact_scope_guard_, n)(COACT_CAUSAL_CAT_(coact_scope_id_, n))
 #else

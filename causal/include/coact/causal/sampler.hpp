@@ -114,9 +114,10 @@ struct RawSample {
   uint32_t overrun;            ///< Timer expirations merged into this signal (si_overrun).
   int32_t tid;                 ///< Thread id (gettid).
   uint32_t epoch;              ///< Experiment epoch (region.hpp current_selection) when taken.
-  uint64_t injected;           ///< Delay (cycles) the handler injected for this sample (detail::set_sample_target); 0: none.
-  uint64_t period_ns;          ///< The period the signalling source was armed at (detail::set_armed_period): one of (1 + overrun) periods this sample stands for.
-  uint32_t source;             ///< SampleSource that signalled (from si_code).
+  uint64_t injected;  ///< Delay (cycles) the handler injected for this sample (detail::set_sample_target); 0: none.
+  uint64_t
+      period_ns;  ///< The period the signalling source was armed at (detail::set_armed_period): one of (1 + overrun) periods this sample stands for.
+  uint32_t source;  ///< SampleSource that signalled (from si_code).
   alignas(8) unsigned char stack[kSampleStack];
   uint64_t pc() const noexcept { return regs[16]; }
 };
@@ -137,27 +138,28 @@ struct UnsampledThread {
 };
 
 struct SamplerStats {
-  bool active = false;              ///< Between start_sampling and stop_sampling.
-  bool disabled_after_fork = false; ///< This process is a fork() child of a sampling parent.
-  uint64_t period_ns = 0;           ///< The base period (start_sampling).
-  uint64_t armed_period_ns = 0;     ///< The period the samplers are armed at now.
-  bool precise = false;             ///< The precise mode is on (detail::set_armed_period with a period).
-  uint64_t samples = 0;             ///< Written by handlers into rings.
-  uint64_t samples_cpu_timer = 0;   ///< Of `samples`: signalled by the POSIX CPU-clock timer.
-  uint64_t samples_perf_event = 0;  ///< Of `samples`: signalled by the perf event.
-  uint64_t samples_other = 0;       ///< Of `samples`: raised by detail::raise_sample.
-  uint64_t threads_perf_event = 0;  ///< Threads ever registered with a perf event (0: the precise mode falls back to the POSIX timer).
-  uint64_t threads_cpu_timer = 0;   ///< Threads ever registered with a POSIX CPU-clock timer.
-  uint64_t dropped = 0;             ///< Lost to full rings.
-  uint64_t threads_registered = 0;  ///< Ever registered.
-  uint64_t threads_live = 0;        ///< Registered and not exited.
-  uint64_t threads_exited = 0;      ///< Registered, then exited (their rings drained).
+  bool active = false;               ///< Between start_sampling and stop_sampling.
+  bool disabled_after_fork = false;  ///< This process is a fork() child of a sampling parent.
+  uint64_t period_ns = 0;            ///< The base period (start_sampling).
+  uint64_t armed_period_ns = 0;      ///< The period the samplers are armed at now.
+  bool precise = false;              ///< The precise mode is on (detail::set_armed_period with a period).
+  uint64_t samples = 0;              ///< Written by handlers into rings.
+  uint64_t samples_cpu_timer = 0;    ///< Of `samples`: signalled by the POSIX CPU-clock timer.
+  uint64_t samples_perf_event = 0;   ///< Of `samples`: signalled by the perf event.
+  uint64_t samples_other = 0;        ///< Of `samples`: raised by detail::raise_sample.
+  uint64_t threads_perf_event =
+      0;  ///< Threads ever registered with a perf event (0: the precise mode falls back to the POSIX timer).
+  uint64_t threads_cpu_timer = 0;          ///< Threads ever registered with a POSIX CPU-clock timer.
+  uint64_t dropped = 0;                    ///< Lost to full rings.
+  uint64_t threads_registered = 0;         ///< Ever registered.
+  uint64_t threads_live = 0;               ///< Registered and not exited.
+  uint64_t threads_exited = 0;             ///< Registered, then exited (their rings drained).
   std::vector<UnsampledThread> unsampled;  ///< Live threads never registered (e.g. created before the runtime).
-  int signal = 0;                   ///< The sampling signal of the current (or last) start; 0: never started.
-  std::string signal_name;          ///< sample_signal_name(signal): "SIGPROF", "SIGRTMIN+30"; "" if never started.
-  bool foreign_handler = false;     ///< `signal` had a handler of the program's when coact installed its own (chained to).
-  bool handler_replaced = false;    ///< coact's handler of `signal` was found replaced while sampling ran.
-  uint64_t foreign_signals = 0;     ///< Deliveries of a sampling signal not from coact's sources (handed on, not counted).
+  int signal = 0;                          ///< The sampling signal of the current (or last) start; 0: never started.
+  std::string signal_name;       ///< sample_signal_name(signal): "SIGPROF", "SIGRTMIN+30"; "" if never started.
+  bool foreign_handler = false;  ///< `signal` had a handler of the program's when coact installed its own (chained to).
+  bool handler_replaced = false;  ///< coact's handler of `signal` was found replaced while sampling ran.
+  uint64_t foreign_signals = 0;  ///< Deliveries of a sampling signal not from coact's sources (handed on, not counted).
 };
 
 /// COACT_CAUSAL_SAMPLE_SIGNAL's values: "rt" -> 0 (start_sampling picks a
@@ -269,8 +271,8 @@ inline constexpr uint32_t kSampleTargetRanges = 64;
 /// payment outlasts its slack and delays the critical path (issue: line rows
 /// under-predicted by a third to two thirds). Any thread; lock-free (a
 /// seqlock; one writer at a time: the caller serialises).
-void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period,
-                       uint64_t period_ns, const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept;
+void set_sample_target(uint32_t epoch, uint32_t region, uint32_t context, uint64_t delay_per_period, uint64_t period_ns,
+                       const std::pair<uint64_t, uint64_t>* ranges, size_t n) noexcept;
 /// Switches every registered thread's sampling (and threads that register
 /// later) to the precise mode at `period` (> 0: the perf event where the
 /// thread has one, its POSIX timer disarmed; else the POSIX timer at

@@ -78,7 +78,7 @@ struct SourceScope {
 
 /// A source line of a loaded object (the main executable, or a library).
 struct SourceLine {
-  std::string file;      ///< Full path as in DWARF.
+  std::string file;  ///< Full path as in DWARF.
   uint32_t line = 0;
   std::string function;  ///< Demangled symbol containing the address ("" if none).
   std::string name;      ///< Display name "file.cpp:41": the shortest path suffix no other in-scope file shares.
