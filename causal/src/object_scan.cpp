@@ -98,6 +98,9 @@ void Symbolizer::Impl::read_new_objects(const SourceScope& sc) {
     if (f.hi > f.lo) module_ranges.emplace_back(f.lo, f.hi);
     if (f.mod != main && (!every_object || f.name == nullptr || f.name[0] == '[')) continue;  // [vdso: N]
     if (f.mod != main && system_object(f.name) && !sc.matches_pattern(f.name)) continue;
+    // A mapping of a file deleted since (a sanitizer's runtime maps one):
+    // no object to read, and no user's library to report.
+    if (f.mod != main && std::string_view(f.name).ends_with(" (deleted)")) continue;
     read_object(f.mod, f.name != nullptr ? f.name : "?", f.lo, f.hi, sc);
   }
   std::sort(module_ranges.begin(), module_ranges.end());

@@ -48,6 +48,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #ifndef COACT_SOURCE_ROOT
