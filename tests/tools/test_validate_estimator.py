@@ -237,6 +237,10 @@ class ArchiverRows(unittest.TestCase):
         self.assertEqual(row["region"], "coact::dedup::Index::on(coact::dedup::HashedChunk)")
         self.assertEqual(len(row["predicted_ci"]), 2)
         self.assertIn("Index handler", row["note"])
+        # The sweep's runs pool as one program's (identical command lines): a prediction
+        # wherever the variant was measurably faster (a missing one also exits 1, above).
+        if row["s"] > 0:
+            self.assertIsNotNone(row["predicted"], row["note"])
         # The archiver reports whole passes (--summary-json), so its truth is pass time, and two
         # rounds give the measured speedup a Student-t interval around their mean.
         self.assertEqual(row["actual_measure"], "pass_time")

@@ -682,7 +682,11 @@ int validate(ValidateArgs& a) {
     m.json_output = out_dir + fmt::format("/{}-{}.jsonl", prog.workload, runs++);
     std::vector<std::string> argv = prog.argv(secs);
     argv.insert(argv.end(), flags.begin(), flags.end());
-    const std::string summary = m.json_output + ".summary.json";
+    // One path per program, rewritten by each run (runs are sequential):
+    // the runs' command lines stay identical, which the estimator checks
+    // before pooling their profiles as one program's.
+    const std::string summary = out_dir + "/" + prog.workload + ".summary.json";
+    std::remove(summary.c_str());
     if (!prog.summary_flag.empty()) argv.insert(argv.end(), {prog.summary_flag, summary});
     const ChildResult r = run_child(argv, child_env(ca::to_env(m)), log);
     if (!exited_ok(r)) failed = true;
@@ -784,6 +788,7 @@ int validate(ValidateArgs& a) {
         // sweeps of the handler, 0 and round(100 r) %, interleaved, pooled
         // by the estimator.
         const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
+        bool missing_prediction = false;
         // Each sweep run holds at least two whole windows after start-up.
         const double each =
             std::max(2.5 * static_cast<double>(a.real_experiment_ms) / 1e3, a.dedup_sweep_s / (3.0 * rounds));
@@ -810,6 +815,8 @@ int validate(ValidateArgs& a) {
               r.predicted_lo = p->lo;
               r.predicted_hi = p->hi;
               r.experiments = p->curve_experiments;
+            } else {
+              missing_prediction = true;  // said in the row's note below, and the exit status
             }
           } catch (const std::runtime_error& e) {
             std::fprintf(stderr, "coact-profile: %s\n", e.what());
@@ -820,6 +827,10 @@ int validate(ValidateArgs& a) {
             "{} %); {:.1f} -> {:.1f} {}/s",
             change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun, prog.progress);
         if (pct == 0) r.note += "; not faster per visit, so no virtual speedup to predict";
+        if (missing_prediction) {
+          r.note += "; the estimator gave no prediction for the region (see " + log + ")";
+          failed = true;
+        }
       } else {
         r.note = "the " + prog.workload + " runs measured nothing (see " + log + ")";
       }
