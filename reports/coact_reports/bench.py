@@ -77,11 +77,9 @@ def runtime(argv):
         sys.exit("bench.sh: group runtime: benchmarks reported errors: " + ", ".join(failed))
 
 
-def load_rows(path, runtime, label, expect):
-    """The JSON lines of one runtime's trials; each must have "runtime" ==
-    runtime and the fields in `expect`. Exits naming `label` otherwise, or
-    if there are none."""
-    rows = []
+def json_lines(path, bad_json):
+    """Each non-blank line of `path` parsed as JSON, with its text. Exits with
+    `bad_json` and the line on one that is not JSON."""
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -90,10 +88,19 @@ def load_rows(path, runtime, label, expect):
             try:
                 row = json.loads(line)
             except ValueError:
-                sys.exit(f"bench.sh: {label}: {runtime} printed bad JSON: {line!r}")
-            if row.get("runtime") != runtime or any(row.get(k) != v for k, v in expect.items()):
-                sys.exit(f"bench.sh: {label}: {runtime} printed an unexpected row: {line}")
-            rows.append(row)
+                sys.exit(f"{bad_json}: {line!r}")
+            yield row, line
+
+
+def load_rows(path, runtime, label, expect):
+    """The JSON lines of one runtime's trials; each must have "runtime" ==
+    runtime and the fields in `expect`. Exits naming `label` otherwise, or
+    if there are none."""
+    rows = []
+    for row, line in json_lines(path, f"bench.sh: {label}: {runtime} printed bad JSON"):
+        if row.get("runtime") != runtime or any(row.get(k) != v for k, v in expect.items()):
+            sys.exit(f"bench.sh: {label}: {runtime} printed an unexpected row: {line}")
+        rows.append(row)
     if not rows:
         sys.exit(f"bench.sh: {label}: no {runtime} trials")
     return rows
@@ -278,16 +285,8 @@ def burst(argv):
 
 
 def load_jsonl(path, label):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                sys.exit(f"bench.sh: {label}: bad JSON line: {line!r}")
+    """Every JSON line of `path`; exits naming `label` on a bad line or none."""
+    rows = [row for row, _ in json_lines(path, f"bench.sh: {label}: bad JSON line")]
     if not rows:
         sys.exit(f"bench.sh: {label}: no rows")
     return rows
