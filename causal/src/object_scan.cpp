@@ -11,18 +11,47 @@ namespace coact::causal {
 
 namespace {
 
-// The loader's count of objects loaded so far (glibc's dlpi_adds).
-unsigned long long loader_adds_now() {
+// One pass over the loader's list (dl_iterate_phdr): its count of objects
+// loaded so far (glibc's dlpi_adds, the same in every entry) and, when
+// asked, each object's path, load bias and PT_LOAD segments.
+struct LoaderScan {
+  struct Loaded {
+    std::string path;  // "" for the main program, no '/' for the vDSO
+    uint64_t bias = 0;
+  };
   unsigned long long adds = 0;
-  (void)dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t size, void* arg) {
-        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
-          *static_cast<unsigned long long*>(arg) = info->dlpi_adds;
-        }
-        return 1;
-      },
-      &adds);
-  return adds;
+  bool want_objects = false;
+  std::vector<Loaded> loaded;
+  std::vector<std::pair<uint64_t, uint64_t>> segments;  // run-time [lo, hi) of every PT_LOAD
+
+  void run() {
+    (void)dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t size, void* arg) -> int {
+          auto& sc = *static_cast<LoaderScan*>(arg);
+          if (size < offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) return 1;
+          sc.adds = info->dlpi_adds;
+          if (!sc.want_objects) return 1;
+          sc.loaded.push_back(Loaded{info->dlpi_name != nullptr ? info->dlpi_name : "", info->dlpi_addr});
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const auto& ph = info->dlpi_phdr[i];
+            if (ph.p_type == PT_LOAD && ph.p_memsz > 0) {
+              sc.segments.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+            }
+          }
+          return 0;
+        },
+        this);
+  }
+};
+
+// Replaces what the Symbolizer holds as loaded (segments and objects) by
+// one scan's list.
+void note_loaded(Symbolizer::Impl& m, LoaderScan& scan) {
+  std::sort(scan.segments.begin(), scan.segments.end());
+  m.loaded_segments = std::move(scan.segments);
+  m.loaded_objects.clear();
+  for (const auto& l : scan.loaded) m.loaded_objects.emplace(l.path, l.bias);
+  m.loader_adds = scan.adds;
 }
 
 }  // namespace
@@ -37,7 +66,13 @@ Symbolizer::Symbolizer(SourceScope scope) : impl_(std::make_unique<Impl>()), sco
     error_ = std::string("dwfl_begin: ") + dwfl_errmsg(-1);
     return;
   }
-  m.loader_adds = loader_adds_now();  // before the report: a dlopen() during it is found by refresh()
+  // The loader's list before the report: an object dlopen()ed during it
+  // is reported again by refresh(), which libdwfl answers with the module
+  // it has.
+  LoaderScan loader;
+  loader.want_objects = true;
+  loader.run();
+  note_loaded(m, loader);
   if (dwfl_linux_proc_report(m.dwfl, getpid()) != 0 || dwfl_report_end(m.dwfl, nullptr, nullptr) != 0) {
     error_ = std::string("dwfl_linux_proc_report: ") + dwfl_errmsg(-1);
     return;
@@ -95,7 +130,6 @@ void Symbolizer::Impl::read_new_objects(const SourceScope& sc) {
   const size_t first_object = objects.size();
   for (const Found& f : found) {
     if (!seen.insert(f.mod).second) continue;
-    if (f.hi > f.lo) module_ranges.emplace_back(f.lo, f.hi);
     if (f.mod != main && (!every_object || f.name == nullptr || f.name[0] == '[')) continue;  // [vdso: N]
     if (f.mod != main && system_object(f.name) && !sc.matches_pattern(f.name)) continue;
     // A mapping of a file deleted since (a sanitizer's runtime maps one):
@@ -103,7 +137,6 @@ void Symbolizer::Impl::read_new_objects(const SourceScope& sc) {
     if (f.mod != main && std::string_view(f.name).ends_with(" (deleted)")) continue;
     read_object(f.mod, f.name != nullptr ? f.name : "?", f.lo, f.hi, sc);
   }
-  std::sort(module_ranges.begin(), module_ranges.end());
   if (objects.size() == first_object) return;
   std::sort(cu_ranges.begin(), cu_ranges.end(), [](const CuRange& a, const CuRange& b) { return a.lo < b.lo; });
   name_files();
@@ -282,45 +315,25 @@ void Symbolizer::Impl::name_files() {
 bool Symbolizer::refresh() {
   Impl& m = *impl_;
   if (m.dwfl == nullptr || m.main == nullptr || !m.every_object) return false;
-  // The loader's count of objects loaded so far (glibc's dlpi_adds, the
-  // same for every object): unchanged, nothing was dlopen()ed since.
-  struct Loaded {
-    std::string path;
-    uint64_t bias;
-    uint64_t first_load;  // run-time address of its first PT_LOAD segment
-  };
-  struct Scan {
-    unsigned long long adds = 0;
-    bool want_objects = false;
-    std::vector<Loaded> loaded;
-  } scan;
-  auto visit = [](dl_phdr_info* info, size_t size, void* arg) -> int {
-    auto& sc = *static_cast<Scan*>(arg);
-    if (size < offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) return 1;
-    sc.adds = info->dlpi_adds;
-    if (!sc.want_objects) return 1;
-    if (info->dlpi_name == nullptr || info->dlpi_name[0] != '/') return 0;  // the main program (""), the vDSO
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-      if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
-      sc.loaded.push_back(Loaded{info->dlpi_name, info->dlpi_addr, info->dlpi_addr + info->dlpi_phdr[i].p_vaddr});
-      break;
-    }
-    return 0;
-  };
-  (void)dl_iterate_phdr(visit, &scan);
+  // The loader's count of objects loaded so far: unchanged, nothing was
+  // dlopen()ed since.
+  LoaderScan scan;
+  scan.run();
   if (scan.adds == m.loader_adds) return false;
   scan.want_objects = true;
-  (void)dl_iterate_phdr(visit, &scan);
-  m.loader_adds = scan.adds;
-  // New objects are reported from the loader's list (whole objects only: the
-  // loader lists one after mapping it) at the bias it loaded them at;
+  scan.loaded.clear();
+  scan.run();
+  // Objects new to the loader's list are reported at the bias it loaded
+  // them at (whole objects only: the loader lists one after mapping it);
   // libdwfl keeps the modules it knew (dwfl_report_begin_add).
   dwfl_report_begin_add(m.dwfl);
-  for (const Loaded& l : scan.loaded) {
-    if (m.in_module(l.first_load)) continue;  // known (reported from /proc/PID/maps at start)
+  for (const auto& l : scan.loaded) {
+    if (l.path.empty() || l.path[0] != '/') continue;  // the main program, the vDSO
+    if (m.loaded_objects.contains({l.path, l.bias})) continue;
     (void)dwfl_report_elf(m.dwfl, l.path.c_str(), l.path.c_str(), -1, l.bias, false);
   }
   (void)dwfl_report_end(m.dwfl, nullptr, nullptr);
+  note_loaded(m, scan);
   const size_t before = m.cus.size();
   m.read_new_objects(scope_);
   ++m.rescans;

@@ -12,10 +12,14 @@
 // code was in a dlopen()ed or linked library gave no line region at all and
 // said nothing (the symbolizer read only the main executable).
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -102,4 +106,40 @@ TEST_CASE("symbolizer: libraries dlopen()ed after start are read by refresh(), n
   }
   REQUIRE(other != nullptr);
   CHECK(other->name == loop->name);  // the same source file and line, in another object: one line, one region
+}
+
+TEST_CASE("symbolizer: a file merely mapped (not loaded) is no object, and the span around its mappings is unknown",
+          "[sampler]") {
+  // The shape a sanitizer's deleted rodata file or libelf's mmap of an ELF
+  // file gives /proc/PID/maps: one file mapped at two places with a hole
+  // between them, which libdwfl's report takes as one module spanning both
+  // (and a later dlopen() can place a library in the hole). Regression: the
+  // Symbolizer took such spans as loaded code, so a library dlopen()ed into
+  // one was "known" and never read.
+  const std::string copy =
+      (std::filesystem::temp_directory_path() / ("coact-mapped-" + std::to_string(getpid()) + ".so")).string();
+  std::filesystem::copy_file(COACT_SOLIB_MODULE, copy, std::filesystem::copy_options::overwrite_existing);
+  const int fd = open(copy.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const long page = sysconf(_SC_PAGESIZE);
+  constexpr size_t kPages = 64;
+  auto* span = static_cast<char*>(mmap(nullptr, kPages * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(span != MAP_FAILED);
+  REQUIRE(mmap(span, page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == span);
+  char* last = span + (kPages - 1) * page;
+  REQUIRE(mmap(last, page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == last);
+  REQUIRE(munmap(span + page, (kPages - 2) * page) == 0);  // the hole
+  {
+    coact::causal::Symbolizer sym(coact::causal::SourceScope::parse("%coact-mapped-%"));
+    CHECK(sym.error().empty());
+    CHECK_FALSE(sym.known_address(reinterpret_cast<uint64_t>(span)));
+    CHECK_FALSE(sym.known_address(reinterpret_cast<uint64_t>(span + (kPages / 2) * page)));
+    CHECK_FALSE(sym.known_address(reinterpret_cast<uint64_t>(last)));
+    // Loaded code is known: this function's own address (the main program).
+    CHECK(sym.known_address(reinterpret_cast<uint64_t>(&plugin_entry)));
+  }
+  munmap(span, page);
+  munmap(last, page);
+  close(fd);
+  std::filesystem::remove(copy);
 }

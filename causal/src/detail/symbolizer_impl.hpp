@@ -48,6 +48,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_set>
 
@@ -114,15 +115,19 @@ struct Symbolizer::Impl {
   };
   std::vector<Object> objects;
   std::unordered_set<Dwfl_Module*> seen;  // modules looked at (read, or skipped as out of scope)
-  // Every module's run-time addresses as its ELF file gives them (read or
-  // not), sorted by lo. Not dwfl_addrmodule: libdwfl's segment table, from
-  // /proc/PID/maps, gives a module the unmapped gap after its last segment
-  // too, where a later dlopen() can place a library.
-  std::vector<std::pair<uint64_t, uint64_t>> module_ranges;
+  // The run-time addresses of every object in the loader's list (its
+  // PT_LOAD segments, dl_iterate_phdr) at construction or the last
+  // refresh(), sorted by lo; and which objects (path, load bias) that list
+  // held. Not libdwfl's module ranges: its report of /proc/PID/maps also
+  // turns files mapped for reading (a sanitizer's deleted rodata file,
+  // libelf's mmap of an ELF file) into modules, whose spans can cover
+  // where a later dlopen() places a library.
+  std::vector<std::pair<uint64_t, uint64_t>> loaded_segments;
+  std::set<std::pair<std::string, uint64_t>> loaded_objects;
   bool in_module(uint64_t addr) const {
-    auto it = std::upper_bound(module_ranges.begin(), module_ranges.end(), addr,
+    auto it = std::upper_bound(loaded_segments.begin(), loaded_segments.end(), addr,
                                [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.first; });
-    return it != module_ranges.begin() && addr < std::prev(it)->second;
+    return it != loaded_segments.begin() && addr < std::prev(it)->second;
   }
   bool every_object = false;                // scope patterns: libraries' sources can be named too
   unsigned long long loader_adds = 0;       // dl_iterate_phdr's dlpi_adds when the modules were last reported

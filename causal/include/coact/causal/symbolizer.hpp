@@ -138,8 +138,9 @@ class Symbolizer {
   /// Objects whose line tables were looked for, and refresh()es that found the loader's list changed.
   size_t objects() const noexcept;
   size_t rescans() const noexcept;
-  /// True if `pc` lies in a module libdwfl knows (an object present when
-  /// the Symbolizer was built or at the last refresh()).
+  /// True if `pc` lies in a loaded segment of an object in the loader's
+  /// list when the Symbolizer was built or at the last refresh() (files
+  /// merely mapped, not loaded, are not objects).
   bool known_address(uint64_t pc) const noexcept;
   /// Reads the objects loaded since construction or the last refresh()
   /// (dlopen()): when the loader's count of loaded objects (dl_iterate_phdr's
