@@ -119,6 +119,10 @@ constexpr std::array kKeys{
     Key{"COACT_CAUSAL_SAMPLE_SIGNAL"sv, "causal"sv, "sample_signal"sv, Type::text, ""sv, 0, 0, false, "rt"sv, ""sv,
         "the samples' signal: rt (a real-time signal no handler uses, picked at start), prof (SIGPROF), or rtmin+N; "
         "other deliveries of it go to the program's handler"sv},
+    Key{"COACT_CAUSAL_BUFFERED_BASELINE"sv, "causal"sv, "buffered_baseline"sv, Type::boolean, ""sv, 0, 1, false,
+        "false"sv, ""sv,
+        "a sweep at fixed speedup 0 buffers handlers' sends to the pay point, as every sweep that can inject delay "
+        "does, so it is a baseline for fixed-speedup runs in other processes (coact-profile validate's real rows)"sv},
     Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
         "COACT_CAUSAL_SAMPLING)"sv},

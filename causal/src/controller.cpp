@@ -145,6 +145,7 @@ constexpr std::string_view kSourceScope = "COACT_CAUSAL_SOURCE_SCOPE";
 constexpr std::string_view kLineExperimentPeriodUs = "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US";
 constexpr std::string_view kSampleSignal = "COACT_CAUSAL_SAMPLE_SIGNAL";
 constexpr std::string_view kProfileOnly = "COACT_CAUSAL_PROFILE_ONLY";
+constexpr std::string_view kBufferedBaseline = "COACT_CAUSAL_BUFFERED_BASELINE";
 constexpr std::string_view kMinExperiments = "COACT_CAUSAL_MIN_EXPERIMENTS";
 constexpr std::string_view kTimeShareFloorPct = "COACT_CAUSAL_TIME_SHARE_FLOOR_PCT";
 constexpr std::string_view kUntilSettled = "COACT_CAUSAL_UNTIL_SETTLED";
@@ -259,6 +260,7 @@ std::optional<Options> options_from(const options::Values& v) {
               "0 (the sample period / 8) or an integer in 10..1000000 (us)");
   }
   o.profile_only = v.boolean(kProfileOnly);
+  o.buffered_baseline = v.boolean(kBufferedBaseline);
   if (o.profile_only) {
     for (auto [key, set] :
          {std::pair{kFixedRegion, !o.fixed_region.empty()}, std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
@@ -324,6 +326,7 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
     add(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()));
   }
   if (o.profile_only != d.profile_only) add(kProfileOnly, o.profile_only ? "1" : "0");
+  if (o.buffered_baseline != d.buffered_baseline) add(kBufferedBaseline, o.buffered_baseline ? "1" : "0");
   add(kOutput, o.output);  // always: the tool must know where to look
   add(kJsonOutput, o.json_output);
   return env;
@@ -429,10 +432,12 @@ class Sweep {
     // the first injected delay would run with the cheaper send path and the
     // rest without, and a speedup-0 baseline taken early would be faster
     // than one taken late. So the send path is the same in every experiment
-    // of a sweep: direct throughout a sweep at fixed speedup 0, buffered to
-    // the pay point throughout any other.
-    // A profile-only run injects no delay either.
-    if (!(o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0) && !o_.profile_only && global_delay_cycles() == 0) {
+    // of a sweep: direct throughout a sweep at fixed speedup 0 (unless
+    // Options::buffered_baseline: a baseline for fixed-speedup runs in other
+    // processes must take their path), buffered to the pay point throughout
+    // any other. A profile-only run injects no delay either.
+    const bool fixed_zero = o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0;
+    if ((!fixed_zero || o_.buffered_baseline) && !o_.profile_only && global_delay_cycles() == 0) {
       add_global_delay(1);
     }
     g_sweep_active.store(true, std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 
 #include "support/temp_dir.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -248,6 +249,64 @@ TEST_CASE("options_from_env: the line-experiment period and profile-only keys", 
   const auto j = json::parse(ca::options_json(*o));
   CHECK(j["line_experiment_period_us"] == 300);
   CHECK(j["profile_only"] == true);
+}
+
+TEST_CASE("options_from_env: COACT_CAUSAL_BUFFERED_BASELINE reads and round-trips", "[causal][controller]") {
+  const auto d = ca::options_from_env(envp({"COACT_CAUSAL=1"}).data());
+  REQUIRE(d);
+  CHECK_FALSE(d->buffered_baseline);
+  const auto o = ca::options_from_env(
+      envp({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=0", "COACT_CAUSAL_BUFFERED_BASELINE=1"}).data());
+  REQUIRE(o);
+  CHECK(o->buffered_baseline);
+  std::vector<std::string> kv;
+  for (const auto& [k, v] : ca::to_env(*o)) kv.push_back(k + "=" + v);
+  CHECK(std::find(kv.begin(), kv.end(), "COACT_CAUSAL_BUFFERED_BASELINE=1") != kv.end());
+  const auto back = ca::options_from_env(envp(kv).data());
+  REQUIRE(back);
+  CHECK(back->buffered_baseline);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_BUFFERED_BASELINE=maybe"}).find("COACT_CAUSAL_BUFFERED_BASELINE") !=
+        std::string::npos);
+}
+
+TEST_CASE("controller: a sweep at fixed speedup 0 keeps direct sends unless buffered_baseline", "[causal][controller]") {
+#if defined(__SANITIZE_THREAD__) || defined(COACT_TSAN)
+  // Run in forked children (a child starts with no injected delay), and a
+  // forked child may not start threads under ThreadSanitizer.
+  WARN("ThreadSanitizer build: fork case skipped (a forked child may not start threads under TSan)");
+  SUCCEED("not run under ThreadSanitizer");
+  return;
+#endif
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "buffered baseline");
+  (void)cal::tsc_hz();
+  // In a child: start a fixed-speedup-0 sweep, wait until it is active, and
+  // exit 0 if the runtime's send path is direct (pay points pay nothing), 1
+  // if buffered, 2 if the sweep never became active.
+  auto path_in_child = [](bool buffered) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      TempDir dir;
+      auto o = quick_options(dir);
+      o.fixed_region = "controller-test/never-runs";
+      o.fixed_speedup_pct = 0;
+      o.buffered_baseline = buffered;
+      ca::Controller::start(o);
+      int code = 2;
+      for (int i = 0; i < 2000 && code == 2; ++i) {
+        if (ca::g_sweep_active.load()) code = ca::pay_point_is_noop() ? 0 : 1;
+        std::this_thread::sleep_for(1ms);
+      }
+      (void)ca::Controller::stop();
+      _exit(code);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+  };
+  CHECK(path_in_child(false) == 0);  // direct: the cheapest sweep
+  CHECK(path_in_child(true) == 1);   // buffered, as a sweep at any other speedup
 }
 
 TEST_CASE("controller: fixed region and speedup record experiments with s·Δ delay", "[causal][controller]") {
