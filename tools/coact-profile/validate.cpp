@@ -679,8 +679,8 @@ int validate(ValidateArgs& a) {
     m.fixed_speedup_pct = pct;
     // The row's sweep runs (at 0 and at round(100 r) %, separate processes)
     // share one send path: the runtime's direct sends, taken at speedup 0
-    // alone, change a program's rate by more than a small virtual speedup's
-    // effect. The truth's runs (all at 0) keep the direct path.
+    // alone, can change a program's rate by as much as a small virtual
+    // speedup's effect. The truth's runs (all at 0) keep the direct path.
     m.buffered_baseline = buffered;
     m.experiment = std::chrono::milliseconds(window_ms);
     m.max_experiment = m.experiment;

@@ -126,8 +126,8 @@ struct Options {
   /// send path of a sweep that can inject delay (sends buffered to the pay
   /// point) instead of the runtime's direct sends. For a speedup-0 baseline
   /// run in its own process and compared with fixed-speedup runs in others:
-  /// the two send paths differ in throughput by more than a small virtual
-  /// speedup's effect (controller.cpp step 1). Default off.
+  /// the two send paths can differ in throughput by as much as a small
+  /// virtual speedup's effect (controller.cpp step 1). Default off.
   bool buffered_baseline = false;
   /// COACT_CAUSAL_PROFILE_ONLY: run no experiment, only record the profile of
   /// where the time goes (controller.cpp step 11: the "profile" record;
