@@ -519,6 +519,7 @@ class Sweep {
       starts.reserve(points.size());
       for (ProgressPoint* p : points) starts.push_back({p, p->visits(), p->departures()});
       const RegionStats r0 = region_stats(region);
+      const std::vector<RegionStats> h0 = handler_stats();
       const uint64_t g0 = global_delay_cycles();
       const auto t0 = steady::now();
       begin_experiment(region, pct);
@@ -529,6 +530,7 @@ class Sweep {
       const auto t1 = steady::now();
       const uint64_t g1 = global_delay_cycles();
       const RegionStats r1 = region_stats(region);
+      const std::vector<RegionStats> h1 = handler_stats();
       if (!completed) return "stopped";
       ++windows_;
       // Step 8.
@@ -542,6 +544,7 @@ class Sweep {
       e.effective_ns = e.duration_ns > e.delay_ns ? e.duration_ns - e.delay_ns : 0;
       e.visits = r1.visits - r0.visits;
       e.region_ns = static_cast<uint64_t>(calibrate::cycles_to_duration(r1.cycles - r0.cycles, hz_).count());
+      e.handlers = handler_deltas(h0, h1);
       uint64_t min_delta = UINT64_MAX;
       bool moved = false;
       for (const PointStart& st : starts) {
@@ -580,6 +583,31 @@ class Sweep {
       // Step 10.
       if (!sleep_until(s_, steady::now() + o_.cooldown)) return "stopped";
     }
+  }
+
+  // Every handler region's counters, by id (the experiment record's
+  // "handlers": what ran beside the selected region).
+  static std::vector<RegionStats> handler_stats() {
+    std::vector<RegionStats> all = region_snapshot();
+    std::erase_if(all, [](const RegionStats& r) { return r.kind != RegionKind::handler; });
+    return all;
+  }
+
+  // Runs and exclusive time of each handler region between two
+  // handler_stats() (a region registered in between counts from zero).
+  std::vector<RegionTime> handler_deltas(const std::vector<RegionStats>& before,
+                                         const std::vector<RegionStats>& after) const {
+    std::vector<RegionTime> out;
+    size_t i = 0;
+    for (const RegionStats& a : after) {
+      while (i < before.size() && before[i].id < a.id) ++i;
+      const bool known = i < before.size() && before[i].id == a.id;
+      const uint64_t v = a.visits - (known ? before[i].visits : 0);
+      const uint64_t cy = a.cycles - (known ? before[i].cycles : 0);
+      if (v == 0) continue;
+      out.push_back({a.name, v, static_cast<uint64_t>(calibrate::cycles_to_duration(cy, hz_).count())});
+    }
+    return out;
   }
 
   // True if a selected progress point moved since the sweep began.

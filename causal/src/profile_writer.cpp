@@ -109,7 +109,16 @@ std::string format_json_experiment(const ExperimentRecord& e) {
     first = false;
     latency += (latency.empty() ? "" : ",") + obj;
   }
-  out += "},\"latency\":{" + latency + "}" + e.origin_json + "}\n";
+  out += "},\"latency\":{" + latency + "}";
+  if (!e.handlers.empty()) {
+    out += ",\"handlers\":{";
+    for (size_t i = 0; i < e.handlers.size(); ++i) {
+      const RegionTime& h = e.handlers[i];
+      out += fmt::format("{}{}:{{\"visits\":{},\"ns\":{}}}", i == 0 ? "" : ",", json_quote(h.name), h.visits, h.ns);
+    }
+    out += "}";
+  }
+  out += e.origin_json + "}\n";
   return out;
 }
 

@@ -99,6 +99,7 @@ ca::ExperimentRecord sample_experiment(uint64_t index) {
   e.region_ns = 300'000'000;
   e.throughput = {{"lines", 1000}, {"app::Sink::on(app::Line)", 990}};
   e.latency = {{"request", 900, 880, 20}};
+  e.handlers = {{"app::Parser::on(app::Line)", 1234, 300'000'000}, {"app::Sink::on(app::Line)", 990, 5'000'000}};
   return e;
 }
 
@@ -174,6 +175,12 @@ TEST_CASE("JSON experiment lines parse and carry every field", "[causal][writer]
   CHECK(j["progress"]["request"]["arrivals"] == 900);  // the form coact_plot.py reads
   CHECK(j["latency"]["request"]["departures"] == 880);
   CHECK(j["latency"]["request"]["difference"] == 20);
+  CHECK(j["handlers"].size() == 2);
+  CHECK(j["handlers"]["app::Parser::on(app::Line)"]["visits"] == 1234);
+  CHECK(j["handlers"]["app::Sink::on(app::Line)"]["ns"] == 5'000'000);
+  ca::ExperimentRecord none = sample_experiment(4);
+  none.handlers.clear();
+  CHECK_FALSE(nlohmann::json::parse(ca::format_json_experiment(none)).contains("handlers"));
   CHECK(ca::json_quote("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\u0001\"");
   CHECK(nlohmann::json::parse(ca::json_quote("tab\there\x1f")) == "tab\there\x1f");
 }

@@ -6,11 +6,14 @@ your own program" runs it:
 
 Passes when the run exits 0, the program printed its result line, and
 profile.coz holds at least three experiments, at least one of them on the
-`tokenize` scope, with visits of the `batches` progress point. Exit 1 (with
+`tokenize` scope, with visits of the `batches` progress point, and
+profile.jsonl's experiments name the handlers that ran beside each one
+("handlers": runs and time per handler region). Exit 1 (with
 the reason) otherwise, 2 on a usage error.
 
 Usage: wordcount_sweep.py COACT_PROFILE WORDCOUNT OUTDIR
 """
+import json
 import os
 import subprocess
 import sys
@@ -31,8 +34,9 @@ def main(argv):
     for stale in (coz, os.path.join(out, "profile.jsonl")):
         if os.path.exists(stale):
             os.remove(stale)
-    cmd = [profile_bin, "run", "-o", coz, "--duration-s", "4", "--experiment-ms", "100", "--",
-           wordcount, "6"]
+    jsonl = os.path.join(out, "profile.jsonl")
+    cmd = [profile_bin, "run", "-o", coz, "--json-output", jsonl, "--duration-s", "4", "--experiment-ms", "100",
+           "--", wordcount, "6"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         return fail(f"{' '.join(cmd)} exited {r.returncode}; stderr:\n{r.stderr}")
@@ -52,6 +56,16 @@ def main(argv):
         return fail(f"no experiment selected the tokenize scope in {coz}")
     if not any(int(l.rsplit("delta=", 1)[1]) > 0 for l in batches):
         return fail(f"no experiment saw a visit of the 'batches' progress point in {coz}")
+    with open(jsonl, encoding="utf-8") as f:
+        records = [json.loads(l) for l in f if l.strip()]
+    jexps = [r for r in records if r.get("type") == "experiment"]
+    if len(jexps) != len(experiments):
+        return fail(f"{len(jexps)} experiments in {jsonl}, {len(experiments)} in {coz}")
+    # Every window of this pipeline runs the Counter's handlers.
+    for e in jexps:
+        ran = {n: h for n, h in e.get("handlers", {}).items() if "Counter::on(" in n}
+        if not ran or any(h["visits"] <= 0 or h["ns"] < 0 for h in ran.values()):
+            return fail(f"experiment {e['index']} names no run of a Counter handler: {e.get('handlers')}")
     print(f"wordcount_sweep: {len(experiments)} experiments, {len(on_tokenize)} on tokenize")
     return 0
 

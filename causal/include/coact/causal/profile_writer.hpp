@@ -31,7 +31,13 @@
 //   {"type":"experiment","index":..,"region":..,"speedup":0.25,"duration_ns":..,
 //    "delay_ns":..,"effective_ns":..,"visits":..,"region_ns":..,
 //    "progress":{"name":count, "lat":{"arrivals":..,"departures":..,"difference":..}},
-//    "latency":{"lat":{"arrivals":..,"departures":..,"difference":..}}}
+//    "latency":{"lat":{"arrivals":..,"departures":..,"difference":..}},
+//    "handlers":{"Type::on(Msg)":{"visits":..,"ns":..},..}}
+//                                          (handlers: every handler region that
+//                                          completed a run during the window, the
+//                                          selected one included: what ran beside
+//                                          the experiment, to see whether a
+//                                          virtual speedup slows the rest)
 //   {"type":"runtime","time_ns":..}
 //   {"type":"names",..} {"type":"warning",..} {"type":"error",..}
 //   {"type":"summary",..}                  (written by the controller; the
@@ -105,6 +111,13 @@ struct LatencyDelta {
   uint64_t difference = 0;  ///< In flight at the experiment's end (total arrivals − departures).
 };
 
+/// One handler region's completed runs and exclusive time during an experiment.
+struct RegionTime {
+  std::string name;
+  uint64_t visits = 0;
+  uint64_t ns = 0;
+};
+
 /// One finished experiment (controller.hpp says how each field is measured).
 struct ExperimentRecord {
   uint64_t index = 0;         ///< 0-based, in this run.
@@ -117,6 +130,8 @@ struct ExperimentRecord {
   uint64_t region_ns = 0;     ///< Exclusive running time of the selected region during it.
   std::vector<ThroughputDelta> throughput;
   std::vector<LatencyDelta> latency;
+  /// Handler regions that completed a run during the window (JSON only).
+  std::vector<RegionTime> handlers;
   /// JSON members, each with its leading comma (",\"shard\":0,..."), added at
   /// the end of the JSON line verbatim; "" adds nothing. The controller's
   /// sharded sweeps put their shard and host here (controller.hpp Options::shards).
