@@ -68,6 +68,8 @@ What runs (one of):
 
 Options:
   --trials N             pairs (default 10, minimum 5)
+  --warmup N             runs of each side before the trials, not recorded (default 0):
+                         page cache, CPU frequency and lazily built state settle first
   --metric KEY           (command) the number at dotted path KEY in the command's JSON
                          output (its whole stdout, else its last JSON-object line);
                          repeatable. Default: wall_s and max_rss_kb, measured here
@@ -112,7 +114,7 @@ if the environment differs or a base value is 0. Exit status: 0 done, 1 a trial,
 build or plot failed, 2 usage error, 130 interrupted. Details: reports/README.md.
 """
 
-OPTIONS_WITH_VALUE = ("--trials", "--metric", "--lower-is-better", "--gbench", "--gbench-field",
+OPTIONS_WITH_VALUE = ("--trials", "--warmup", "--metric", "--lower-is-better", "--gbench", "--gbench-field",
                       "--base-bin", "--cand-bin", "--base-prefix", "--cand-prefix",
                       "--base-args", "--cand-args", "--base-rev", "--cand-rev", "--target", "--workloads", "--n",
                       "--workers", "--noise-floor", "--aa-from", "--outlier-k",
@@ -150,10 +152,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         i = argv.index("--")
         argv, command = argv[:i], argv[i + 1:]
     if "-h" in argv or "--help" in argv:
-        sys.stdout.write(USAGE)
+        sys.stdout.write(USAGE if PROG == "perf-compare.sh" else USAGE.replace("scripts/perf-compare.sh", PROG))
         sys.exit(0)
     a = argparse.Namespace(
-        trials="10", metrics=[], lower=[], gbench=None, gbench_field="real_time",
+        trials="10", warmup="0", metrics=[], lower=[], gbench=None, gbench_field="real_time",
         base_bin=None, cand_bin=None, base_prefix="", cand_prefix="", base_args="",
         cand_args="", base_rev=None,
         cand_rev=None, target=None, workloads=None, n=None, workers="2",
@@ -239,6 +241,7 @@ def check_args(a: argparse.Namespace, root: str) -> None:
         raise Usage("--gbench needs the path of a Google Benchmark binary")
     a.trials = _uint("--trials", a.trials, 5, 100000,
                      "an integer >= 5 (fewer pairs cannot give a usable CI)")
+    a.warmup = _uint("--warmup", a.warmup, 0, 1000, "an integer in 0..1000 (runs of each side)")
     a.workers = _uint("--workers", a.workers, 1, 1024, "an integer in 1..1024")
     a.timeout_s = _uint("--timeout-s", a.timeout_s, 1, 86400, "an integer in 1..86400")
     a.noise_floor = _number("--noise-floor", a.noise_floor,
@@ -522,10 +525,13 @@ class Runner:
             rest = a.command[1:]
         return prefix + [prog] + rest + getattr(a, side + "_args_words")
 
-    def run(self, side: str, label: str, t: int, pos: int, workload: Optional[str]) -> dict:
-        """Runs one trial; returns {"stdout", "wall_s", "max_rss_kb", "env"}."""
+    def run(self, side: str, label: str, t: int, pos: int, workload: Optional[str],
+            warmup: bool = False) -> dict:
+        """Runs one trial (or, with warmup, the t-th warm-up run: its
+        environment sample is not kept, and the caller records nothing);
+        returns {"stdout", "wall_s", "max_rss_kb", "env"}."""
         a = self.a
-        what = f"{label}: {side} trial {t}/{a.trials}"
+        what = f"{label}: {side} warm-up {t}/{a.warmup}" if warmup else f"{label}: {side} trial {t}/{a.trials}"
         argv = self.argv(side, workload)
         sample = sample_environment(self.envs[side])
         # Max RSS by GNU time: a process forked from this one starts with this
@@ -567,7 +573,8 @@ class Runner:
                 max_rss_kb = int(text[-1])
             if text and text[0].startswith("Command terminated by signal") and rc >= 128:
                 rc = -(rc - 128)
-        self.env_samples.setdefault(label, {}).setdefault(side, []).append(sample)
+        if not warmup:
+            self.env_samples.setdefault(label, {}).setdefault(side, []).append(sample)
         env_str = " ".join(getattr(a, side + "_env"))
         with open(self.stderr_log, "a") as f:
             f.write(f"=== {what} (pos {pos}, env '{env_str}', exit {rc}) ===\n{stderr}")
@@ -840,13 +847,46 @@ def pair_orders(trials: int, seed: int) -> List[tuple]:
     return out
 
 
-def main(argv: Optional[Sequence[str]] = None, root: Optional[str] = None) -> int:
+class Eta:
+    """The time left, from the mean time per finished run (the run itself plus
+    this runner's overhead between runs) times the runs still to come."""
+
+    def __init__(self, total_runs: int):
+        self.total, self.done, self.t0 = total_runs, 0, time.monotonic()
+
+    def step(self, _wall_s: float) -> str:
+        """Counts one finished run; returns ", about 1m05s left" (or "")."""
+        self.done += 1
+        left = self.total - self.done
+        if left <= 0:
+            return ""
+        secs = round((time.monotonic() - self.t0) / self.done * left)
+        return f", about {secs // 60}m{secs % 60:02d}s left" if secs >= 60 else f", about {secs}s left"
+
+
+def main(argv: Optional[Sequence[str]] = None, root: Optional[str] = None,
+         installed: bool = False) -> int:
+    """scripts/perf-compare.sh passes the source tree as root. The installed
+    launcher (coact-perf-compare) passes installed=True: no source tree, so
+    the peers benchmark and --base-rev/--cand-rev (which build from it) are
+    refused, and the default --out is under the current directory."""
     root = root or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    global PROG
+    PROG = "coact-perf-compare" if installed else "perf-compare.sh"
     try:
         a = parse_args(sys.argv[1:] if argv is None else argv)
+        if installed:
+            if not a.command and not a.gbench:
+                raise Usage("give the command to compare after `--` (or --gbench BIN): the peers "
+                            "benchmark is run from a coact source tree (scripts/perf-compare.sh)")
+            if a.base_rev is not None or a.cand_rev is not None:
+                raise Usage("--base-rev/--cand-rev build revisions of a coact source tree: run "
+                            "scripts/perf-compare.sh there (installed, compare two binaries with "
+                            "--base-bin/--cand-bin)")
+            root = os.getcwd()
         check_args(a, root)
-        out = a.out or os.path.join(root, "build", "perf-compare",
-                                    datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}")
+        base_dir = os.path.join(root, "perf-compare") if installed else os.path.join(root, "build", "perf-compare")
+        out = a.out or os.path.join(base_dir, datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}")
         try:
             os.makedirs(out, exist_ok=True)
         except OSError as e:
@@ -926,10 +966,17 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
     rows = []
     try:
         groups = [(w, w) for w in a.workloads_list] if a.mode == "peers" else [(a.mode, None)]
+        eta = Eta(len(groups) * 2 * (a.trials + a.warmup))
         for label, workload in groups:
             if workload:
                 log(f"{workload}: n={a.n}, workers={a.workers}, {a.trials} pairs, "
                     "balanced-random order")
+            for w in range(1, a.warmup + 1):
+                for side in ("base", "cand"):
+                    r = runner.run(side, label, w, 0, workload, warmup=True)
+                    runner.metrics_of(r, workload)  # a warm-up run must produce the metrics too
+                    log(f"{label}: {side} warm-up {w}/{a.warmup} ({r['wall_s']:.2f}s, not recorded)"
+                        f"{eta.step(r['wall_s'])}")
             names: Dict[str, set] = {"base": set(), "cand": set()}
             for t, order in enumerate(pair_orders(a.trials, a.seed), start=1):
                 for pos, side in enumerate(order):
@@ -946,7 +993,7 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
                     shown = ", ".join(f"{k}={v:.6g}" for k, v in list(values.items())[:3])
                     more = f" (+{len(values) - 3} more)" if len(values) > 3 else ""
                     log(f"{label}: {side} trial {t}/{a.trials}: {shown}{more} "
-                        f"({r['wall_s']:.2f}s, load {r['env']['load1_before']})")
+                        f"({r['wall_s']:.2f}s, load {r['env']['load1_before']}){eta.step(r['wall_s'])}")
             common = sorted(names["base"] & names["cand"])
             for side, other in (("base", "cand"), ("cand", "base")):
                 only = sorted(names[side] - names[other])

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # ctest reports-install: `cmake --install BUILD --component reports` into a
 # fresh prefix, then the installed coact-plot plots and estimates a fixture
-# profile from another directory, with no PYTHONPATH and no source tree.
+# profile from another directory, with no PYTHONPATH and no source tree, and
+# the installed coact-perf-compare compares two commands there (its results
+# under ./perf-compare/) and refuses what needs a source tree (exit 2).
 # Usage: install_test.sh BUILD_DIR PREFIX FIXTURES_DIR
 set -euo pipefail
 build=$1 prefix=$2 fix=$3
@@ -28,4 +30,17 @@ mv "$prefix" "$work/moved"
 env -u PYTHONPATH "$work/moved/bin/coact-plot" estimate toy.coz >/dev/null 2>&1 ||
   { echo "FAIL: coact-plot in a moved prefix" >&2; exit 1; }
 mv "$work/moved" "$prefix"
+pc=$prefix/bin/coact-perf-compare
+[[ -x $pc ]] || { echo "FAIL: $pc not installed" >&2; exit 1; }
+printf '#!/bin/sh\necho "{\\"rate\\": ${RATE:-100}}"\n' >app.sh && chmod +x app.sh
+env -u PYTHONPATH PERF_BASE_ENV=RATE=100 PERF_CAND_ENV=RATE=150 "$pc" --trials 5 --metric rate -- ./app.sh \
+  >pc.jsonl 2>pc.err || { cat pc.err >&2; echo "FAIL: installed coact-perf-compare" >&2; exit 1; }
+/usr/bin/python3 -c 'import json; r=json.loads(open("pc.jsonl").readline()); assert r["verdict"]=="faster", r' ||
+  { cat pc.jsonl pc.err >&2; echo "FAIL: installed coact-perf-compare verdict" >&2; exit 1; }
+ls perf-compare/*/trials.jsonl >/dev/null || { echo "FAIL: no ./perf-compare/*/trials.jsonl" >&2; exit 1; }
+for refused in "--base-rev HEAD --cand-rev HEAD -- x" "--trials 5"; do
+  rc=0; env -u PYTHONPATH "$pc" $refused >/dev/null 2>pc.err || rc=$?
+  [[ $rc == 2 ]] && grep -q 'source tree' pc.err ||
+    { cat pc.err >&2; echo "FAIL: installed coact-perf-compare $refused: exit $rc, want 2 naming the source tree" >&2; exit 1; }
+done
 echo "installed coact-plot: plot $(stat -c %s curves.png) bytes, estimate ok"

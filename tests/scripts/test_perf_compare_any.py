@@ -113,6 +113,23 @@ class CommandTest(Base):
         self.assertEqual(len(trials), 2 * 5 * 2)      # two metrics per process
         self.assertTrue(all(t["max_rss_kb"] and t["wall_s"] > 0 for t in trials))
 
+    def test_warmup_runs_are_run_not_recorded_and_an_eta_is_shown(self):
+        counter = os.path.join(self.tmp.name, "warmup-counter")
+        p, out, rows = self.pc(["--trials", "5", "--warmup", "2", "--metric", "rate", "--", self.app],
+                               "FAKE_RATE=1000", "FAKE_RATE=1000", extra_env={"FAKE_COUNTER": counter})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(counter) as f:
+            self.assertEqual(int(f.read()), 2 * (5 + 2))  # every process ran, warm-ups included
+        with open(os.path.join(out, "trials.jsonl")) as f:
+            self.assertEqual(len(f.readlines()), 2 * 5)  # only the trials are recorded
+        self.assertEqual(rows["rate"]["environment"]["base"]["trials"], 5)
+        self.assertEqual(p.stderr.count("warm-up"), 4, p.stderr)
+        self.assertRegex(p.stderr, r"trial 1/5: rate=.*, about \d+(m\d\ds|s) left")
+        for bad in ("-1", "x", "1001"):
+            q, _, _ = self.pc(["--warmup", bad, "--", self.app])
+            self.assertEqual(q.returncode, 2)
+            self.assertIn(f"--warmup '{bad}'", q.stderr)
+
     def test_wall_time_and_rss_without_metric(self):
         p, _, rows = self.pc(["--trials", "5", "--", self.app], "FAKE_SLEEP=0.02",
                              "FAKE_SLEEP=0.6 FAKE_NOJSON=1")
