@@ -15,6 +15,7 @@ LIBRARY=(
   nlohmann-json3-dev     # JSON
   libfmt-dev             # formatting
   python3-matplotlib python3-numpy python3-scipy  # coact-plot (run as /usr/bin/python3)
+  help2man               # the tools' man pages, generated from their --help
 )
 PACKAGES=(
   "${LIBRARY[@]}"
