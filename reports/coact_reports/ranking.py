@@ -62,12 +62,34 @@ def group_by_handler(results: Sequence[RegionResult]) -> List[RegionResult]:
     return out
 
 
+def tie_ranks(rows: Sequence[dict]) -> dict:
+    """Which ranked regions the data cannot order: walking the ranked
+    regions by rank, a region whose interval reaches the lower bound of the
+    first region of the current tie group (its upper bound >= that lower
+    bound) joins that group; otherwise it starts the next. Returns {region:
+    the rank of its group's first region}. Compared with that first region
+    only, not chained through the group, so a group never spans two regions
+    whose intervals are apart."""
+    out, head = {}, None
+    for row in sorted((r for r in rows if r["rank"] is not None and r["ci"][0] is not None),
+                      key=lambda r: r["rank"]):
+        if row["region"] in out:
+            continue
+        if head is not None and row["ci"][1] >= head["ci"][0]:
+            out[row["region"]] = head["rank"]
+        else:
+            head = row
+            out[row["region"]] = row["rank"]
+    return out
+
+
 def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
     """One dict per (region, progress point), in the given order, with its
     rank (ranked regions only, by the analysis's order; None for a region
     without enough evidence) and its group (the handler a "H @ file:line"
-    line region belongs to, else the region itself). Speedups are fractions
-    (0.125 = 12.5%)."""
+    line region belongs to, else the region itself), and its tie_rank (the
+    rank it shares with the regions the data cannot order it against:
+    tie_ranks; None when unranked). Speedups are fractions (0.125 = 12.5%)."""
     rows = []
     for r in results:
         rank = r.rank
@@ -101,6 +123,9 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                     {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
                      "experiments": m.experiments} for m in c.measurements],
             })
+    ties = tie_ranks(rows)
+    for row in rows:
+        row["tie_rank"] = ties.get(row["region"])
     return rows
 
 
@@ -133,7 +158,9 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
         head += [f"@{s * 100:g}%"] + ([f"{at} 95% CI"] if abs(s - rank_at) <= 1e-9 else [])
     head += [f"@{PREDICT_AT[-1] * 100:g}% as rate", "note"]
     table = [head]
-    leader = next((row for row in rows if row["rank"] == 1), None)
+    group_size: dict = {}
+    for region, t in {row["region"]: row["tie_rank"] for row in rows if row["tie_rank"] is not None}.items():
+        group_size[t] = group_size.get(t, 0) + 1
     for row in rows:
         key = row["key"]
         v, (lo, hi) = key["program_speedup"], key["ci"]
@@ -148,9 +175,6 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
         notes = []
         if row["rank"] is None:
             notes.append("not enough evidence to rank: " + (row["why_unranked"] or "?"))
-        elif leader is not None and row is not leader and lo is not None and \
-                leader["ci"][0] is not None and hi >= leader["ci"][0]:
-            notes.append(f"interval overlaps #{leader['rank']}")
         if row["outliers"]:
             notes.append(f"{row['outliers']} outlier{'s' if row['outliers'] > 1 else ''} excluded")
         model = "line" if row["knee"] is None else f"bend@{row['knee'] * 100:g}%"
@@ -158,7 +182,13 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
         # The last prediction as a rise in progress visits per second.
         last = row["predicted"][f"{PREDICT_AT[-1]:g}"]["program_speedup"]
         rate = _pct(1 / (1 - last) - 1) if last is not None and last < 1 else "n/a"
-        table.append([str(row["rank"]) if row["rank"] is not None else "-", _shown_name(row),
+        if row["rank"] is None:
+            shown_rank = "-"
+        elif row["tie_rank"] is not None and group_size.get(row["tie_rank"], 0) > 1:
+            shown_rank = f"{row['tie_rank']}="
+        else:
+            shown_rank = str(row["rank"])
+        table.append([shown_rank, _shown_name(row),
                       point, str(row["experiments"]), model] + preds + [rate, "; ".join(notes)])
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     left = {1, 2, 4, len(head) - 1}
@@ -172,6 +202,8 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
             f"* = beyond the largest measured speedup (extrapolated); 'as rate': the "
             f"@{PREDICT_AT[-1] * 100:g}% prediction as a rise in progress visits per second; 95% CI: Student t on the "
             f"experiments, the baseline's error included. A region is ranked with enough "
-            f"experiments (--min-experiments, default {MIN_EXPERIMENTS}) at 3+ speedups.\n"
+            f"experiments (--min-experiments, default {MIN_EXPERIMENTS}) at 3+ speedups; 'k=': tied, "
+            f"the data cannot order these regions (each interval reaches the lower bound of the first "
+            f"region ranked k).\n"
             + DEFINITION + " (33% less time per visit = 50% more visits per second)")
     return "\n".join(out) + "\n" + st.message + "\n" + note + "\n"
