@@ -16,11 +16,7 @@ The accuracy of the library line's prediction (validate's protocol: a
 uniform sweep restricted to the line, coact_reports.estimate at s, against
 `coact-solib-lines --speed s` interleaved with baselines; ideal min(s, 1/2))
 takes minutes and a quiet machine, so it is run by hand, not here:
-  coact-profile run --append -o p.coz --sampling --source-scope '%solib_plugin%'
-      --region-filter solib_plugin.cpp:12 --region-weight uniform --duration-s 25
-      -- coact-solib-lines --plugin .../libcoact_solib_plugin_module.so --seconds 26
-  (cd reports && python3 -m coact_reports.estimate p.jsonl --json --at 0.25 --at 0.5
-      -r solib_plugin.cpp:12)
+tests/solib/accuracy_by_hand.sh (its results: docs/results/solib-accuracy-*).
 """
 import json
 import os
