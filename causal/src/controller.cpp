@@ -594,7 +594,8 @@ class Sweep {
   }
 
   // Runs and exclusive time of each handler region between two
-  // handler_stats() (a region registered in between counts from zero).
+  // handler_stats() (a region registered in between counts from zero), most
+  // time first.
   std::vector<RegionTime> handler_deltas(const std::vector<RegionStats>& before,
                                          const std::vector<RegionStats>& after) const {
     std::vector<RegionTime> out;
@@ -607,6 +608,7 @@ class Sweep {
       if (v == 0) continue;
       out.push_back({a.name, v, static_cast<uint64_t>(calibrate::cycles_to_duration(cy, hz_).count())});
     }
+    std::stable_sort(out.begin(), out.end(), [](const RegionTime& x, const RegionTime& y) { return x.ns > y.ns; });
     return out;
   }
 

@@ -111,12 +111,21 @@ std::string format_json_experiment(const ExperimentRecord& e) {
   }
   out += "},\"latency\":{" + latency + "}";
   if (!e.handlers.empty()) {
-    out += ",\"handlers\":{";
-    for (size_t i = 0; i < e.handlers.size(); ++i) {
-      const RegionTime& h = e.handlers[i];
-      out += fmt::format("{}{}:{{\"visits\":{},\"ns\":{}}}", i == 0 ? "" : ",", json_quote(h.name), h.visits, h.ns);
+    // In the given order (the controller's: most time first) while the
+    // object stays within kHandlersBudget bytes, so that an experiment line
+    // still fits in a page (its group is then written atomically with
+    // respect to a kill, ProfileWriter); the rest are counted.
+    std::string obj = ",\"handlers\":{";
+    size_t kept = 0;
+    for (const RegionTime& h : e.handlers) {
+      std::string item =
+          fmt::format("{}{}:{{\"visits\":{},\"ns\":{}}}", kept == 0 ? "" : ",", json_quote(h.name), h.visits, h.ns);
+      if (obj.size() + item.size() + 1 > kHandlersBudget) break;
+      obj += item;
+      ++kept;
     }
-    out += "}";
+    out += obj + "}";
+    if (kept < e.handlers.size()) out += fmt::format(",\"handlers_omitted\":{}", e.handlers.size() - kept);
   }
   out += e.origin_json + "}\n";
   return out;

@@ -181,6 +181,17 @@ TEST_CASE("JSON experiment lines parse and carry every field", "[causal][writer]
   ca::ExperimentRecord none = sample_experiment(4);
   none.handlers.clear();
   CHECK_FALSE(nlohmann::json::parse(ca::format_json_experiment(none)).contains("handlers"));
+  // Many handlers: the first ones (the controller gives them most time
+  // first) within the budget, the rest counted, the line within a page.
+  ca::ExperimentRecord many = sample_experiment(5);
+  many.handlers.clear();
+  for (int i = 0; i < 200; ++i) many.handlers.push_back({"app::Stage" + std::to_string(i) + "::on(app::Msg)", 1, 1});
+  const std::string long_line = ca::format_json_experiment(many);
+  CHECK(long_line.size() <= 4096u);
+  const auto lj = nlohmann::json::parse(long_line);
+  CHECK(lj["handlers"].contains("app::Stage0::on(app::Msg)"));
+  CHECK(lj["handlers"].size() > 10u);
+  CHECK(lj["handlers"].size() + lj["handlers_omitted"].get<size_t>() == 200u);
   CHECK(ca::json_quote("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\u0001\"");
   CHECK(nlohmann::json::parse(ca::json_quote("tab\there\x1f")) == "tab\there\x1f");
 }

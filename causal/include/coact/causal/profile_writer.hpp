@@ -32,7 +32,7 @@
 //    "delay_ns":..,"effective_ns":..,"visits":..,"region_ns":..,
 //    "progress":{"name":count, "lat":{"arrivals":..,"departures":..,"difference":..}},
 //    "latency":{"lat":{"arrivals":..,"departures":..,"difference":..}},
-//    "handlers":{"Type::on(Msg)":{"visits":..,"ns":..},..}}
+//    "handlers":{"Type::on(Msg)":{"visits":..,"ns":..},..},"handlers_omitted":..}
 //                                          (handlers: every handler region that
 //                                          completed a run during the window, the
 //                                          selected one included: what ran beside
@@ -92,6 +92,7 @@
 // Lifetime: the destructor closes the files; what was written stays valid.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -110,6 +111,11 @@ struct LatencyDelta {
   uint64_t departures = 0;  ///< COACT_END visits during the experiment.
   uint64_t difference = 0;  ///< In flight at the experiment's end (total arrivals − departures).
 };
+
+/// The most bytes an experiment's JSON "handlers" object takes; handlers
+/// beyond it are counted in "handlers_omitted" (an experiment line then fits
+/// in a page with room for its other fields).
+inline constexpr size_t kHandlersBudget = 2048;
 
 /// One handler region's completed runs and exclusive time during an experiment.
 struct RegionTime {
@@ -130,7 +136,8 @@ struct ExperimentRecord {
   uint64_t region_ns = 0;     ///< Exclusive running time of the selected region during it.
   std::vector<ThroughputDelta> throughput;
   std::vector<LatencyDelta> latency;
-  /// Handler regions that completed a run during the window (JSON only).
+  /// Handler regions that completed a run during the window, most time
+  /// first (JSON only; beyond kHandlersBudget bytes they are counted).
   std::vector<RegionTime> handlers;
   /// JSON members, each with its leading comma (",\"shard\":0,..."), added at
   /// the end of the JSON line verbatim; "" adds nothing. The controller's
