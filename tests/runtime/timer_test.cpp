@@ -401,10 +401,18 @@ TEST_CASE("one worker spinning on self-sends still sees a 200 ms send_after on t
   CHECK(at[0].load() < 200000 + 50000);  // 200 ms plus one (tiny) handler, with slack for a loaded box
 }
 
-TEST_CASE("an idle runtime with one 2 s periodic timer stays under 1% of a core", "[timer][idle]") {
+// Hidden from the unit run ([.]): ctest's idle-timer-cpu runs it in a process
+// of its own. The hand-off cost is probed once per process, at the first
+// Runtime's boot (lifecycle.cpp), and seeds every later runtime's timekeeper
+// wake margin; probed while other test cases loaded the machine, it makes
+// this runtime spin longer margins than its own boot would.
+TEST_CASE("an idle runtime with one 2 s periodic timer stays under 1% of a core", "[timer][idle][.][idle_cpu]") {
   coact::test::Watchdog wd(30, "idle periodic");
   std::atomic<int> ticks{0};
   std::atomic<uint64_t> current{0};
+  // The runtime's own threads are measured: threads other test cases of
+  // this process left behind (or the test harness's) are not its CPU.
+  const std::vector<pid_t> before = coact::test::thread_ids();
   coact::Runtime rt(coact::test::tuning_for(2));
   struct Slow : coact::Actor<Slow> {
     std::atomic<int>* ticks;
@@ -418,12 +426,15 @@ TEST_CASE("an idle runtime with one 2 s periodic timer stays under 1% of a core"
   auto s = rt.spawn<Slow>(&ticks);
   s.send(Slow::Tick{});
   std::this_thread::sleep_for(100ms);
-  const double c0 = cpu_seconds();
+  const std::vector<pid_t> mine = coact::test::new_threads(before, coact::test::thread_ids());
+  REQUIRE(!mine.empty());
+  const double c0 = coact::test::threads_cpu_seconds(mine), p0 = cpu_seconds();
   auto w0 = Clock::now();
   std::this_thread::sleep_for(5s);
-  const double cpu = cpu_seconds() - c0;
+  const double cpu = coact::test::threads_cpu_seconds(mine) - c0, process = cpu_seconds() - p0;
   const double wall = std::chrono::duration<double>(Clock::now() - w0).count();
-  INFO("cpu " << cpu << " s over " << wall << " s, ticks " << ticks.load());
+  INFO("cpu " << cpu << " s (the runtime's " << mine.size() << " threads; the whole process " << process << " s) over "
+              << wall << " s, ticks " << ticks.load());
   CHECK(cpu / wall < 0.01);
   CHECK(ticks.load() >= 3);
   s.stop();
