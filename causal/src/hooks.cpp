@@ -97,9 +97,9 @@ void pay_point_slow() noexcept {
   // this thread's L grow by it), so every other thread owes it too and the
   // program's virtual time stays consistent: an overshoot by a thread on the
   // critical path does not shorten the measured speedup (effective time =
-  // wall − G). Measured on fork-join, A at s = 0.75: without this, one pay
-  // in ten woke 0.1-2 ms late on a loaded 2-core VM and the prediction fell
-  // from 0.47 to 0.36-0.44 (truth 0.49). Coz keeps such overshoot as the
+  // wall − G). Without it, late wakes on a loaded machine pull a
+  // critical-path region's prediction below its truth (fork-join A near its
+  // plateau; the accuracy tests). Coz keeps such overshoot as the
   // overshooting thread's "excess delay" instead; here it would be lost at
   // once, since a worker that paid is usually credited on its next resume.
   try {
