@@ -538,7 +538,16 @@ TEST_CASE("sampler: the POSIX timer samples in the base mode, the perf event in 
   // the switch back is on their share of the phase's CPU time: a perf event
   // still armed through the phase would take all of it (~120 ms).
   constexpr size_t kLate = 3;
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer defers a signal to the thread's next intercepted call, so
+  // the precise phase's perf samples can land well into the back phase (a
+  // quarter of it once); still, an event armed through the phase takes all.
+  CHECK(back.ms[kPerf] <= 0.5 * cpu_ms[2]);
+  if (back.ms[kPerf] > 0.05 * cpu_ms[2])
+    WARN("ThreadSanitizer: late perf samples in the back phase: " << back.ms[kPerf] << " ms");
+#else
   CHECK(back.ms[kPerf] <= 0.05 * cpu_ms[2]);
+#endif
   CHECK(base.n[kPerf] == 0);
   CHECK(base.n[kOther] + precise.n[kOther] + back.n[kOther] == 0);
   CHECK(base.n[kTimer] >= 5);
