@@ -854,7 +854,7 @@ class Eta:
     def __init__(self, total_runs: int):
         self.total, self.done, self.t0 = total_runs, 0, time.monotonic()
 
-    def step(self, _wall_s: float) -> str:
+    def step(self) -> str:
         """Counts one finished run; returns ", about 1m05s left" (or "")."""
         self.done += 1
         left = self.total - self.done
@@ -976,7 +976,7 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
                     r = runner.run(side, label, w, 0, workload, warmup=True)
                     runner.metrics_of(r, workload)  # a warm-up run must produce the metrics too
                     log(f"{label}: {side} warm-up {w}/{a.warmup} ({r['wall_s']:.2f}s, not recorded)"
-                        f"{eta.step(r['wall_s'])}")
+                        f"{eta.step()}")
             names: Dict[str, set] = {"base": set(), "cand": set()}
             for t, order in enumerate(pair_orders(a.trials, a.seed), start=1):
                 for pos, side in enumerate(order):
@@ -993,7 +993,7 @@ def _run(a, root: str, out: str, runner: Runner) -> int:
                     shown = ", ".join(f"{k}={v:.6g}" for k, v in list(values.items())[:3])
                     more = f" (+{len(values) - 3} more)" if len(values) > 3 else ""
                     log(f"{label}: {side} trial {t}/{a.trials}: {shown}{more} "
-                        f"({r['wall_s']:.2f}s, load {r['env']['load1_before']}){eta.step(r['wall_s'])}")
+                        f"({r['wall_s']:.2f}s, load {r['env']['load1_before']}){eta.step()}")
             common = sorted(names["base"] & names["cand"])
             for side, other in (("base", "cand"), ("cand", "base")):
                 only = sorted(names[side] - names[other])

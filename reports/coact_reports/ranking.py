@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from typing import List, Optional, Sequence
 
 from .estimate import DEFINITION, MIN_EXPERIMENTS, PREDICT_AT, RANK_AT, RegionResult, settlement
@@ -158,9 +159,8 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
         head += [f"@{s * 100:g}%"] + ([f"{at} 95% CI"] if abs(s - rank_at) <= 1e-9 else [])
     head += [f"@{PREDICT_AT[-1] * 100:g}% as rate", "note"]
     table = [head]
-    group_size: dict = {}
-    for region, t in {row["region"]: row["tie_rank"] for row in rows if row["tie_rank"] is not None}.items():
-        group_size[t] = group_size.get(t, 0) + 1
+    # Regions per tie group (a region with several progress points counts once).
+    group_size = Counter({row["region"]: row["tie_rank"] for row in rows if row["tie_rank"] is not None}.values())
     for row in rows:
         key = row["key"]
         v, (lo, hi) = key["program_speedup"], key["ci"]
