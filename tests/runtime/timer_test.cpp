@@ -762,27 +762,29 @@ struct OrderRecorder : coact::Actor<OrderRecorder> {
   }
 };
 struct Armer : coact::Actor<Armer> {
-  std::vector<coact::ActorRef<OrderRecorder>> to;  // to[i] gets a timer of (i + 1) · 100 µs
+  std::vector<coact::ActorRef<OrderRecorder>> to;  // to[i] gets a timer of (i + 1) ms
   explicit Armer(std::vector<coact::ActorRef<OrderRecorder>> t) : to(std::move(t)) {}
   void on(const Mark&) {
-    for (int i : {2, 0, 1}) runtime().send_after(to[size_t(i)], std::chrono::microseconds(100 * (i + 1)), Mark{i});
-    coact::test::spin_for(5ms);  // all three are due when this handler returns
+    // Deadlines 1 ms apart: far more than an arm costs, even under TSan
+    // (which made 100 µs steps arm out of order).
+    for (int i : {2, 0, 1}) runtime().send_after(to[size_t(i)], std::chrono::milliseconds(i + 1), Mark{i});
+    coact::test::spin_for(10ms);  // all three are due when this handler returns
   }
 };
 }  // namespace
 
 TEST_CASE("timers fired together run their handlers in deadline order", "[timer]") {
   coact::test::Watchdog wd(30, "fired-together order");
-  // The reorder is best-effort (timers.cpp, run_fired_in_deadline_order):
-  // it is skipped when the keep-local valve spilled part of the fired set,
-  // which a slow run (TSan, a loaded machine) sometimes trips: a quiet CI run
-  // under TSan with burst on saw one round of five in LIFO order. Before the
-  // reorder every round ran {2, 1, 0}; so at least 3 of 5 rounds in order.
+  // The reorder (timers.cpp, run_fired_in_deadline_order) is skipped when
+  // the keep-local valve spilled part of the fired set to the injector; the
+  // valve is off here, so every round tests the reorder alone.
   const int rounds = 5;
   int in_order = 0;
   for (int round = 0; round < rounds; ++round) {
     OrderLog log;
-    coact::Runtime rt(coact::test::tuning_for(1));
+    coact::SchedulerTuning tuning = coact::test::tuning_for(1);
+    tuning.local_time_budget_us = 0;  // valve off
+    coact::Runtime rt(tuning);
     std::vector<coact::ActorRef<OrderRecorder>> rec;
     for (int i = 0; i < 3; ++i) rec.push_back(rt.spawn<OrderRecorder>(&log, i));
     auto armer = rt.spawn<Armer>(rec);
@@ -801,5 +803,5 @@ TEST_CASE("timers fired together run their handlers in deadline order", "[timer]
     armer.stop();
     rt.run();
   }
-  CHECK(in_order >= 3);
+  CHECK(in_order == rounds);
 }
