@@ -239,8 +239,16 @@ class ArchiverRows(unittest.TestCase):
         self.assertIn("Index handler", row["note"])
         # The sweep's runs pool as one program's (identical command lines): a prediction
         # wherever the variant was measurably faster (a missing one also exits 1, above).
+        # The prediction is measured over whole runs, as the truth is: the mean of the rounds'
+        # predictions with a Student-t interval around it; the per-window fit is reported beside it.
         if row["s"] > 0:
             self.assertIsNotNone(row["predicted"], row["note"])
+            self.assertEqual(len(row["predicted_rounds"]), 2)
+            self.assertAlmostEqual(row["predicted"], sum(row["predicted_rounds"]) / 2, places=12)
+            plo, phi = row["predicted_ci"]
+            self.assertAlmostEqual(phi - row["predicted"], row["predicted"] - plo, places=12)
+            self.assertLess(plo, phi)
+            self.assertIsNotNone(row["window_predicted"], row["note"])
         # The archiver reports whole passes (--summary-json), so its truth is pass time, and two
         # rounds give the measured speedup a Student-t interval around their mean.
         self.assertEqual(row["actual_measure"], "pass_time")
@@ -279,6 +287,9 @@ class AnalyticsRow(unittest.TestCase):
         self.assertGreater(row["s"], 0.3, row["note"])
         self.assertGreater(row["actual"], 0.2, row["note"])
         self.assertEqual(row["actual_measure"], "window_rate")  # no passes: progress per window
+        # Each round predicts from its own runs at 0 % and round(100 r) %.
+        self.assertEqual(len(row["predicted_rounds"]), 2)
+        self.assertGreater(row["predicted"], 0.2, row["note"])
 
 
 if __name__ == "__main__":

@@ -55,17 +55,22 @@
 //     second of the windows (the analytics job: no phases). Actual speedup
 //     = 1 − rate(baseline) / rate(variant) per round; the row's actual is
 //     the mean over the rounds, with a Student-t 95% interval over them
-//     ("actual_ci"). b. The prediction at s = r: interleaved runs of the
+//     ("actual_ci"). b. The prediction at s = r: per round, runs of the
 //     baseline under fixed-region sweeps of the handler at speedups 0,
 //     round(100 r) %, 0 (--dedup-sweep-s in all, at least 2.5 windows a
-//     run; --real-experiment-ms windows: a longer window averages more of a
-//     program's phases), pooled and given to the
-//     same estimator (a line through the origin and the pooled round(100 r) %
-//     point, evaluated at r, with its 95% interval). Fixed speedups, not a
-//     default sweep: the archiver's progress rate swings with the phase of
-//     each pass (walk, chunking, the Writer's metadata at the end), so a
-//     default sweep's handful of windows near s = r is far noisier than the
-//     same seconds spent at s = r. A variant whose handler was not
+//     run; --real-experiment-ms windows). A round's prediction is measured
+//     as the truth is, over whole runs: 1 − rate(at 0) / rate(at p), a
+//     run's rate being its progress visits per effective second, scaled
+//     to r along the line through the origin; the row's prediction is the
+//     mean over rounds with a Student-t 95% interval ("predicted_rounds",
+//     "predicted_ci"). The estimator's per-window fit of the same profiles
+//     is reported beside it ("window_predicted", "window_predicted_ci"):
+//     the archiver's rate swings with the phase of each pass (walk,
+//     chunking, the Writer's metadata at the end), so windows a fraction
+//     of a pass long are far noisier than whole runs. Fixed speedups, not a
+//     default sweep, for the same reason: a default sweep's handful of
+//     windows near s = r is noisier than the same seconds spent at s = r. A
+//     variant whose handler was not
 //     measurably faster (r rounds to 0 %) gets no prediction and says so.
 //  6. --with-coz, per known-answer workload after its chunks: every row
 //     whose stage has a source line of its own (--list's "line": a line
@@ -88,8 +93,9 @@
 //     job; "known_answer"), real rows with "actual_ci" and "actual_measure",
 //     and "agree_within_noise" of "rows_with_both_ci" (rows whose
 //     prediction and actual are within both half-widths in quadrature)
-//     and "predicted_ci" ([lo, hi], the estimator's "ci" at s; nulls where
-//     it gave none). Exit 0, or 1 if a program failed.
+//     and "predicted_ci" ([lo, hi]: the estimator's "ci" at s for a
+//     known-answer row, step 5b's interval for a real row; nulls where
+//     there is none). Exit 0, or 1 if a program failed.
 //  --no-known-answer skips steps 2-4 and 6 (only the real programs' rows).
 
 #include <fcntl.h>
@@ -136,6 +142,9 @@ struct Row {
   int experiments = 0;
   int actual_runs = 0;
   std::vector<double> actual_chunks;  // the actual speedup of each kept chunk; `actual` is their median
+  std::vector<double> predicted_rounds;  // real rows: each round's prediction; `predicted` is their mean
+  // Real rows: the estimator's per-window fit of the prediction's profiles, and its 95% interval.
+  double window_predicted = std::nan(""), window_lo = std::nan(""), window_hi = std::nan("");
   std::string note;
   std::string line;  // the stage's own source line (--list), empty if none
   double coz_predicted = std::nan("");
@@ -149,6 +158,24 @@ double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The mean of `v` and its Student-t 95% interval over the values (lo and hi
+// stay NaN from one value, or when the values agree exactly). Empty: NaN.
+void mean_with_t95(const std::vector<double>& v, double& mean, double& lo, double& hi) {
+  const size_t n = v.size();
+  if (n == 0) return;
+  double sum = 0;
+  for (double x : v) sum += x;
+  mean = sum / static_cast<double>(n);
+  if (n < 2) return;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  const double se = std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
+  if (se <= 1e-12) return;
+  const double half = ca::student_t95(static_cast<uint32_t>(n - 1)) * se;
+  lo = mean - half;
+  hi = mean + half;
 }
 
 std::string fmt_num(double v, int prec = 3) {
@@ -774,25 +801,22 @@ int validate(ValidateArgs& a) {
       r.actual_chunks = speedups;
       r.actual_measure = by_pass ? "pass_time" : "window_rate";
       if (nrun > 0 && t0 > 0) {
-        double sum = 0;
-        for (double x : speedups) sum += x;
-        r.actual = sum / nrun;
-        // The measured speedup's own 95% interval: Student t over the rounds
-        // (none from one round, or when the rounds agree exactly).
-        if (nrun >= 2) {
-          double ss = 0;
-          for (double x : speedups) ss += (x - r.actual) * (x - r.actual);
-          const double se = std::sqrt(ss / (nrun - 1) / nrun);
-          if (se > 1e-12) {
-            const double half = ca::student_t95(static_cast<uint32_t>(nrun - 1)) * se;
-            r.actual_lo = r.actual - half;
-            r.actual_hi = r.actual + half;
-          }
-        }
+        // The measured speedup's own 95% interval: Student t over the rounds.
+        mean_with_t95(speedups, r.actual, r.actual_lo, r.actual_hi);
         r.s = std::round(std::clamp(1.0 - t1 / t0, 0.0, 1.0) * 1e4) / 1e4;
         // 5b. The prediction at s = r: the baseline under fixed-speedup
-        // sweeps of the handler, 0 and round(100 r) %, interleaved, pooled
-        // by the estimator.
+        // sweeps of the handler at 0, round(100 r) % and 0 again per round.
+        // A round's prediction is its program-level one, measured as the
+        // truth is: 1 - rate(the two runs at 0) / rate(the run at p), each
+        // rate the run's progress visits per effective second over all its
+        // windows, scaled from p to r along the line through the origin.
+        // The row's prediction is the mean over rounds with a Student-t 95%
+        // interval, so prediction and truth carry the same kind of noise
+        // (the program's rate drifting between runs). A per-window fit of
+        // the same profiles (the estimator, as a default sweep's table uses)
+        // is kept beside it as window_predicted: its windows, a fraction of
+        // a pass each, swing with the pass's phase and make it several
+        // times wider.
         const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
         bool missing_prediction = false;
         // Each sweep run holds at least two whole windows after start-up.
@@ -805,11 +829,20 @@ int validate(ValidateArgs& a) {
         for (int c = 0; c < rounds && pct > 0; ++c) {
           say(fmt::format("{} {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1, rounds,
                           pct, each));
+          double rates[3] = {0, 0, 0};
+          int k = 0;
           for (const uint32_t p : {0u, pct, 0u}) {
-            profiles.push_back(measure(prog, v.region, {}, each, p, a.real_experiment_ms, true).profile);
+            const Measured m = measure(prog, v.region, {}, each, p, a.real_experiment_ms, true);
+            profiles.push_back(m.profile);
+            rates[k++] = m.rate;
           }
+          const double at0 = (rates[0] + rates[2]) / 2;
+          if (at0 > 0 && rates[1] > 0) r.predicted_rounds.push_back((1.0 - at0 / rates[1]) * r.s / (pct / 100.0));
         }
-        if (pct > 0) try {
+        if (pct > 0) {
+          mean_with_t95(r.predicted_rounds, r.predicted, r.predicted_lo, r.predicted_hi);
+          if (r.predicted_rounds.empty()) missing_prediction = true;  // said in the row's note, and the exit status
+          try {
             EstimateOptions eo;
             eo.python = a.python;
             eo.points = {prog.progress};
@@ -817,24 +850,23 @@ int validate(ValidateArgs& a) {
             eo.degree = 1;
             const auto preds = run_estimator(profiles, {r.s}, eo, log);
             if (const Prediction* p = find_prediction(preds, r.region, r.s)) {
-              r.predicted = p->value;
-              r.predicted_lo = p->lo;
-              r.predicted_hi = p->hi;
+              r.window_predicted = p->value;
+              r.window_lo = p->lo;
+              r.window_hi = p->hi;
               r.experiments = p->curve_experiments;
-            } else {
-              missing_prediction = true;  // said in the row's note below, and the exit status
             }
           } catch (const std::runtime_error& e) {
             std::fprintf(stderr, "coact-profile: %s\n", e.what());
             failed = true;
           }
+        }
         r.note = fmt::format(
             "{} vs baseline: {} handler {:.1f} -> {:.1f} us per visit (r = {:.3f}, virtual speedup "
             "{} %); {:.1f} -> {:.1f} {}/s",
             change, v.stage, t0 / nrun / 1e3, t1 / nrun / 1e3, r.s, pct, rate0 / nrun, rate1 / nrun, prog.progress);
         if (pct == 0) r.note += "; not faster per visit, so no virtual speedup to predict";
         if (missing_prediction) {
-          r.note += "; the estimator gave no prediction for the region (see " + log + ")";
+          r.note += "; the sweep runs measured no progress (see " + log + ")";
           failed = true;
         }
       } else {
@@ -919,6 +951,9 @@ int validate(ValidateArgs& a) {
                            {"experiments", r.experiments},
                            {"actual_runs", r.actual_runs},
                            {"actual_chunks", r.actual_chunks},
+                           {"predicted_rounds", r.predicted_rounds},
+                           {"window_predicted", json_num(r.window_predicted)},
+                           {"window_predicted_ci", json::array({json_num(r.window_lo), json_num(r.window_hi)})},
                            {"note", r.note}});
       if (a.with_coz) {
         json& jr = j["rows"].back();
