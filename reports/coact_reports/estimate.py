@@ -36,12 +36,15 @@ linear through the origin. Two models are fitted to the per-experiment points
 (duration-weighted least squares, weights normalised to mean 1):
 
 * ``line``: y = b * s;
-* ``bend``: y = a * min(s, k) + c * max(s - k, 0) with a >= c (concave), for
-  each measured speedup k with at least two measured levels on each side.
+* ``bend``: y = a * min(s, k) + c * max(s - k, 0) with a >= c (concave), the
+  knee k with the least residual from a grid of 20 steps across each span
+  between two adjacent measured speedups that has at least two measured
+  levels on each side (the paths of a program cross where they cross, not
+  at a speedup the sweep measured).
 
 The bend is kept only when it is significantly better than the line: the
 F statistic of its residual reduction, with 1 and n - 2 degrees of freedom,
-has a p-value below 0.01 divided by the number of knees tried (Bonferroni:
+has a p-value below 0.01 divided by the number of spans tried (Bonferroni:
 the knee is chosen from the data), and there are at least 8 experiments.
 Otherwise the curve is the line. Everything printed for a region (the
 prediction at each s, the ranking key, the band in the plot) comes from that
@@ -303,6 +306,9 @@ def _baseline(arr: np.ndarray) -> Tuple[float, float, int, int]:
     return float(value), math.sqrt(var) / value, m, int(out.sum())
 
 
+KNEE_STEPS = 20                    # knees tried between two adjacent measured speedups
+
+
 def _fit(xs, ys, ws, allow_bend: bool):
     """The model by the rule above: (knee or None, coef, weighted RSS)."""
     coef, rss = _wls(_basis(xs), ys, ws)
@@ -310,13 +316,21 @@ def _fit(xs, ys, ws, allow_bend: bool):
     distinct = np.unique(xs)
     if not allow_bend or n < BEND_MIN_N:
         return None, coef, rss
-    knees = [k for k in distinct
-             if np.count_nonzero(distinct <= k) >= 2 and np.count_nonzero(distinct > k) >= 2]
+    # A knee k needs two measured speedups at or below it and two above. The
+    # experiments fall on the same sides for every k from one measured speedup
+    # up to the next, so each such span is one choice for the F test's
+    # multiplicity, and within it the knee is searched on a fine grid: a
+    # program's bend is where its paths cross, which need not be a speedup the
+    # sweep happened to measure.
+    spans = [(float(lo), float(hi)) for lo, hi in zip(distinct[:-1], distinct[1:])
+             if np.count_nonzero(distinct <= lo) >= 2 and np.count_nonzero(distinct > lo) >= 2]
     best = None
-    for k in knees:
-        ck, rk = _wls(_basis(xs, float(k)), ys, ws)
-        if ck[0] >= ck[1] and (best is None or rk < best[2]):
-            best = (float(k), ck, rk)
+    for lo, hi in spans:
+        for k in np.linspace(lo, hi, KNEE_STEPS, endpoint=False):
+            k = float(round(k, _SPEEDUP_KEY_DIGITS))
+            ck, rk = _wls(_basis(xs, k), ys, ws)
+            if ck[0] >= ck[1] and (best is None or rk < best[2]):
+                best = (k, ck, rk)
     if best is None or n <= 2:
         return None, coef, rss
     from scipy.stats import f
@@ -325,7 +339,7 @@ def _fit(xs, ys, ws, allow_bend: bool):
     else:
         F = (rss - best[2]) / (best[2] / (n - 2))
         p = float(f.sf(F, 1, n - 2)) if F > 0 else 1.0
-    if p * len(knees) < BEND_ALPHA:
+    if p * len(spans) < BEND_ALPHA:
         return best
     return None, coef, rss
 

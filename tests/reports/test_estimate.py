@@ -147,6 +147,21 @@ class KneeTest(unittest.TestCase):
         for s, v in got.items():
             self.assertAlmostEqual(v, min(s, 0.5), delta=0.005)
 
+    def test_knee_between_measured_speedups_is_recovered(self):
+        # The sweep measured 0.45 and 0.55 but not 0.5, where the paths cross: a knee
+        # restricted to measured speedups (0.45) predicted 0.46 at s = 0.5 on data like
+        # this (validate's fork_join A); the knee is searched between them.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "knee.coz")
+            knee_profile(path, lambda s: min(s, 0.5), [round(0.05 + 0.1 * i, 2) for i in range(10)])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", profile.ProfileWarning)
+                (r,) = estimate.analyze(profile.load_profiles([path]))
+        (c,) = r.curves
+        self.assertAlmostEqual(c.knee, 0.5, delta=0.006)
+        for s in (0.25, 0.5, 0.75):
+            self.assertAlmostEqual(c.predict(s)[0], min(s, 0.5), delta=0.005)
+
     def test_farm_knee_is_recovered(self):
         c, got = self.predict(lambda s: min(0.8 * s, 0.6), [0.25, 0.5, 0.75])
         for s, v in got.items():
