@@ -476,7 +476,15 @@ run_timer_trial() {
   line=$(tail -n 1 <<<"$line")
   [[ $line == \{*\} ]] || die 1 "timers/$label: $rt trial $t/$TRIALS printed no JSON line (got '$line')"
   echo "$line" >>"$outfile"
-  log "timers/$label: $rt trial $t/$TRIALS: $(sed -n 's/.*"fired":\([0-9]*\).*"p99_us":\([0-9.a-z]*\).*/fired \1, p99 \2 us/p; s/.*"cpu_pct":\([0-9.]*\).*/cpu \1 %/p; s/.*"pairs_per_s":\([0-9.]*\).*/\1 pairs\/s/p' <<<"$line")"
+  local what
+  if what=$(bench_py get - fired p99_us <<<"$line" 2>/dev/null); then
+    what="fired ${what% *}, p99 ${what#* } us"
+  elif what=$(bench_py get - cpu_pct <<<"$line" 2>/dev/null); then
+    what="cpu $what %"
+  else
+    what="$(bench_py get - pairs_per_s <<<"$line" 2>/dev/null) pairs/s"
+  fi
+  log "timers/$label: $rt trial $t/$TRIALS: $what"
 }
 
 # run_timer_config LABEL KEY ARGS...: TRIALS alternating coact/caf runs of one
@@ -682,7 +690,7 @@ count_run() {
     count=$(awk '$NF == "total" {print $4 + 0}' "$log" 2>/dev/null)
   fi
   ((rc == 0)) || die 1 "instructions/$wl: $bin under $kind failed (exit $rc, n=$n)"
-  msgs=$(grep -o '"msgs":[0-9]*' <<<"$line" | head -1 | cut -d: -f2)
+  msgs=$(bench_py get - msgs <<<"$line" 2>/dev/null) || msgs=
   [[ -n $msgs && -n $count ]] || die 1 "instructions/$wl: no message count or no $kind total from $bin (n=$n)"
   echo "$msgs $count" >>"$out"
 }
@@ -741,15 +749,10 @@ run_instructions_group() {
       done
       local msgs
       msgs=$(cut -d' ' -f1 "$tmp/$wl.$burst.ir" | paste -sd,)
-      printf '{"group":"instructions","workload":"%s","workers":1,"burst":"%s","n":[%s,%s],"msgs":[%s],"instr_per_msg":%s,"syscalls_per_msg":%s,"syscall_workers":%s' \
-        "$wl" "$burst" "$n1" "$n2" "$msgs" "${val[ir]}" "${val[sys]}" "$WORKERS"
-      if [[ -n ${val[sweep_ir]:-} ]]; then
-        printf ',"sweep_instr_per_msg":%s' "${val[sweep_ir]}"
-      fi
-      if [[ -n ${val[base_ir]:-} ]]; then
-        printf ',"base_instr_per_msg":%s,"base_syscalls_per_msg":%s,"base_bin":"%s"' "${val[base_ir]}" "${val[base_sys]}" "$base"
-      fi
-      printf '}\n'
+      bench_py object group=instructions workload="$wl" workers=1 burst="$burst" n="[$n1,$n2]" msgs="[$msgs]" \
+        instr_per_msg="${val[ir]}" syscalls_per_msg="${val[sys]}" syscall_workers="$WORKERS" \
+        sweep_instr_per_msg="${val[sweep_ir]:-}" base_instr_per_msg="${val[base_ir]:-}" \
+        base_syscalls_per_msg="${val[base_sys]:-}" base_bin="${val[base_ir]:+$base}"
       unset val
     done
   done
@@ -779,7 +782,7 @@ run_sampling_group() {
   local sweep0=(COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0 COACT_CAUSAL_PROGRESS=chunks
                 COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
   local profile=(COACT_CAUSAL=1 COACT_CAUSAL_PROFILE_ONLY=1 COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
-  local sides=(plain sweep0 sampling profile_only sampling_no_sweep) t i side env_side t0 t1 rc
+  local sides=(plain sweep0 sampling profile_only sampling_no_sweep) t i side env_side t0 t1 rc last later ran cpu
   local nsides=${#sides[@]}
   : >"$rows"
   for ((t = 1; t <= TRIALS; t++)); do
@@ -796,18 +799,19 @@ run_sampling_group() {
       t0=$(date +%s%N)
       rc=0
       timeout "$TIMEOUT_S" /usr/bin/time -f "%U %S" -o "$tmp/cpu" "${child_env[@]}" "${env_side[@]}" "$dedup" archive \
-        "$dir" --passes "$passes" -o "$archive" >"$tmp/summary" 2>&1 || rc=$?
+        "$dir" --passes "$passes" -o "$archive" --summary-json "$tmp/summary.json" >"$tmp/summary" 2>&1 || rc=$?
       t1=$(date +%s%N)
       ((rc == 0)) || die 1 "sampling/archiver: $side trial $t/$TRIALS failed (exit $rc): $(tail -n 3 "$tmp/summary")"
-      # The summary's "time  N passes, T s (L s last pass; M s per pass after the first), R MB/s":
-      # the passes after the first are the steady state (the first pays the start-up: with
-      # sampling, the symbolizer reading the line tables it needs). --quick's one pass has no M.
-      last=$(sed -n 's/^ *time .*(\([0-9.]*\) s last pass.*/\1/p' "$tmp/summary")
-      later=$(sed -n 's/^ *time .*; \([0-9.]*\) s per pass after the first).*/\1/p' "$tmp/summary")
-      [[ -n $last ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no 'time' line in the archiver's summary"
+      # The archiver's --summary-json: the passes after the first are the steady state (the
+      # first pays the start-up: with sampling, the symbolizer reading the line tables it
+      # needs). --quick's one pass has no later passes.
+      read -r last later ran < <(bench_py get "$tmp/summary.json" last_pass_seconds later_pass_seconds passes) ||
+        die 1 "sampling/archiver: $side trial $t/$TRIALS: no summary JSON from the archiver ($tmp/summary.json)"
+      ((ran > 1)) || later=
       cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' "$tmp/cpu" | tail -n 1)
       [[ -n $cpu ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no CPU time from /usr/bin/time"
-      echo "{\"side\":\"$side\",\"trial\":$t,\"wall_s\":$(((t1 - t0) / 1000000)).0e-3,\"last_pass_s\":$last,${later:+\"later_pass_s\":$later,}\"cpu_s\":$cpu}" >>"$rows"
+      bench_py object side="$side" trial="$t" wall_s="$(((t1 - t0) / 1000000)).0e-3" last_pass_s="$last" \
+        later_pass_s="$later" cpu_s="$cpu" >>"$rows"
       log "sampling/archiver: $side trial $t/$TRIALS: $(((t1 - t0) / 1000000)) ms, later passes ${later:-none} s, last pass $last s, CPU $cpu s"
     done
   done
