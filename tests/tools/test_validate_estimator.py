@@ -164,6 +164,14 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         self.assertEqual(rows[0]["actual_runs"], 3)
         self.assertAlmostEqual(rows[1]["actual"], 0.2, places=12)  # an even count: the middle two's mean
         self.assertAlmostEqual(rows[2]["actual"], 0.2, places=12)
+        # The truth's own interval: Student t (2 degrees of freedom: 4.303) around the chunks'
+        # mean; none from one chunk.
+        mean = (0.499 + 0.417 + 0.500) / 3
+        sd = (sum((x - mean) ** 2 for x in [0.499, 0.417, 0.500]) / 2) ** 0.5
+        lo, hi = rows[0]["actual_ci"]
+        self.assertAlmostEqual((lo + hi) / 2, mean, places=9)
+        self.assertAlmostEqual((hi - lo) / 2, 4.302653 * sd / 3 ** 0.5, places=4)
+        self.assertEqual(rows[2]["actual_ci"], [None, None])
 
     def test_actual_written_before_the_median_is_read(self):
         rng = random.Random(6)

@@ -90,7 +90,9 @@
 //     interval holds the actual ("ci_covers_actual" of "rows_with_ci" in the
 //     JSON); --json prints one JSON object
 //     instead, each row with "program" ("real": the archiver, the analytics
-//     job; "known_answer"), real rows with "actual_ci" and "actual_measure",
+//     job; "known_answer"), each with "actual_ci" (real rows: around the
+//     rounds' mean; known-answer rows: the chunks' mean, whose median is
+//     "actual"), real rows with "actual_measure",
 //     and "agree_within_noise" of "rows_with_both_ci" (rows whose
 //     prediction and actual are within both half-widths in quadrature)
 //     and "predicted_ci" ([lo, hi]: the estimator's "ci" at s for a
@@ -137,7 +139,7 @@ struct Row {
   std::string region_kind = "handler";   // handler | scope | line
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
   double predicted_lo = std::nan(""), predicted_hi = std::nan("");  // the estimator's 95% interval at s
-  double actual_lo = std::nan(""), actual_hi = std::nan("");        // real rows: Student t over the rounds' speedups
+  double actual_lo = std::nan(""), actual_hi = std::nan("");        // Student t over the rounds' (chunks') speedups
   std::string actual_measure;  // real rows: "pass_time" (whole passes) or "window_rate" (progress per window)
   int experiments = 0;
   int actual_runs = 0;
@@ -616,6 +618,10 @@ int validate(ValidateArgs& a) {
       r.actual_runs = static_cast<int>(per_chunk[i].size());
       r.actual_chunks = per_chunk[i];
       r.actual = median_of(per_chunk[i]);
+      // The truth is a measurement too: the Student-t 95% interval of the
+      // chunks' mean (none from one chunk), for agree_within_noise.
+      double chunk_mean = 0;
+      mean_with_t95(per_chunk[i], chunk_mean, r.actual_lo, r.actual_hi);
       rows.push_back(r);
     }
     for (Row& r : rows) {
