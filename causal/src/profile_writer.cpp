@@ -5,58 +5,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace coact::causal {
+
+namespace {
+// A record's text: invalid UTF-8 in a name is replaced, never thrown.
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+}  // namespace
 
 std::string format_speedup(uint32_t speedup_pct) {
   if (speedup_pct > 100) speedup_pct = 100;
   return fmt::format("{}.{:02}", speedup_pct / 100, speedup_pct % 100);
-}
-
-std::string json_quote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
 }
 
 std::string coz_field(std::string_view s) {
@@ -91,43 +60,47 @@ std::string format_coz_runtime(uint64_t runtime_ns, const std::vector<RegionCoun
 }
 
 std::string format_json_experiment(const ExperimentRecord& e) {
-  std::string out = fmt::format(
-      "{{\"type\":\"experiment\",\"index\":{},\"region\":{},\"speedup\":{},\"duration_ns\":{},\"delay_ns\":{},"
-      "\"effective_ns\":{},\"visits\":{},\"region_ns\":{},\"progress\":{{",
-      e.index, json_quote(e.region), format_speedup(e.speedup_pct), e.duration_ns, e.delay_ns, e.effective_ns, e.visits,
-      e.region_ns);
-  bool first = true;
-  for (const auto& t : e.throughput) {
-    out += fmt::format("{}{}:{}", first ? "" : ",", json_quote(t.name), t.delta);
-    first = false;
-  }
-  std::string latency;
+  using ojson = nlohmann::ordered_json;
+  ojson progress = ojson::object(), latency = ojson::object();
+  for (const auto& t : e.throughput) progress[t.name] = t.delta;
   for (const auto& l : e.latency) {
-    const std::string obj = fmt::format("{}:{{\"arrivals\":{},\"departures\":{},\"difference\":{}}}",
-                                        json_quote(l.name), l.arrivals, l.departures, l.difference);
-    out += (first ? "" : ",") + obj;
-    first = false;
-    latency += (latency.empty() ? "" : ",") + obj;
+    const ojson obj = {{"arrivals", l.arrivals}, {"departures", l.departures}, {"difference", l.difference}};
+    progress[l.name] = obj;
+    latency[l.name] = obj;
   }
-  out += "},\"latency\":{" + latency + "}";
+  ojson j = {{"type", "experiment"},
+             {"index", e.index},
+             {"region", e.region},
+             {"speedup", static_cast<double>(std::min<uint32_t>(e.speedup_pct, 100)) / 100.0},
+             {"duration_ns", e.duration_ns},
+             {"delay_ns", e.delay_ns},
+             {"effective_ns", e.effective_ns},
+             {"visits", e.visits},
+             {"region_ns", e.region_ns},
+             {"progress", std::move(progress)},
+             {"latency", std::move(latency)}};
   if (!e.handlers.empty()) {
     // In the given order (the controller's: most time first) while the
     // object stays within kHandlersBudget bytes, so that an experiment line
     // still fits in a page (its group is then written atomically with
     // respect to a kill, ProfileWriter); the rest are counted.
-    std::string obj = ",\"handlers\":{";
+    ojson handlers = ojson::object();
+    size_t size = std::string_view(",\"handlers\":{}").size();
     size_t kept = 0;
     for (const RegionTime& h : e.handlers) {
-      std::string item =
-          fmt::format("{}{}:{{\"visits\":{},\"ns\":{}}}", kept == 0 ? "" : ",", json_quote(h.name), h.visits, h.ns);
-      if (obj.size() + item.size() + 1 > kHandlersBudget) break;
-      obj += item;
+      ojson item = {{"visits", h.visits}, {"ns", h.ns}};
+      const size_t item_size = dump(ojson(h.name)).size() + 1 + dump(item).size() + (kept == 0 ? 0 : 1);
+      if (size + item_size > kHandlersBudget) break;
+      handlers[h.name] = std::move(item);
+      size += item_size;
       ++kept;
     }
-    out += obj + "}";
-    if (kept < e.handlers.size()) out += fmt::format(",\"handlers_omitted\":{}", e.handlers.size() - kept);
+    j["handlers"] = std::move(handlers);
+    if (kept < e.handlers.size()) j["handlers_omitted"] = e.handlers.size() - kept;
   }
-  out += e.origin_json + "}\n";
+  std::string out = dump(j);
+  out.insert(out.size() - 1, e.origin_json);  // before the closing brace
+  out += '\n';
   return out;
 }
 
@@ -247,11 +220,16 @@ void ProfileWriter::write_group(int fd, const std::string& path, uint64_t& offse
 void ProfileWriter::startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json,
                             std::string_view origin_json) {
   write_group(coz_fd_, coz_path_, coz_offset_, format_coz_startup(time_ns));
-  write_group(
-      json_fd_, json_path_, json_offset_,
-      fmt::format("{{\"type\":\"startup\",\"time_ns\":{},\"tsc_hz\":{},\"pid\":{},\"seed\":{},\"options\":{}{}}}\n",
-                  time_ns, tsc_hz, static_cast<long>(::getpid()), seed,
-                  options_json.empty() ? std::string_view("{}") : options_json, origin_json));
+  std::string line = dump({{"type", "startup"},
+                           {"time_ns", time_ns},
+                           {"tsc_hz", tsc_hz},
+                           {"pid", static_cast<long>(::getpid())},
+                           {"seed", seed},
+                           {"options", options_json.empty() ? nlohmann::ordered_json::object()
+                                                            : nlohmann::ordered_json::parse(options_json)}});
+  line.insert(line.size() - 1, origin_json);  // before the closing brace
+  line += '\n';
+  write_group(json_fd_, json_path_, json_offset_, line);
 }
 
 void ProfileWriter::experiment(const ExperimentRecord& e) {
@@ -261,7 +239,7 @@ void ProfileWriter::experiment(const ExperimentRecord& e) {
 
 void ProfileWriter::runtime(uint64_t runtime_ns, const std::vector<RegionCount>& samples) {
   write_group(coz_fd_, coz_path_, coz_offset_, format_coz_runtime(runtime_ns, samples));
-  write_group(json_fd_, json_path_, json_offset_, fmt::format("{{\"type\":\"runtime\",\"time_ns\":{}}}\n", runtime_ns));
+  write_group(json_fd_, json_path_, json_offset_, dump({{"type", "runtime"}, {"time_ns", runtime_ns}}) + "\n");
 }
 
 void ProfileWriter::json_line(std::string_view object) {

@@ -192,8 +192,14 @@ TEST_CASE("JSON experiment lines parse and carry every field", "[causal][writer]
   CHECK(lj["handlers"].contains("app::Stage0::on(app::Msg)"));
   CHECK(lj["handlers"].size() > 10u);
   CHECK(lj["handlers"].size() + lj["handlers_omitted"].get<size_t>() == 200u);
-  CHECK(ca::json_quote("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\u0001\"");
-  CHECK(nlohmann::json::parse(ca::json_quote("tab\there\x1f")) == "tab\there\x1f");
+  // Names are escaped by nlohmann-json: quotes and control characters
+  // round-trip; invalid UTF-8 (a name from a binary) is replaced, not thrown.
+  ca::ExperimentRecord odd = sample_experiment(6);
+  odd.region = "a\"b\\c\n\x01tab\there\x1f";
+  odd.throughput = {{"bad\xff\xfeutf8", 7}};
+  const auto oj = nlohmann::json::parse(ca::format_json_experiment(odd));
+  CHECK(oj["region"] == "a\"b\\c\n\x01tab\there\x1f");
+  CHECK(oj["progress"].contains("bad\xef\xbf\xbd\xef\xbf\xbdutf8"));
 }
 
 TEST_CASE("files stay valid when the writer is destroyed mid-run", "[causal][writer]") {

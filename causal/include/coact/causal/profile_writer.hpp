@@ -153,8 +153,6 @@ struct RegionCount {
 
 /// "0.25" for 25: the speedup with two decimals, as Coz prints it.
 std::string format_speedup(uint32_t speedup_pct);
-/// JSON string literal of `s` (quotes included; control characters escaped).
-std::string json_quote(std::string_view s);
 /// `s` with tab, CR and LF replaced by spaces (safe inside a profile.coz field).
 std::string coz_field(std::string_view s);
 
@@ -178,7 +176,7 @@ class ProfileWriter {
   ProfileWriter& operator=(const ProfileWriter&) = delete;
 
   /// Startup records: profile.coz `startup`; JSON `startup` with tsc_hz, pid,
-  /// seed and `options_json` (a JSON object, inserted verbatim), then
+  /// seed and `options_json` (a JSON object, parsed and written as the "options" member), then
   /// `origin_json` (JSON members, each with its leading comma, verbatim: the
   /// controller's program, args, host and shard).
   void startup(uint64_t time_ns, uint64_t tsc_hz, uint64_t seed, std::string_view options_json,
