@@ -66,8 +66,8 @@
 //     "predicted_ci"). The estimator's per-window fit of the same profiles
 //     is reported beside it ("window_predicted", "window_predicted_ci"):
 //     the archiver's rate swings with the phase of each pass (walk,
-//     chunking, the Writer's metadata at the end), so windows a fraction
-//     of a pass long are far noisier than whole runs. Fixed speedups, not a
+//     chunking, the Writer's metadata at the end), and windows a fraction
+//     of a pass long see that swing. Fixed speedups, not a
 //     default sweep, for the same reason: a default sweep's handful of
 //     windows near s = r is noisier than the same seconds spent at s = r. A
 //     variant whose handler was not
@@ -821,8 +821,7 @@ int validate(ValidateArgs& a) {
         // (the program's rate drifting between runs). A per-window fit of
         // the same profiles (the estimator, as a default sweep's table uses)
         // is kept beside it as window_predicted: its windows, a fraction of
-        // a pass each, swing with the pass's phase and make it several
-        // times wider.
+        // a pass each, swing with the pass's phase.
         const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
         bool missing_prediction = false;
         // Each sweep run holds at least two whole windows after start-up.
