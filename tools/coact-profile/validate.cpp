@@ -138,7 +138,8 @@ struct Row {
   std::string change;                    // real programs: the options that make the stage really faster
   std::string region_kind = "handler";   // handler | scope | line
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
-  double predicted_lo = std::nan(""), predicted_hi = std::nan("");  // the estimator's 95% interval at s
+  // The prediction's 95% interval: the estimator's at s (known-answer rows), over the rounds (real rows, step 5b).
+  double predicted_lo = std::nan(""), predicted_hi = std::nan("");
   double actual_lo = std::nan(""), actual_hi = std::nan("");        // Student t over the rounds' (chunks') speedups
   std::string actual_measure;  // real rows: "pass_time" (whole passes) or "window_rate" (progress per window)
   int experiments = 0;
