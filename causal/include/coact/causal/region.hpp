@@ -172,7 +172,7 @@ void exit_handler(const void* actor_type, uint32_t kind) noexcept;
 /// The region the calling thread is running, for a CPU-time sample: its
 /// innermost handler frame, else its innermost frame, else kNoRegion.
 /// Async-signal-safe (reads the thread's own stack; a sample that interrupts
-/// a push or pop may see the region before or after it). sampler.cpp.
+/// a push or pop may see the region before or after it). Read by the sampling signal's handler (sample_signal.cpp).
 uint32_t sampled_region() noexcept;
 /// Adds `visits` and `cycles` to region `id`'s counters (sampled line
 /// regions: samples and sampled CPU time). Any thread; relaxed adds.
