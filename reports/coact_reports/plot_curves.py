@@ -73,10 +73,13 @@ def plot_profile(results: Sequence[RegionResult], output: str,
         ax.xaxis.set_major_formatter(PercentFormatter(decimals=0))
         ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
     # The y range follows the points, the fits and the ranked regions' bands
-    # (an unranked region's band can be wide), within the kept [-100%, 200%].
+    # (an unranked region's band can be wide), from -100 % up to 95 %: no
+    # program takes less than no time per visit, and the right-hand axis (the
+    # same change as a rate, below) is infinite at 100 %; a band reaching
+    # above 95 % is cut there.
     ylo, yhi = max(ylo, -1.0), min(yhi, 2.0)
     pad = max(0.02, 0.05 * (yhi - ylo))
-    axes[0][0].set_ylim((ylo - pad) * 100, (yhi + pad) * 100)
+    axes[0][0].set_ylim((ylo - pad) * 100, min(yhi + pad, 0.95) * 100)
     for j in range(n, nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
     # The same change as a rise in progress rate (visits per second): a program

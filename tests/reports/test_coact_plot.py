@@ -614,6 +614,18 @@ class CliTest(TempDirCase):
             if lo is not None:
                 self.assertGreater(hi - lo, 1e-6, reg["region"])   # no zero-width interval
 
+    def test_band_above_100_percent_plots(self):
+        # A 16 s settled wordcount sweep (the README's example): tokenize's band
+        # reaches +124 % at s = 100 %, and the right-hand rate axis, infinite at
+        # a 100 % program speedup, stopped the plot with "Axis limits cannot be
+        # NaN or Inf" (exit 2). The view stops at 95 %.
+        out = os.path.join(self.tmp, "band.png")
+        fixture = os.path.join(HERE, "fixtures", "wordcount-band-over-100.coz")
+        r = run_cli("profile", fixture, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(os.path.getsize(out), 1000)
+        self.assertIn("tokenize", r.stdout)
+
     def test_profile_svg_json_top(self):
         out = os.path.join(self.tmp, "p.svg")
         r = run_cli("profile", TOY_COZ, "-o", out, "--json", "--top", "1", "-p", TP,)
