@@ -173,6 +173,21 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         self.assertAlmostEqual((hi - lo) / 2, 4.302653 * sd / 3 ** 0.5, places=4)
         self.assertEqual(rows[2]["actual_ci"], [None, None])
 
+    def test_reanalyze_without_an_earlier_run_is_a_usage_error(self):
+        # No --out, or an --out without the workload's profile: one line naming it, exit 2
+        # (it printed a table of nulls and exited 0).
+        empty = os.path.join(self.dir, "empty")
+        os.makedirs(empty)
+        r = subprocess.run([TOOL, "validate", "--reanalyze", "-w", WORKLOAD, "--known-answer", KA, "--json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("validate --reanalyze: expected --out DIR", r.stderr)
+        r = subprocess.run([TOOL, "validate", "--reanalyze", "--out", empty, "-w", WORKLOAD, "--known-answer", KA,
+                            "--json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"no profile of workload {WORKLOAD} there (expected {empty}/{WORKLOAD}.jsonl", r.stderr)
+        self.assertEqual(r.stdout, "")
+
     def test_actual_written_before_the_median_is_read(self):
         rng = random.Random(6)
         self.write_profile([self.planted(rng)])

@@ -276,6 +276,10 @@ static bool all_known(const char* option, const std::vector<std::string>& wanted
 }
 
 int validate(ValidateArgs& a) {
+  if (a.reanalyze && a.out_dir.empty()) {
+    std::fprintf(stderr, "coact-profile: validate --reanalyze: expected --out DIR, the directory of an earlier run\n");
+    return 2;
+  }
   const std::string out_dir = make_out_dir(a.out_dir);
   const std::string log = out_dir + "/children.log";
   auto say = [&](const std::string& m) {
@@ -401,6 +405,15 @@ int validate(ValidateArgs& a) {
     o.line_experiment_period = std::chrono::microseconds(a.line_experiment_period_us);
     o.output = out_dir + "/" + name + ".coz";
     o.json_output = out_dir + "/" + name + ".jsonl";
+    // --reanalyze reads what an earlier run left: a selected workload
+    // without its profile there is a wrong --out, not a row of nulls.
+    if (a.reanalyze && ::access(o.json_output.c_str(), R_OK) != 0) {
+      std::fprintf(stderr,
+                   "coact-profile: validate --reanalyze --out '%s': no profile of workload %s there (expected %s, "
+                   "written by an earlier `coact-profile validate --out %s`; -w picks the workloads it ran)\n",
+                   out_dir.c_str(), name.c_str(), o.json_output.c_str(), out_dir.c_str());
+      return 2;
+    }
     if (!a.reanalyze) {
       std::remove(o.output.c_str());
       std::remove(o.json_output.c_str());
@@ -1027,8 +1040,8 @@ int validate(ValidateArgs& a) {
         fmt_num(mean_abs, 1).c_str(), fmt_num(n > 0 ? max_abs : std::nan(""), 1).c_str(), n, covered, with_ci,
         a.sweep_s, chunks, out_dir.c_str());
     if (with_both > 0) {
-      std::printf("real programs: prediction and measured speedup agree within both intervals in %d of %d rows\n",
-                  agree, with_both);
+      std::printf("prediction and measured speedup agree within both 95%% intervals in %d of %d rows\n", agree,
+                  with_both);
     }
     if (a.with_coz) {
       std::printf(
