@@ -185,7 +185,15 @@ TEST_CASE("sub-millisecond sleeps are prompt (no millisecond rounding)", "[timer
   }
   std::sort(late.begin(), late.end());
   INFO("lateness of 100 us sleeps: p50 " << late[late.size() / 2] << " us");
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer's overhead alone put the median at 689 µs in a CI
+  // rehearsal: the rounding is checked by the plain build; here a wake is
+  // only required to come (a lost or starved one is seconds late).
+  if (late[late.size() / 2] >= 600) WARN("ThreadSanitizer build: p50 lateness " << late[late.size() / 2] << " us");
+  CHECK(late[late.size() / 2] < 5000);
+#else
   CHECK(late[late.size() / 2] < 600);  // rounding to whole ms would make it >= 900 µs
+#endif
   rt.run();
 }
 
