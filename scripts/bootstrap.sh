@@ -29,6 +29,7 @@ PACKAGES=(
   coz-profiler           # the reference causal profiler, for side-by-side validation
   cargo librust-tokio-dev  # peer runtime for the benchmarks (tokio 1.24, built offline by Debian's cargo)
   slurmctld slurmd slurm-client munge  # sharded sweeps: the test starts a one-node Slurm (scripts/slurm-sweep.sh)
+  redis-server redis-tools  # examples/kv: the anchor server (redis-server 7) and the client (redis-benchmark, redis-cli)
 )
 
 case "${1:-}" in

@@ -21,6 +21,7 @@
 #include <coact/causal/sampler.hpp>
 
 #include "detail/blocking_pool.hpp"
+#include "detail/reactor.hpp"
 #include "detail/live_schedulers.hpp"
 #include "detail/scheduler_inl.hpp"
 #include "trace/hooks.hpp"
@@ -109,6 +110,8 @@ void Scheduler::shutdown() {
   // The blocking pool: queued calls discarded, running ones waited for (their
   // results dropped), before any actor is finalized (blocking_pool.hpp).
   blocking_pool_shutdown(this);
+  // The reactor: no readiness report is posted after this (reactor.hpp).
+  reactor_shutdown(this);
   // 5 (before 4, while the recipients are still registered): drainers still
   // queued hold burst references; their unclaimed mail is dropped and counted.
   for (auto& w : workers_) {
