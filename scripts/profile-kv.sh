@@ -32,8 +32,8 @@ while [ $# -gt 0 ]; do
     *) coact_die 2 "unknown argument '$1' (expected --seconds S, --out OUTDIR, --shard-cost-ns NS, --pipeline D; see --help)" ;;
   esac
 done
-for v in "SECS:$SECS" "COST:$COST" "PIPE:$PIPE"; do
-  case "${v#*:}" in ''|*[!0-9]*) coact_die 2 "'${v#*:}' is not a whole number (${v%%:*})" ;; esac
+for v in "--seconds:$SECS" "--shard-cost-ns:$COST" "--pipeline:$PIPE"; do
+  case "${v#*:}" in ''|*[!0-9]*) coact_die 2 "${v%%:*} '${v#*:}': expected a whole number" ;; esac
 done
 [ "$SECS" -ge 10 ] || coact_die 2 "--seconds $SECS: a sweep needs at least 10 s"
 [ "$PIPE" -ge 1 ] || coact_die 2 "--pipeline must be at least 1"
