@@ -175,6 +175,31 @@
 #            --quick: 1 pass, 200 samples. Built in its own directory,
 #            COACT_BENCH_SAMPLING_BUILD_DIR (default build/relwithdebinfo,
 #            RelWithDebInfo: line sampling needs the program's line table).
+#   kv       coact-kv (examples/kv) vs redis-server 7 under redis-benchmark (Debian's
+#            redis-server and redis-tools), reports/coact_reports/kvbench.py: each server
+#            started once on a free port (coact-kv --coact-workers=COACT_BENCH_WORKERS,
+#            --shards the same; redis-server --save "" --appendonly no) and pinged, one
+#            unrecorded warm-up each, then at each pipeline depth (-P 1 and 16) trials
+#            alternating the servers in ABBA order (COACT_BENCH_TRIALS if set, else 5),
+#            a trial being one `redis-benchmark -t TEST -n 10^6 -c 50 -P D --csv` per
+#            test (set, get); the servers' CPU time (user + sys, /proc/PID/stat) around
+#            each. Both get SIGTERM at the end (coact-kv must exit 0 within 10 s; on
+#            every exit path). One object per test and depth:
+#            {"group":"kv","workload":"set"|"get","pipeline":D,"clients":50,"requests":N,
+#             "workers":K,"shards":S,"trials":T,"quick":B,
+#             "coact":{"rps":{"median","min","max","trials":[...]},"p50_ms":{...},
+#                      "p99_ms":{...},"cpu_s_per_100k":{...}},"redis":{the same},
+#             "coact_over_redis_rps":R,"p99_coact_over_redis":R (ratios of the medians),
+#             "pairs":[coact/redis rps of each trial pair],
+#             "target":{"rps_at_least_redis":B,"p99_no_worse":B,"rps_ahead":B,"met":B}}
+#            (met: at -P 1 the first two, pipelined rps_ahead) and a last
+#            {"group":"kv","workload":"summary","command":...,"versions":{"redis_server",
+#             "redis_benchmark"},"loadavg":[1,5,15 min],"loadavg_warning":B (above 0.3),
+#             "exit_status":{"coact":0,"redis":0},"pids":{...},...}.
+#            ARGS after `--` go to kvbench (e.g. --pipelines 1,4,16 --requests 200000
+#            --tests set; --help lists them). COACT_BENCH_TIMEOUT_S: the limit on one
+#            redis-benchmark run. --quick: 20000 requests, 2 trials (unless
+#            COACT_BENCH_TRIALS is set).
 #
 # Steps:
 #   1. Check the group name (unknown: exit 2 before building anything).
@@ -218,8 +243,8 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS).
-readonly BENCH_GROUPS=(runtime peers timers burst scaling slowmode instructions sampling)
-readonly BENCH_GROUPS_TAKING_ARGS=(runtime)
+readonly BENCH_GROUPS=(runtime peers timers burst scaling slowmode instructions sampling kv)
+readonly BENCH_GROUPS_TAKING_ARGS=(runtime kv)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
 
@@ -238,6 +263,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              slowmode the peers group under each layout/placement condition (COACT_BENCH_SLOWMODE_WRAPS)
              instructions  coact-peers instructions and syscalls per message (callgrind, strace)
              sampling the archiver with and without CPU-time sampling, and one sample's cost
+             kv       coact-kv vs redis-server 7 under redis-benchmark (ARGS go to kvbench)
   --quick  small sizes for a CI smoke run
 Knobs (environment): COACT_BENCH_BUILD_DIR, COACT_BENCH_NO_BUILD=1, COACT_BENCH_TRIALS,
   COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S (the script's header
@@ -821,6 +847,26 @@ run_sampling_group() {
     die 1 "sampling/sample_cost: coact-sample-cost failed"
   bench_py sampling "{\"dir\":\"$dir\",\"passes\":$passes,\"trials\":$TRIALS,\"samples\":$samples}" \
     "$rows" "$tmp/cost.json"
+}
+
+# ---- group kv ---------------------------------------------------------------------
+run_kv_group() {
+  local tool
+  for tool in /usr/bin/redis-server /usr/bin/redis-benchmark /usr/bin/redis-cli; do
+    [[ -x $tool ]] || die 1 "group kv: $tool not found (apt-get install redis-server redis-tools; scripts/bootstrap.sh installs them)"
+  done
+  configure_build_dir
+  build_targets coact-kv
+  local bin
+  bin=$(find_binary coact-kv examples/kv/coact-kv)
+  [[ -n $bin ]] || die 1 "group kv: coact-kv not found in $BUILD_DIR (build it: cmake --build $BUILD_DIR --target coact-kv)"
+  local args=(--coact-kv "$bin" --workers "$WORKERS" --timeout-s "$TIMEOUT_S")
+  [[ -n ${COACT_BENCH_TRIALS:-} ]] && args+=(--trials "$TRIALS")
+  ((quick)) && args+=(--quick)
+  log "kv: kvbench ${args[*]} ${extra[*]}"
+  # The servers it starts inherit child_env's environment (no COACT_BENCH_*).
+  "${child_env[@]}" "$PY" -B -c 'import sys; sys.path.insert(0, sys.argv[1]); from coact_reports.kvbench import main; sys.exit(main(sys.argv[2:]))' \
+    "$ROOT/reports" "${args[@]}" "${extra[@]}" || die 1 "group kv: kvbench failed (its message is above)"
 }
 
 "run_${group}_group"

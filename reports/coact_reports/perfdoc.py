@@ -11,9 +11,10 @@ RUN_DIR is a directory scripts/readme-run.sh wrote: start.txt and end.txt
 (one "STEP<TAB>COMMAND" line per step) and one STEP.json per step (the JSON
 lines of scripts/bench.sh and scripts/perf-compare.sh, validate's JSON).
 Each step's table is printed if its file is there and empty or missing steps
-are named as such; --validate FILE takes the accuracy table from FILE
-(validate's --json output) instead of RUN_DIR/validate.json, and alone it
-makes a page with the accuracy table only.
+are named as such; an optional step (OPTIONAL_STEPS: kv.json, the JSON lines
+of `scripts/bench.sh kv`) appears only when its file is there. --validate
+FILE takes the accuracy table from FILE (validate's --json output) instead of
+RUN_DIR/validate.json, and alone it makes a page with the accuracy table only.
 
 --glance prints the README's "Performance at a glance" table instead (one
 row per figure, from the same files), between two marker lines whose first
@@ -269,6 +270,51 @@ def sampling_section(rows):
             "to `plain`):\n\n" + table(["side", "what", "median", "over plain"], body))
 
 
+def kilo(x):
+    if x is None:
+        return "—"
+    return f"{x / 1e3:.1f} k"
+
+
+def kv_section(rows):
+    """scripts/bench.sh kv: coact-kv vs redis-server, one row per test and pipeline depth."""
+    summary = [r for r in rows if r.get("group") == "kv" and r.get("workload") == "summary"]
+    rows = [r for r in rows if r.get("group") == "kv" and r.get("workload") != "summary"]
+    if not rows:
+        return None
+
+    def med(side, fig, nd):
+        return num(((side or {}).get(fig) or {}).get("median"), nd)
+
+    def rps(side):
+        d = (side or {}).get("rps") or {}
+        return f"{kilo(d.get('median'))} [{kilo(d.get('min'))} – {kilo(d.get('max'))}]"
+
+    body = []
+    for r in rows:
+        c, s = r.get("coact"), r.get("redis")
+        body.append([str(r.get("workload", "?")).upper(), r.get("pipeline", "?"), rps(c), rps(s),
+                     f"**{num(r.get('coact_over_redis_rps'), 2)}**",
+                     f"{med(c, 'p50_ms', 2)} / {med(s, 'p50_ms', 2)}", f"{med(c, 'p99_ms', 2)} / {med(s, 'p99_ms', 2)}",
+                     f"{med(c, 'cpu_s_per_100k', 2)} / {med(s, 'cpu_s_per_100k', 2)}",
+                     met((r.get("target") or {}).get("met"))])
+    first = rows[0]
+    note = (f"`redis-benchmark -n {first.get('requests', '?')} -c {first.get('clients', '?')} -P D`, "
+            f"{first.get('trials', '?')} trials per server alternating in ABBA order, coact-kv at "
+            f"{first.get('workers', '?')} workers and {first.get('shards', '?')} shards; requests/s: median "
+            "[min – max] over the trials; latencies and CPU time (the server's user + sys): medians; "
+            "coact/redis: the ratio of the medians. Target: at -P 1 at least redis-server's requests/s "
+            "and no worse p99; ahead when pipelined.")
+    if summary:
+        v = (summary[0].get("versions") or {}).get("redis_server")
+        load = summary[0].get("loadavg") or []
+        note += (f" redis-server {v or '?'}" +
+                 (f"; load average at the start {num(load[0], 2)}" if load else "") + ".")
+    return note + "\n\n" + table(["test", "-P", "coact-kv req/s", "redis-server req/s", "coact/redis",
+                                   "p50 ms coact / redis", "p99 ms coact / redis", "CPU s per 100k coact / redis",
+                                   "target"], body)
+
+
 def perf_compare_section(rows):
     rows = [r for r in rows if r.get("tool") == "perf-compare"]
     if not rows:
@@ -308,7 +354,11 @@ def validate_section(doc):
 
 SECTIONS = {"peers": peers_section, "peers-burst-on": peers_section, "peers-1-worker": peers_section,
             "timers": timers_section, "burst": burst_section, "sampling": sampling_section,
-            "sweep-cost": perf_compare_section}
+            "sweep-cost": perf_compare_section, "kv": kv_section}
+# Steps a run has only when its directory holds their file (so pages of runs
+# without them are unchanged): (file stem, heading, default command), placed
+# before the accuracy table.
+OPTIONAL_STEPS = [("kv", "Key-value server: coact-kv vs redis-server 7", "scripts/bench.sh kv")]
 
 
 # --- the page ------------------------------------------------------------------
@@ -378,6 +428,9 @@ def render(run_dir, validate_path, command):
                          "scripts/perf-compare.sh --base-bin REV's coact-peers --cand-bin build/release/... "
                          "--workloads ping_pong,thread_ring --n 1000000 --workers 1 --trials 15"))
         sections[stem] = perf_compare_section
+    for step in OPTIONAL_STEPS:
+        if run_dir and os.path.exists(os.path.join(run_dir, step[0] + ".json")):
+            steps.insert(next(i for i, s in enumerate(steps) if s[0] == "validate"), step)
     for stem, heading, default_cmd in steps:
         if stem == "validate":
             path = validate_path or (os.path.join(run_dir, "validate.json") if run_dir else None)

@@ -3,6 +3,7 @@
 outputs of scripts/readme-run.sh, byte for byte the same from the same
 inputs and command."""
 
+import json
 import os
 import re
 import shlex
@@ -66,6 +67,38 @@ class PerfdocTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn(f"{d}/peers.json:2: not JSON", p.stderr)
             self.assertEqual(p.stdout, "")
+
+    def test_a_kv_step_renders_its_table_and_runs_without_one_have_no_kv_section(self):
+        def side(rps, p50, p99, cpu):
+            return {"rps": {"median": rps[1], "min": rps[0], "max": rps[2], "trials": rps},
+                    "p50_ms": {"median": p50}, "p99_ms": {"median": p99}, "cpu_s_per_100k": {"median": cpu}}
+        rows = [{"group": "kv", "workload": "set", "pipeline": 1, "clients": 50, "requests": 1000000, "workers": 2,
+                 "shards": 2, "trials": 3, "coact": side([40000.0, 41234.5, 45000.0], 0.95, 2.5, 3.1),
+                 "redis": side([38000.0, 39000.0, 39500.0], 0.7, 1.45, 1.85), "coact_over_redis_rps": 1.0573,
+                 "p99_coact_over_redis": 1.72, "target": {"met": False}},
+                {"group": "kv", "workload": "get", "pipeline": 16, "clients": 50, "requests": 1000000, "workers": 2,
+                 "shards": 2, "trials": 3, "coact": side([700000.0, 812300.0, 830000.0], 0.8, 1.3, 0.2),
+                 "redis": side([600000.0, 606100.0, 650000.0], 0.65, 0.92, 0.12), "coact_over_redis_rps": 1.34,
+                 "p99_coact_over_redis": 1.41, "target": {"met": True}},
+                {"group": "kv", "workload": "summary", "versions": {"redis_server": "7.0.15"},
+                 "loadavg": [0.12, 0.3, 0.4]}]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "kv.json"), "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+            p = perfdoc(d)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        section = p.stdout.split("## Key-value server: coact-kv vs redis-server 7\n", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("`scripts/bench.sh kv`", section)
+        self.assertIn("`redis-benchmark -n 1000000 -c 50 -P D`, 3 trials per server alternating in ABBA order, "
+                      "coact-kv at 2 workers and 2 shards", section)
+        self.assertIn("redis-server 7.0.15; load average at the start 0.12.", section)
+        self.assertIn("| SET | 1 | 41.2 k [40.0 k – 45.0 k] | 39.0 k [38.0 k – 39.5 k] | **1.06** | 0.95 / 0.70 "
+                      "| 2.50 / 1.45 | 3.10 / 1.85 | **not met** |", section)
+        self.assertIn("| GET | 16 | 812.3 k [700.0 k – 830.0 k] | 606.1 k [600.0 k – 650.0 k] | **1.34** | 0.80 / 0.65 "
+                      "| 1.30 / 0.92 | 0.20 / 0.12 | met |", section)
+        # The accuracy table stays last; a run without kv.json has no kv section.
+        self.assertLess(p.stdout.index("## Key-value"), p.stdout.index("## Causal accuracy"))
+        self.assertNotIn("## Key-value", perfdoc(FIXTURE).stdout)
 
     def regenerate(self, rel_path, pattern):
         """The file at rel_path, the perfdoc arguments its marker names

@@ -9,12 +9,12 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPTS = ["run.sh", "bench.sh", "perf-compare.sh", "test.sh", "readme-run.sh", "perfdoc.sh", "bootstrap.sh",
-           "slurm-sweep.sh"]
+           "slurm-sweep.sh", "profile-kv.sh"]
 MISTAKES = [
     ("run.sh", ["--duration", "5"], "did you mean --seconds"),
     ("run.sh", ["--out"], "--out needs a value"),
     ("bench.sh", ["--quik"], "did you mean --quick?"),
-    ("bench.sh", ["peer"], "unknown group 'peer' (known: runtime peers timers burst scaling slowmode instructions sampling)"),
+    ("bench.sh", ["peer"], "unknown group 'peer' (known: runtime peers timers burst scaling slowmode instructions sampling kv)"),
     ("bench.sh", [], "no group given"),
     ("bench.sh", ["peers", "--", "--benchmark_filter=x"], "only for group(s) runtime"),
     ("perf-compare.sh", ["--trails", "5"], "did you mean --trials?"),
@@ -29,6 +29,9 @@ MISTAKES = [
     ("slurm-sweep.sh", ["--shards", "0", "--", "true"], "--shards '0': expected an integer in 1..1000"),
     ("slurm-sweep.sh", ["./prog"], "the program and its arguments come after --"),
     ("slurm-sweep.sh", ["--shards", "4"], "no program given"),
+    ("profile-kv.sh", ["--secs", "5"], "unknown argument '--secs' (expected --seconds S"),
+    ("profile-kv.sh", ["--seconds", "x"], "--seconds 'x': expected a whole number"),
+    ("profile-kv.sh", ["--seconds", "5"], "a sweep needs at least 10 s"),
 ]
 
 
