@@ -621,6 +621,33 @@ TEST_CASE("controller: a sweep in which no progress point is reached says so and
   ca::credit_resume();
 }
 
+// A progress filter that matched nothing once also drew a second error, "no
+// progress point was reached ... never hit a matching progress point", which
+// sent the user looking for a missing COACT_PROGRESS: the filter's error is
+// the whole story.
+TEST_CASE("controller: a progress filter that matches nothing is the one error, not also no_progress",
+          "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "unknown progress filter");
+  TempDir dir;
+  Workload w([] {
+    COACT_SCOPE("controller-test/filtered-out");
+    COACT_PROGRESS("controller-test/reached-but-not-selected");
+    spin_for(100us);
+  });
+  auto o = quick_options(dir);
+  o.progress = {"controller-test/no-point-has-this-name"};
+  o.max_experiment = 50ms;
+  ca::Controller::start(o);
+  std::this_thread::sleep_for(400ms);
+  const auto s = ca::Controller::stop();
+  CHECK(s.experiments == 0u);
+  const auto errors = records(dir.path / "profile.jsonl", "error");
+  REQUIRE(errors.size() == 1u);
+  CHECK(errors[0]["what"] == "unknown_progress");
+  ca::credit_resume();
+}
+
 TEST_CASE("controller: an unknown fixed region is reported with the valid names", "[causal][controller]") {
   std::lock_guard lock(ca::test_ledger_mutex());
   coact::test::Watchdog wd(60, "unknown-region sweep");

@@ -424,9 +424,9 @@ int main(int argc, char** argv) {
       "  coact-profile run -p requests -- ./server --port 8080\n"
       "  coact-profile run --progress-handler 'Sink::on' --experiments 200 -- ./pipeline in.dat\n"
       "Exit status: the program's status if it failed (128+N if killed by signal N); 1 if no progress point was\n"
-      "reached, a name matched nothing, nothing was recorded, or the program exited before --duration-s /\n"
-      "--experiments was reached (the profile is kept); 2 on a usage error (also: an output that holds a profile,\n"
-      "without --append); 127 if PROGRAM cannot run.");
+      "reached, nothing was recorded, or the program exited before --duration-s / --experiments was reached (the\n"
+      "profile is kept); 2 on a usage error (also: a --progress, --region-filter or --fixed-region name that\n"
+      "matched nothing, an output that holds a profile without --append); 127 if PROGRAM cannot run.");
 
   app.allow_extras();
   run_cmd->allow_extras();

@@ -194,7 +194,8 @@ void Sweep::finish(const std::string& reason) {
   const auto problems = filter_problems();
   for (const auto& p : problems) error(p.what, p.message, p.names);
   warn_filter_without_experiments(problems.empty());
-  if (summary_.experiments == 0) {
+  // A filter that matched nothing has said why nothing was recorded.
+  if (summary_.experiments == 0 && problems.empty()) {
     std::vector<std::string> names;
     bool moved = false;
     for (ProgressPoint* p : selected_points()) {
@@ -215,7 +216,7 @@ void Sweep::finish(const std::string& reason) {
             fmt::format("no progress point was reached in {:.1f} s ({} experiment window(s)): no visit of {}", secs,
                         windows_, fmt::join(names, ", ")),
             names);
-    } else if (problems.empty()) {
+    } else {
       error("no_experiments",
             fmt::format("no experiment finished in {:.1f} s although {} moved: the sweep ended before a window "
                         "of {} ms completed with progress, or no region ran",
