@@ -220,6 +220,10 @@ struct Conn : Actor<Conn> {
         last_active_ = Clock::now();
         in_.append(buf, size_t(n));
         parse_all(batches);
+        // A short read drained the socket: the next arm reports at once if
+        // more has arrived since (readiness is checked when armed), so no
+        // second read is spent on EAGAIN.
+        if (size_t(n) < sizeof buf) break;
         continue;
       }
       if (n == 0) {
