@@ -11,7 +11,9 @@
 // SIGINT or SIGTERM drains: it stops accepting, answers every request it
 // has read, closes the connections and exits 0. Latency progress point
 // "kv.request". Runtime knobs come from --coact-* arguments, COACT_* and
-// COACT_CONFIG as for every coact program.
+// COACT_CONFIG as for every coact program; COACT_SPIN_WINDOW_US defaults
+// to 0 here (idle workers park at once: a server's clients may share its
+// cores).
 // Exit status: 0 after a drain, 1 error (the port in use), 2 for a bad
 // option.
 #include <sys/resource.h>
@@ -39,7 +41,7 @@ void raise_fd_limit() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  coact::options::init(argc, argv);  // --coact-* out of argv; a bad option: one line, exit 2
+  const coact::options::Values options = coact::options::init(argc, argv);  // a bad option: one line, exit 2
   CLI::App app{"coact-kv: a Redis-protocol key-value server on coact actors"};
   coact::kv::ServerOptions opt;
   uint32_t idle_s = 0;
@@ -78,7 +80,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   try {
-    coact::Runtime rt(coact::resolve_tuning());
+    coact::SchedulerTuning tuning = coact::tuning_from(options);
+    // A server waits on the network: an idle worker that spins only takes
+    // the CPU from other processes on the machine (its clients, when they
+    // share the cores), so unless the user chose a spin window, idle
+    // workers park at once.
+    if (!options.is_set("COACT_SPIN_WINDOW_US")) tuning.spin_window_us = 0;
+    coact::Runtime rt(tuning);
     const coact::kv::Server server = coact::kv::start(rt, opt);
     std::printf("coact-kv: listening on %s:%u\n", opt.host.c_str(), unsigned(server.port));
     std::fflush(stdout);
