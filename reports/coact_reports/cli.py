@@ -4,25 +4,37 @@ Subcommands: profile (ranking + speedup curves), estimate (predicted program
 speedup per region at each measured s), compare (perf-compare trials), trace
 (span distributions of a per-mail trace, COACT_TRACE),
 verdict (perf-compare's verdict on a trials file; used by
-scripts/perf-compare.sh). Exit status: 0 ok, 1 data error, 2 usage error.
+scripts/perf-compare.sh). Exit status: 0 ok (also for a valid profile too
+short to rank or plot anything: the table says so), 1 data error (or an
+internal error, which says so), 2 usage error (a bad option, or an input that
+is not a profile at all); util.guarded.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from typing import Optional, Sequence
 
 from . import estimate as _estimate
-from .estimate import SORT_KEYS, analyze
+from .estimate import MIN_LEVELS, SORT_KEYS, analyze
 from .perfstats import TrialsError, compare_trials, comparison_json, format_comparison, load_trials
 from .plot_perf import plot_compare
-from .plot_curves import plot_profile
+from .plot_curves import plot_profile, plottable
 from .plotting import _check_output
 from .profile import load_profiles
 from .ranking import format_ranking, group_by_handler, ranking_json
-from .util import guarded
+from .util import UsageError, guarded
+
+
+PROFILES_HELP = ("profile.coz or .jsonl file(s), or a directory (its *.jsonl files, "
+                 "else its *.coz files: a sharded sweep's output); several are pooled")
+
+# The sweep's draw of a virtual speedup: 0 with probability 8/28, as Coz's
+# (causal/src/controller.cpp).
+ZERO_SPEEDUP_SHARE = 8 / 28
 
 
 def _prog() -> str:
@@ -43,7 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
                         description="Rank regions by causal impact, print the ranking "
                                     "and optionally plot one panel per region.")
     pp.add_argument("profiles", nargs="+", metavar="PROFILE",
-                    help="profile.coz or .jsonl file(s); several are pooled")
+                    help=PROFILES_HELP)
     pp.add_argument("-o", "--output", help="plot file, .png or .svg (default: no plot)")
     pp.add_argument("-n", "--top", type=int, default=10,
                     help="show the N best regions (0 = all; default 10)")
@@ -86,7 +98,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _run_trace(a) -> int:
     from .plot_trace import load_spans, plot_trace
     if a.top < 1:
-        raise ValueError("--top must be >= 1")
+        raise UsageError("--top must be >= 1")
     _check_output(a.output)
     spans = load_spans(a.trace)
     shown = plot_trace(spans, a.output, a.top, a.title)
@@ -96,24 +108,59 @@ def _run_trace(a) -> int:
 
 def _run_profile(a) -> int:
     if a.top < 0 or a.min_points < 2 or a.min_experiments < 2:
-        raise ValueError("--top must be >= 0, --min-points and --min-experiments >= 2")
+        raise UsageError("--top must be >= 0, --min-points and --min-experiments >= 2")
     if not (0 < a.rank_at <= 1):
-        raise ValueError(f"--rank-at {a.rank_at:g}: want a virtual speedup in (0, 1], a fraction")
+        raise UsageError(f"--rank-at {a.rank_at:g}: want a virtual speedup in (0, 1], a fraction")
     if a.output:
         _check_output(a.output)
     profile = load_profiles(a.profiles)
+    # keep_thin: a short sweep's regions without a curve are listed, not dropped.
     results = analyze(profile, a.points, a.min_points, a.sort, a.fit, a.baseline,
-                      a.min_experiments, a.rank_at)
+                      a.min_experiments, a.rank_at, keep_thin=True)
     shown = group_by_handler(results[:a.top] if a.top else results)
     if a.json:
         sys.stdout.write(ranking_json(shown, profile, a.sort, _estimate.estimator_json(a),
                                       a.rank_at) + "\n")
     else:
         sys.stdout.write(format_ranking(shown, a.rank_at))
-    if a.output:
+    if not plottable(shown):
+        # A valid profile too thin to draw: say why and how long to sweep (exit 0).
+        print(f"{_prog()}: nothing to plot yet: {_why_nothing(profile, a.points)}; "
+              f"{_sweep_hint(profile, a.min_experiments)}"
+              + (f"; {a.output} not written" if a.output else ""), file=sys.stderr)
+    elif a.output:
         plot_profile(shown, a.output, a.title)
         print(f"{_prog()}: wrote {a.output}", file=sys.stderr)
     return 0
+
+
+def _why_nothing(profile, points) -> str:
+    """Why no region of a valid profile has a point to draw."""
+    exps = [e for e in profile.experiments if not points or any(p in e.points for p in points)]
+    secs = sum(e.duration_ns for e in exps) / 1e9
+    above = [e for e in exps if round(e.speedup, 6) > 0]
+    if not above:
+        which = (f"the profile's only experiment ({secs:.3g} s) ran" if len(exps) == 1 else
+                 f"all {len(exps)} experiments of the profile ({secs:.3g} s) ran")
+        return f"{which} at speedup 0 (a baseline), none at a region speedup above 0"
+    if len(above) == len(exps):
+        return (f"none of the profile's {len(exps)} experiment{'s' if len(exps) != 1 else ''} "
+                f"({secs:.3g} s) ran at speedup 0, so there is no baseline to compare with")
+    return "no region shown has a usable program speedup above speedup 0"
+
+
+def _sweep_hint(profile, min_experiments: int) -> str:
+    """About how long a sweep must run before regions can be ranked."""
+    exps = profile.experiments
+    regions = len({e.region for e in exps})
+    mean_s = sum(e.duration_ns for e in exps) / len(exps) / 1e9
+    per = math.ceil(min_experiments / (1 - ZERO_SPEEDUP_SHARE))
+    return (f"sweep longer, at least ~{max(1, math.ceil(per * regions * mean_s))} s: a region is "
+            f"ranked after {min_experiments} experiments above speedup 0 at {MIN_LEVELS}+ speedups, "
+            f"about {per} experiments of {mean_s:.2g} s each with the speedup-0 ones, for "
+            + (f"each of the {regions} regions" if regions != 1 else "the one region")
+            + " seen so far "
+            "(coact-profile run --until-settled stops once the ranking settles)")
 
 
 def _run_compare(a) -> int:

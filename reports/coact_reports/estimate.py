@@ -79,6 +79,10 @@ non-zero-speedup experiments (default 6) at 3 or more distinct speedups, a
 baseline of at least 3 experiments and a finite interval. Ranked regions are
 ordered by the prediction at ``rank_at`` (default 25%: a handler made a
 quarter faster); the others are listed after them as "not enough evidence".
+A region without a curve at all (fewer than ``min_points`` distinct speedups,
+baseline included, or no baseline: a short sweep) is left out with a warning,
+or, with ``analyze(..., keep_thin=True)`` (``coact-plot profile``), listed
+last as a :class:`Thin` entry with its experiment counts, never ranked.
 The ranking is *settled* when the leader's lower bound at ``rank_at`` is
 above every other ranked region's upper bound (:func:`settlement`)."""
 
@@ -216,11 +220,33 @@ class Curve:
 
 
 @dataclass
+class Thin:
+    """A region at a progress point that has no curve: fewer than min_points
+    distinct speedups (baseline included), or no usable baseline or point.
+    Listed with its counts; never ranked."""
+    region: str
+    point: str
+    kind: str                          # "throughput" | "latency"
+    experiments: int                   # non-zero-speedup experiments measured
+    levels: int                        # distinct non-zero speedups among them
+    baseline_experiments: int
+    why: str                           # why it is not ranked (and has no curve)
+    measurements: List[Measurement]    # per speedup; program_speedup NaN without a baseline
+    exp_speedup: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    exp_program_speedup: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def drawable(self) -> bool:
+        """Whether it has a measured program speedup above speedup 0."""
+        return any(m.speedup > 0 and math.isfinite(m.program_speedup) for m in self.measurements)
+
+
+@dataclass
 class RegionResult:
     region: str
     curves: List[Curve]
     score: float = 0.0
     rank: Optional[int] = None   # 1.. among ranked regions by the key; None: not ranked
+    thin: List[Thin] = field(default_factory=list)   # its progress points without a curve
 
     @property
     def ranked(self) -> bool:
@@ -444,18 +470,52 @@ def _curve(region: str, point: str, kind: str, exps: List[Experiment],
         band = np.array([curve.predict(s) for s in grid])
         curve.band = (band[:, 1], band[:, 2])
     curve.predicted = {float(s): curve.predict(s) for s in PREDICT_AT}
-    reasons = []
-    if n < min_experiments:
-        reasons.append(f"{n} experiment{'s' if n != 1 else ''} (needs {min_experiments})")
-    if curve.levels < MIN_LEVELS:
-        reasons.append(f"{curve.levels} speedup level{'s' if curve.levels != 1 else ''} (needs {MIN_LEVELS})")
-    if m < MIN_BASELINE:
-        reasons.append(f"{m} baseline experiment{'s' if m != 1 else ''} (needs {MIN_BASELINE})")
+    reasons = _evidence_reasons(n, curve.levels, m, min_experiments)
     if not reasons and cov is None:
         reasons.append("no interval")
     curve.ranked = not reasons
     curve.why_unranked = "; ".join(reasons)
     return curve
+
+
+def _evidence_reasons(n: int, levels: int, m: int, min_experiments: int) -> List[str]:
+    """Why a region with n non-zero-speedup experiments at `levels` speedups
+    and m baseline experiments is not ranked (empty: enough evidence)."""
+    reasons = []
+    if n < min_experiments:
+        reasons.append(f"{n} experiment{'s' if n != 1 else ''} (needs {min_experiments})")
+    if levels < MIN_LEVELS:
+        reasons.append(f"{levels} speedup level{'s' if levels != 1 else ''} (needs {MIN_LEVELS})")
+    if m == 0:
+        reasons.append("no baseline yet (no speedup-0 experiment)")
+    elif m < MIN_BASELINE:
+        reasons.append(f"{m} baseline experiment{'s' if m != 1 else ''} (needs {MIN_BASELINE})")
+    return reasons
+
+
+def _thin(region: str, point: str, kind: str, exps: List[Experiment], c: Optional[Curve],
+          base_count: int, min_points: int, min_experiments: int) -> Thin:
+    """The Thin entry of a region at a point: from its curve c when it has
+    one below min_points, else from counting its experiments."""
+    if c is not None:
+        reasons = _evidence_reasons(c.experiments, c.levels, c.baseline_experiments, min_experiments)
+        reasons.append(f"no curve: {c.points} distinct speedup{'s' if c.points != 1 else ''} with "
+                       f"the baseline (--min-points {min_points})")
+        return Thin(region, point, kind, c.experiments, c.levels, c.baseline_experiments,
+                    "; ".join(reasons), list(c.measurements), c.exp_speedup, c.exp_program_speedup)
+    pools: Dict[float, List[float]] = {}
+    for e in exps:
+        s = round(e.speedup, _SPEEDUP_KEY_DIGITS)
+        if s != 0.0:
+            pools.setdefault(s, []).append(e.duration_ns)
+    n = sum(len(v) for v in pools.values())
+    reasons = _evidence_reasons(n, len(pools), base_count, min_experiments)
+    if n and base_count:
+        reasons.append("no usable experiment (no usable baseline, or program speedups "
+                       "outside -100%..+200%)")
+    ms = ([Measurement(0.0, 0.0, base_count, 0.0)] if base_count else []) + \
+        [Measurement(float(s), math.nan, len(d), float(sum(d))) for s, d in sorted(pools.items())]
+    return Thin(region, point, kind, n, len(pools), base_count, "; ".join(reasons), ms)
 
 
 SORT_KEYS = ("rank", "area", "name")
@@ -472,7 +532,7 @@ def _listed(names: List[str], most: int = 5) -> str:
 def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
             min_points: int = 3, sort: str = "rank", model: str = "auto",
             baseline: str = "pooled", min_experiments: int = MIN_EXPERIMENTS,
-            rank_at: float = RANK_AT) -> List[RegionResult]:
+            rank_at: float = RANK_AT, keep_thin: bool = False) -> List[RegionResult]:
     """Compute one curve per (region, progress point) and order the regions.
 
     points: progress-point names to use (default: all). min_points: a curve
@@ -480,9 +540,14 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
     baseline. sort "rank" (default): ranked regions first, by the prediction
     at rank_at, best first, then the regions without enough evidence by the
     same key; "area": Coz's impact; "name". model: "auto" (the rule in the
-    module comment) or "line". baseline: "pooled" or "region". Raises
-    ProfileError if a named point does not exist or no region has a curve;
-    ValueError on a bad argument."""
+    module comment) or "line". baseline: "pooled" or "region".
+
+    A region/point without a curve (module doc, "Ranked or not") is left out
+    with a ProfileWarning; with keep_thin it is kept instead, as a Thin
+    entry of its RegionResult (regions without any curve come last, with no
+    curves), without the warning and without the error below. Raises
+    ProfileError if a named point does not exist or (without keep_thin) no
+    region has a curve; ValueError on a bad argument."""
     if min_points < 2:
         raise ValueError("min_points must be >= 2 (the baseline plus one speedup)")
     if sort not in SORT_KEYS:
@@ -539,8 +604,10 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
     no_baseline: List[str] = []  # "region @ point" left out for want of a speedup-0 experiment
     too_few: List[str] = []      # ... for want of --min-points distinct speedups
     results = []
+    thin_only = []               # keep_thin: regions with no curve at any point
     for region in sorted(by_region):
         curves = []
+        thin = []
         for point in chosen:
             exps = [e for e in by_region[region] if point in e.points]
             if not exps:
@@ -553,8 +620,11 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
                 base = np.array([(*_num_den(kinds[point], e.points[point], e.duration_ns), e.duration_ns)
                                  for e in exps if round(e.speedup, _SPEEDUP_KEY_DIGITS) == 0],
                                 dtype=float).reshape(-1, 3)
-            if (sum(len(b) for b in base.values()) if grouped else len(base)) == 0:
+            base_count = sum(len(b) for b in base.values()) if grouped else len(base)
+            if base_count == 0:
                 no_baseline.append(f"{region} @ {point}")
+                thin.append(_thin(region, point, kinds[point], exps, None, 0, min_points,
+                                  min_experiments))
                 continue
             c = _curve(region, point, kinds[point], exps, base, grid, model,
                        min_experiments, rank_at)
@@ -562,8 +632,12 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
                 curves.append(c)
             else:
                 too_few.append(f"{region} @ {point}")
+                thin.append(_thin(region, point, kinds[point], exps, c, base_count, min_points,
+                                  min_experiments))
         if curves:
-            results.append(RegionResult(region, curves))
+            results.append(RegionResult(region, curves, thin=thin if keep_thin else []))
+        elif thin and keep_thin:
+            thin_only.append(RegionResult(region, [], thin=thin))
     if grouped and baseline == "pooled":
         # A group (shard, host) without a speedup-0 experiment has no baseline
         # of its own: its experiments are left out of every curve.
@@ -574,15 +648,15 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
             warnings.warn(f"{len(bare)} shard/host group(s) have no speedup-0 experiment of their own "
                           f"(no baseline), so their experiments were left out: {_listed(bare)}",
                           ProfileWarning, stacklevel=2)
-    if no_baseline:
+    if no_baseline and not keep_thin:
         warnings.warn(f"{len(no_baseline)} region/progress-point pair(s) have no "
                       f"speedup-0 experiment (no baseline) and were left out: {_listed(no_baseline)}",
                       ProfileWarning, stacklevel=2)
-    if too_few:
+    if too_few and not keep_thin:
         warnings.warn(f"{len(too_few)} region/progress-point pair(s) have fewer than "
                       f"{min_points} usable distinct speedups (--min-points) and were "
                       f"left out: {_listed(too_few)}", ProfileWarning, stacklevel=2)
-    if not results:
+    if not results and not (keep_thin and thin_only):
         raise ProfileError(f"no region has a baseline and at least {min_points} "
                            f"distinct speedups for progress point(s) "
                            f"{', '.join(map(repr, chosen))}; nothing to plot "
@@ -602,7 +676,11 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
         results.sort(key=lambda r: (not r.ranked, -r.score, r.region))
     else:
         results.sort(key=lambda r: (-r.score, r.region))
-    return results
+    if sort == "name":
+        return sorted(results + thin_only, key=lambda r: r.region)
+    # Regions without a curve last, those with more experiments first.
+    thin_only.sort(key=lambda r: (-max(t.experiments for t in r.thin), r.region))
+    return results + thin_only
 
 
 @dataclass
@@ -702,7 +780,7 @@ def estimator_json(args) -> dict:
     """What the estimator did, for the JSON outputs."""
     return {"baseline": ("speedup-0 experiments of every region pooled" if args.baseline == "pooled"
                          else "speedup-0 experiments of the same region pooled (Coz)"),
-            "model": ("line through the origin, or a concave bend at a measured speedup when an "
+            "model": ("line through the origin, or a concave bend at a knee between measured speedups when an "
                       f"F test prefers it (p < {BEND_ALPHA:g} / knees tried, n >= {BEND_MIN_N})"
                       if args.fit == "auto" else "line through the origin"),
             "weights": "effective duration",
@@ -762,7 +840,8 @@ def add_common_arguments(p) -> None:
 def add_arguments(p) -> None:
     """The options of `coact-plot estimate` / `python3 -m coact_reports.estimate`."""
     p.add_argument("profiles", nargs="+", metavar="PROFILE",
-                   help="profile.coz or .jsonl file(s); several are pooled")
+                   help="profile.coz or .jsonl file(s), or a directory (its *.jsonl files, "
+                        "else its *.coz files: a sharded sweep's output); several are pooled")
     p.add_argument("--json", action="store_true", help="print JSON (see reports/README.md)")
     p.add_argument("-r", "--region", action="append", dest="regions", metavar="NAME",
                    help="only this region (exact name; repeatable; default all)")
@@ -774,11 +853,12 @@ def add_arguments(p) -> None:
 def run(a) -> int:
     import sys
     from .profile import load_profiles
+    from .util import UsageError
     if a.min_points < 2 or a.min_experiments < 2:
-        raise ValueError("--min-points and --min-experiments must be >= 2")
+        raise UsageError("--min-points and --min-experiments must be >= 2")
     bad = [s for s in a.at + [a.rank_at] if not (math.isfinite(s) and 0 < s <= 1)]
     if bad:
-        raise ValueError(f"--at/--rank-at {bad[0]:g}: want a virtual speedup in (0, 1], "
+        raise UsageError(f"--at/--rank-at {bad[0]:g}: want a virtual speedup in (0, 1], "
                          "a fraction (0.25 = 25%)")
     profile = load_profiles(a.profiles)
     results = analyze(profile, a.points, a.min_points, "name", a.fit, a.baseline,

@@ -9,13 +9,23 @@ from .estimate import RegionResult
 from .plotting import _check_output, _ellipsize, _figure, _save
 from .ranking import short_region_name
 
+def plottable(results: Sequence[RegionResult]) -> list:
+    """The regions plot_profile draws a panel for: those with a curve, or
+    with a measured program speedup above speedup 0 (a short sweep's
+    regions without a curve yet: points only)."""
+    return [r for r in results if r.curves or any(t.drawable() for t in r.thin)]
+
+
 def plot_profile(results: Sequence[RegionResult], output: str,
                  title: Optional[str] = None, columns: int = 3) -> None:
     """One panel per region (in the given order): pooled points (size grows
     with the number of experiments), faint per-experiment points, the fitted
     curve (dashed where extrapolated) and its 95% band; one colour per
-    progress point. All panels share the y scale, as in Coz's viewer."""
+    progress point. All panels share the y scale, as in Coz's viewer. A
+    region without a curve (estimate.Thin) shows its measured points only;
+    a region with nothing measured above speedup 0 gets no panel."""
     from matplotlib.ticker import PercentFormatter
+    results = plottable(results)
     if not results:
         raise ValueError("nothing to plot")
     _check_output(output)
@@ -24,7 +34,8 @@ def plot_profile(results: Sequence[RegionResult], output: str,
     nrows = math.ceil(n / ncols)
     fig = _figure(4.3 * ncols, 3.2 * nrows + 1.1)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
-    all_points = sorted({c.point for r in results for c in r.curves})
+    all_points = sorted({c.point for r in results for c in r.curves}
+                        | {t.point for r in results for t in r.thin})
     colours = {p: f"C{i % 10}" for i, p in enumerate(all_points)}
     handles = {}
     ylo, yhi = 0.0, 0.0
@@ -58,14 +69,33 @@ def plot_profile(results: Sequence[RegionResult], output: str,
                 vals += list(c.band[0][inside]) + list(c.band[1][inside])
             finite = [v for v in vals if math.isfinite(v)]
             ylo, yhi = min([ylo] + finite), max([yhi] + finite)
-        best = r.best()
-        v, lo, hi = best.key
-        at = f"@{best.rank_at * 100:g}%"
-        if r.rank is not None:
+        for t in r.thin:                       # no curve (a short sweep): the points only
+            if not t.drawable():
+                continue
+            col = colours[t.point]
+            if len(t.exp_speedup):
+                ax.scatter(t.exp_speedup * 100, t.exp_program_speedup * 100, s=6,
+                           color=col, alpha=0.3, lw=0)
+            ms = [m for m in t.measurements if math.isfinite(m.program_speedup)]
+            dots = ax.scatter([m.speedup * 100 for m in ms], [m.program_speedup * 100 for m in ms],
+                              s=[14 + 10 * math.sqrt(m.experiments) for m in ms],
+                              color=col, edgecolor="black", lw=0.5, zorder=3, clip_on=False)
+            handles.setdefault(t.point + (" (latency)" if t.kind == "latency" else ""), dots)
+            finite = [m.program_speedup for m in ms]
+            ylo, yhi = min([ylo] + finite), max([yhi] + finite)
+        if not r.curves:
+            t = max((t for t in r.thin if t.drawable()), key=lambda t: t.experiments)
+            sub = (f"no curve yet: {t.experiments} experiment{'s' if t.experiments != 1 else ''} "
+                   f"at {t.levels} speedup{'s' if t.levels != 1 else ''}")
+            head = "- "
+        elif r.rank is not None:
+            best = r.best()
+            v, lo, hi = best.key
+            at = f"@{best.rank_at * 100:g}%"
             sub = f"{best.describe_model()}, {at} {v * 100:+.1f}% [{lo * 100:+.1f}, {hi * 100:+.1f}]"
             head = f"{r.rank}. "
         else:
-            sub = f"not ranked: {best.why_unranked}"
+            sub = f"not ranked: {r.best().why_unranked}"
             head = "- "
         ax.set_title(f"{head}{_ellipsize(short_region_name(r.region))}\n{_ellipsize(sub, 60)}", fontsize=9)
         ax.grid(True, color="0.92")

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import os
 
+from .util import UsageError
+
 _PLOT_FORMATS = ("png", "svg")
 
 
 def _check_output(path: str) -> str:
     """Checks a plot path before any work: a .png/.svg name in a directory that
-    exists and is writable (ValueError naming the path otherwise)."""
+    exists and is writable (UsageError, a ValueError, naming the path otherwise)."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     if ext not in _PLOT_FORMATS:
-        raise ValueError(f"output {path!r}: extension must be .png or .svg")
+        raise UsageError(f"output {path!r}: extension must be .png or .svg")
     d = os.path.dirname(path) or "."
     if not os.path.isdir(d):
-        raise ValueError(f"output {path!r}: directory {d!r} does not exist (create it first)")
+        raise UsageError(f"output {path!r}: directory {d!r} does not exist (create it first)")
     if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise ValueError(f"output {path!r}: not writable")
+        raise UsageError(f"output {path!r}: not writable")
     return ext
 
 

@@ -81,6 +81,11 @@ Robustness rules (both formats)
 * Unknown record types are ignored.
 * Any other line that does not parse, or lacks a required field, or has a
   non-numeric / negative number, raises ``ProfileError`` naming file and line.
+* A file in which no line is a record of either format (random text, a
+  binary, another tool's JSON) raises ``NotAProfileError`` (a ProfileError)
+  naming the file and its first line that is not a record: the input is
+  wrong, not a profile gone bad (the CLI exits 2). An empty file (or one of
+  blank lines) is an empty profile, not this.
 * No experiments at all, or experiments without any progress-point data,
   raise ``ProfileError`` (the CLI exits 1 and draws nothing).
 """
@@ -95,7 +100,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["ProfileError", "TrialsError", "ProfileWarning", "Throughput", "Latency",
+__all__ = ["ProfileError", "NotAProfileError", "TrialsError", "ProfileWarning", "Throughput", "Latency",
            "Experiment", "Profile", "parse_profile", "load_profiles"]
 
 
@@ -110,6 +115,12 @@ class ProfileError(Exception):
         if path is not None:
             where = f"{path}:{lineno}: " if lineno is not None else f"{path}: "
         super().__init__(where + message)
+
+
+class NotAProfileError(ProfileError):
+    """The file is not a profile at all (no line of it is a coact or Coz
+    record): bad input rather than bad data. ``lineno`` is the first line
+    that is not a record."""
 
 
 class TrialsError(ProfileError):
@@ -155,6 +166,14 @@ _RECORD_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _IGNORED_TYPES = {"startup", "shutdown", "runtime", "samples"}
 _THROUGHPUT_TYPES = {"throughput-point", "throughput_point", "progress-point"}
 _LATENCY_TYPES = {"latency-point", "latency_point"}
+# Record types that make a file a profile (module doc): Coz's, and those
+# coact's JSON lines write besides (causal/src/profile_writer.cpp and the
+# sweep's records). Other types are ignored in a profile, but a file of
+# nothing else is not one.
+_PROFILE_TYPES = ({"experiment", "shutdown", "progress-point"} | _IGNORED_TYPES
+                  | _THROUGHPUT_TYPES | _LATENCY_TYPES
+                  | {"profile", "names", "estimates", "summary", "warning", "error",
+                     "sampler", "pad", "calibration"})
 
 
 def _number(value, what: str, path: str, lineno: int, *, lo: float = 0.0,
@@ -302,30 +321,49 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
     current: Optional[Experiment] = None
     current_line = 0
     last = len(lines)
+    seen = [False]                        # a record of a profile type has been read
+    first_other: Optional[Tuple[int, str]] = None   # the first line that is not one
     for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
         if line.strip() == "":
             continue
+        was_seen = seen[0]
         try:
             if line.lstrip().startswith("{"):
                 current, current_line, origin = _handle_json(line, path, lineno, experiments,
-                                                             current, current_line, origin)
+                                                             current, current_line, origin, seen)
                 if origin.get("_line") == lineno and isinstance(origin.get("program"), str):
                     args = origin.get("args") if isinstance(origin.get("args"), list) else []
                     programs.append((" ".join([origin["program"]] + [str(x) for x in args]), lineno))
             else:
+                if line.split("\t", 1)[0].strip() in _PROFILE_TYPES:
+                    seen[0] = True
                 current, current_line = _handle_text(line, path, lineno, experiments,
                                                      current, current_line)
                 if line.startswith("startup"):
                     origin = {}
         except ProfileError as e:
+            if not seen[0]:
+                # Nothing so far was a record of a profile: the file is not one.
+                raise _not_a_profile(path, first_other or (lineno, line)) from None
             if lineno == last and not terminated:
                 warnings.warn(f"{path}:{lineno}: last line is truncated (no newline "
                               f"and does not parse: {e.message}); skipped",
                               ProfileWarning, stacklevel=2)
                 break
             raise
+        if not was_seen and not seen[0] and first_other is None:
+            first_other = (lineno, line)
+    if not seen[0] and first_other is not None:
+        raise _not_a_profile(path, first_other)
     return experiments, programs
+
+
+def _not_a_profile(path: str, where: Tuple[int, str]) -> NotAProfileError:
+    lineno, line = where
+    return NotAProfileError(f"not a coact or Coz profile (line {lineno}, {line[:40]!r}, is not "
+                            "a profile record; coact-profile run and Coz write profile.coz, "
+                            "profile.jsonl)", path, lineno)
 
 
 def _attach(current: Optional[Experiment], current_line: int, name: str, point,
@@ -353,7 +391,7 @@ def _handle_text(line, path, lineno, experiments, current, current_line):
     return current, current_line          # runtime, samples, shutdown, unknown
 
 
-def _handle_json(line, path, lineno, experiments, current, current_line, origin):
+def _handle_json(line, path, lineno, experiments, current, current_line, origin, seen):
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
@@ -364,6 +402,8 @@ def _handle_json(line, path, lineno, experiments, current, current_line, origin)
     rtype = obj.get("type")
     if not isinstance(rtype, str) or not rtype:
         raise ProfileError("JSON record lacks a string field 'type'", path, lineno)
+    if rtype in _PROFILE_TYPES:
+        seen[0] = True
     if rtype == "experiment":
         coact = "region" in obj or "selected" not in obj
         exp = _experiment_from_fields(obj, path, lineno, coact=coact)

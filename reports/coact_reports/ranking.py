@@ -90,7 +90,10 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
     without enough evidence) and its group (the handler a "H @ file:line"
     line region belongs to, else the region itself), and its tie_rank (the
     rank it shares with the regions the data cannot order it against:
-    tie_ranks; None when unranked). Speedups are fractions (0.125 = 12.5%)."""
+    tie_ranks; None when unranked). Speedups are fractions (0.125 = 12.5%).
+    A progress point without a curve (estimate.Thin: a short sweep) gives a
+    row with "curve": false, "ranked": false, its counts and why, and null
+    for everything a curve would give."""
     rows = []
     for r in results:
         rank = r.rank
@@ -102,6 +105,7 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                 "group": region_group(c.region),
                 "point": c.point,
                 "kind": c.kind,
+                "curve": True,
                 "ranked": c.ranked,
                 "why_unranked": c.why_unranked or None,
                 "experiments": c.experiments,
@@ -124,6 +128,19 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                     {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
                      "experiments": m.experiments} for m in c.measurements],
             })
+        for t in r.thin:
+            rows.append({
+                "rank": None, "region": t.region, "group": region_group(t.region),
+                "point": t.point, "kind": t.kind, "curve": False, "ranked": False,
+                "why_unranked": t.why, "experiments": t.experiments, "outliers": 0,
+                "baseline_experiments": t.baseline_experiments, "levels": t.levels,
+                "model": None, "knee": None, "baseline_ns": None, "rank_at": None,
+                "key": {"program_speedup": None, "ci": [None, None]}, "ci": [None, None],
+                "slope": None, "slope_ci": [None, None], "predicted": {},
+                "measurements": [
+                    {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
+                     "experiments": m.experiments} for m in t.measurements],
+            })
     ties = tie_ranks(rows)
     for row in rows:
         row["tie_rank"] = ties.get(row["region"])
@@ -134,7 +151,8 @@ def ranking_json(results: Sequence[RegionResult], profile: Profile, sort: str,
                  estimator: Optional[dict] = None, rank_at: float = RANK_AT) -> str:
     st = settlement(results, rank_at)
     doc = {"files": profile.paths, "sort": sort,
-           "progress_points": sorted({c.point for r in results for c in r.curves}),
+           "progress_points": sorted({c.point for r in results for c in r.curves}
+                                     | {t.point for r in results for t in r.thin}),
            "estimator": estimator,
            "settled": st.settled, "leader": st.leader, "settlement": st.message,
            "regions": ranking_rows(results)}
@@ -169,6 +187,11 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
         for s in levels:
             p = row["predicted"].get(f"{s:g}")
             pv = p["program_speedup"] if p else v
+            if not row["curve"]:                 # no curve: no prediction
+                preds.append("n/a")
+                if abs(s - rank_at) <= 1e-9:
+                    preds.append("n/a")
+                continue
             preds.append(_pct(pv if pv is not None else math.nan) + ("*" if s > top + 1e-9 else ""))
             if abs(s - rank_at) <= 1e-9:
                 preds.append("n/a" if lo is None else f"[{_pct(lo)}, {_pct(hi)}]")
@@ -177,10 +200,13 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
             notes.append("not enough evidence to rank: " + (row["why_unranked"] or "?"))
         if row["outliers"]:
             notes.append(f"{row['outliers']} outlier{'s' if row['outliers'] > 1 else ''} excluded")
-        model = "line" if row["knee"] is None else f"bend@{row['knee'] * 100:g}%"
+        if not row["curve"]:
+            model = "-"
+        else:
+            model = "line" if row["knee"] is None else f"bend@{row['knee'] * 100:g}%"
         point = row["point"] + (" (latency)" if row["kind"] == "latency" else "")
         # The last prediction as a rise in progress visits per second.
-        last = row["predicted"][f"{PREDICT_AT[-1]:g}"]["program_speedup"]
+        last = row["predicted"].get(f"{PREDICT_AT[-1]:g}", {}).get("program_speedup")
         rate = _pct(1 / (1 - last) - 1) if last is not None and last < 1 else "n/a"
         if row["rank"] is None:
             shown_rank = "-"
@@ -204,6 +230,9 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
             f"experiments, the baseline's error included. A region is ranked with enough "
             f"experiments (--min-experiments, default {MIN_EXPERIMENTS}) at 3+ speedups; 'k=': tied, "
             f"the data cannot order these regions (each interval reaches the lower bound of the first "
-            f"region ranked k).\n"
+            f"region ranked k)."
+            + (" Model '-': no curve yet (fewer distinct speedups than --min-points, baseline "
+               "included, or no baseline): a short sweep." if any(not r["curve"] for r in rows) else "")
+            + "\n"
             + DEFINITION + " (33% less time per visit = 50% more visits per second)")
     return "\n".join(out) + "\n" + st.message + "\n" + note + "\n"

@@ -427,8 +427,12 @@ class RobustnessTest(TempDirCase):
         p = self.write("s2.jsonl", '{"type":"experiment","region":"R","speedup":0,"effective_ns":1}\n')
         with self.assertRaisesRegex(cp.ProfileError, r"s2\.jsonl:1: experiment record lacks field 'progress'"):
             cp.parse_profile(p)
-        p = self.write("s3.jsonl", '{"region":"R"}\n')
-        with self.assertRaisesRegex(cp.ProfileError, r"s3\.jsonl:1: JSON record lacks a string field 'type'"):
+        p = self.write("s3.jsonl", '{"type":"startup"}\n{"region":"R"}\n')
+        with self.assertRaisesRegex(cp.ProfileError, r"s3\.jsonl:2: JSON record lacks a string field 'type'"):
+            cp.parse_profile(p)
+        # With no profile record at all, the file is not a profile (NotAProfileTest).
+        p = self.write("s3b.jsonl", '{"region":"R"}\n')
+        with self.assertRaisesRegex(cp.ProfileError, r"s3b\.jsonl:1: not a coact or Coz profile"):
             cp.parse_profile(p)
         p = self.write("s4.jsonl", '{"type":"experiment","region":"R","speedup":0,'
                                    '"effective_ns":1,"progress":{"x":"many"}}\n')
@@ -591,8 +595,12 @@ class CliTest(TempDirCase):
         r = run_cli("profile", TOY_COZ, "--output", out, "--title", "toy")
         self.assertEqual(r.returncode, 0, r.stderr)
         rows = [l for l in r.stdout.splitlines() if l[:6].strip() == "-" or l[:6].strip().isdigit()]
-        self.assertEqual([l.split()[1] for l in rows], [A, A, B, B])
-        self.assertIn("--min-points", r.stderr)          # regions C and D warning
+        # C and D have no curve (2 distinct speedups < --min-points 3): listed
+        # last, not ranked, with their counts (they were dropped with a warning).
+        self.assertEqual([l.split()[1] for l in rows], [A, A, B, B, C, C, D, D])
+        for l in rows[4:]:
+            self.assertIn("no curve: 2 distinct speedups with the baseline (--min-points 3)", l)
+            self.assertIn("not enough evidence to rank: 1 experiment (needs 6)", l)
         self.assertIn("not settled", r.stdout)
         self.assertGreater(os.path.getsize(out), 1000)
 

@@ -127,7 +127,8 @@ class KneeTest(unittest.TestCase):
     min(0.8 s, 0.6) for the farm of bench/causal. A polynomial through the
     origin rounds the bend off: on exact data at s = 0.05 .. 1.0 degree 2
     gives 0.448 at s = 0.5 and 0.546 at 0.75 (the weak rows of validate).
-    The default fit bends once at a measured speedup where that fits better."""
+    The default fit bends once, at a knee searched between measured speedups,
+    where an F test prefers that to the line."""
 
     LEVELS = [round(0.05 * i, 2) for i in range(1, 21)]
 
