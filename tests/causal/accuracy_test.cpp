@@ -74,8 +74,8 @@
 #include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
 
-#include "../../bench/causal/known_answer.hpp"
-#include "../../bench/causal/worker_pinning.hpp"
+#include "known_answer.hpp"    // target coact_known_answer
+#include "worker_pinning.hpp"
 
 namespace ka = coact::known_answer;
 namespace ca = coact::causal;
