@@ -17,8 +17,12 @@
 //   - Shard: owns the keys with shard_of(key) == its index (store.hpp);
 //     executes batches and replies with one batch; a wall timer at the
 //     earliest expiry deadline erases expired keys.
-// Progress point: latency "kv.request" (COACT_BEGIN when a request is
-// parsed, COACT_END when its reply is queued for the socket).
+// Progress points: latency "kv.request" (COACT_BEGIN when a request is
+// parsed, COACT_END when its reply is queued for the socket: the time a
+// request spends in the server) and throughput "kv.replies" (one per reply
+// queued). Under a closed-loop client (redis-benchmark: C connections, each
+// waiting for its reply) the client's latency is C / throughput, so
+// kv.replies is the point a sweep predicts the client's latency from.
 // Memory per connection: the actor, its IoWatch slot and two buffers that
 // are released when empty, so an idle connection holds a few hundred bytes
 // of user memory plus the kernel's socket buffers. A busy one holds at most
@@ -55,6 +59,9 @@ struct ServerOptions {
   /// Planted work per GET/SET executed by a shard (the stage a causal sweep
   /// should name): spins this long. 0 in normal use.
   std::chrono::nanoseconds shard_cost{0};
+  /// The really-faster shard: half the planted work (coact-profile
+  /// validate's row compares a sweep's prediction with it).
+  bool fast_shard = false;
 };
 
 /// Counters of a running server. Relaxed atomics, exact once it stopped.

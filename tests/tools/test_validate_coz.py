@@ -22,7 +22,8 @@ KA = os.environ.get("CPTEST_KNOWN_ANSWER", "")
 
 class ValidateWithCoz(unittest.TestCase):
     def run_tool(self, *args, timeout=240):
-        return subprocess.run([TOOL, "validate", "--known-answer", KA, "--no-dedup", "--no-analytics", *args],
+        return subprocess.run([TOOL, "validate", "--known-answer", KA, "--no-dedup", "--no-analytics", "--no-kv",
+                               *args],
                               capture_output=True, text=True, timeout=timeout)
 
     def test_one_line_row_side_by_side(self):

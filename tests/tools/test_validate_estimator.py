@@ -6,7 +6,7 @@ rows are "real" rows with the options of their really-faster variant
 (ctest coact_profile_validate_estimator).
 
 Needs CPTEST_PROFILE_TOOL and CPTEST_KNOWN_ANSWER in the environment (ctest sets them);
-the real programs' tests also CPTEST_DEDUP and CPTEST_ANALYTICS (set when examples/ is built).
+the real programs' tests also CPTEST_DEDUP, CPTEST_ANALYTICS and CPTEST_KV (set when examples/ is built).
 """
 import json
 import os
@@ -20,6 +20,7 @@ TOOL = os.environ.get("CPTEST_PROFILE_TOOL", "")
 KA = os.environ.get("CPTEST_KNOWN_ANSWER", "")
 DEDUP = os.environ.get("CPTEST_DEDUP", "")
 ANALYTICS = os.environ.get("CPTEST_ANALYTICS", "")
+KV = os.environ.get("CPTEST_KV", "")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKLOAD = "pipeline"
 
@@ -244,7 +245,8 @@ class ArchiverRows(unittest.TestCase):
             os.makedirs(os.path.join(tree, f"d{i % 3}"), exist_ok=True)
             with open(os.path.join(tree, f"d{i % 3}", f"f{i}"), "w") as f:
                 f.write(" ".join(rng.choice(["actor", "chunk", "index", "dedup"]) for _ in range(20000)))
-        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-analytics", "--dedup", DEDUP, "--dedup-dir", tree,
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-analytics", "--no-kv", "--dedup", DEDUP,
+                            "--dedup-dir", tree,
                             "--dedup-stage", "Index", "--real-chunks", "2", "--real-run-s", "3",
                             "--real-experiment-ms", "1000", "--dedup-sweep-s", "6",
                             "--json", "--out", os.path.join(out, "v")],
@@ -283,7 +285,8 @@ class ArchiverRows(unittest.TestCase):
         self.assertAlmostEqual(hi - row["actual"], row["actual"] - lo, places=12)
         self.assertIn("agree_within_noise", doc)
         self.assertEqual(doc["skipped"], [{"what": "known-answer workloads", "why": "--no-known-answer"},
-                                          {"what": "analytics", "why": "--no-analytics"}])
+                                          {"what": "analytics", "why": "--no-analytics"},
+                                          {"what": "kv", "why": "--no-kv"}])
 
 
 @unittest.skipUnless(TOOL and ANALYTICS, "CPTEST_PROFILE_TOOL and CPTEST_ANALYTICS must be set (ctest does)")
@@ -294,7 +297,7 @@ class AnalyticsRow(unittest.TestCase):
         # full-length run).
         out = tempfile.mkdtemp(prefix="coact-validate-analytics-")
         self.addCleanup(shutil.rmtree, out, True)
-        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--analytics", ANALYTICS,
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--no-kv", "--analytics", ANALYTICS,
                             "--real-chunks", "2", "--real-run-s", "3", "--real-experiment-ms", "1000",
                             "--dedup-sweep-s", "6", "--json",
                             "--out", os.path.join(out, "v")], capture_output=True, text=True, timeout=120)
@@ -313,6 +316,35 @@ class AnalyticsRow(unittest.TestCase):
         # Each round predicts from its own runs at 0 % and round(100 r) %.
         self.assertEqual(len(row["predicted_rounds"]), 2)
         self.assertGreater(row["predicted"], 0.2, row["note"])
+
+
+
+@unittest.skipUnless(TOOL and KV and shutil.which("redis-benchmark"),
+                     "CPTEST_PROFILE_TOOL, CPTEST_KV (ctest sets them) and redis-benchmark (redis-tools) needed")
+class KvRow(unittest.TestCase):
+    def test_the_shard_row_is_real_and_faster(self):
+        # A short run of the service under redis-benchmark: the shape, and that --fast-shard
+        # halves the shards' handler (the numbers need the full-length run).
+        out = tempfile.mkdtemp(prefix="coact-validate-kv-")
+        self.addCleanup(shutil.rmtree, out, True)
+        r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--no-analytics", "--kv", KV,
+                            "--real-chunks", "2", "--real-run-s", "3", "--real-experiment-ms", "1000",
+                            "--dedup-sweep-s", "6", "--json",
+                            "--out", os.path.join(out, "v")], capture_output=True, text=True, timeout=180)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(len(doc["rows"]), 1)
+        row = doc["rows"][0]
+        self.assertEqual(row["program"], "real")
+        self.assertEqual(row["workload"], "kv")
+        self.assertEqual(row["stage"], "Shard")
+        self.assertEqual(row["change"], "--fast-shard")
+        self.assertEqual(row["region"], "coact::kv::Shard::on(coact::kv::ShardBatch)")
+        self.assertGreater(row["s"], 0.35, row["note"])  # half of the planted work, plus the handler's own
+        self.assertGreater(row["actual"], 0.15, row["note"])
+        self.assertEqual(row["actual_measure"], "window_rate")
+        self.assertEqual(len(row["predicted_rounds"]), 2)
+        self.assertGreater(row["predicted"], 0.15, row["note"])
 
 
 if __name__ == "__main__":

@@ -379,9 +379,12 @@ int main(int argc, char** argv) {
   val_cmd->add_flag("--no-dedup", v.no_dedup, "Skip the archiver");
   val_cmd->add_flag(
       "--no-known-answer", v.no_known_answer,
-      "Skip the known-answer workloads (only the real programs' rows: the archiver's, the analytics job's)");
+      "Skip the known-answer workloads (only the real programs' rows: the archiver's, the analytics job's, the "
+      "service's)");
   val_cmd->add_option("--analytics", v.analytics, "Path of coact-analytics (default: the build tree, PATH)");
   val_cmd->add_flag("--no-analytics", v.no_analytics, "Skip the analytics job (examples/analytics)");
+  val_cmd->add_option("--kv", v.kv, "Path of coact-kv (default: the build tree, PATH)");
+  val_cmd->add_flag("--no-kv", v.no_kv, "Skip the service (examples/kv: coact-kv under redis-benchmark load)");
   val_cmd->add_option("--retries", v.retries, "Redo a contended known-answer chunk up to this many times")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));

@@ -57,6 +57,8 @@ struct ValidateArgs {
   bool no_known_answer = false;  // skip the known-answer workloads (steps 2-4, 6)
   std::string analytics;         // coact-analytics (default: the build tree, PATH)
   bool no_analytics = false;     // skip the analytics job's rows
+  std::string kv;                // coact-kv (default: the build tree, PATH)
+  bool no_kv = false;            // skip the service's rows (coact-kv under redis-benchmark)
   int retries = 2;
   double contended_factor = 1.15;
   std::string out_dir;

@@ -44,7 +44,10 @@
 //     --fast-chunker, Fingerprinter --fingerprint sha1, Index --fast-index,
 //     Writer --fast-writer; --dedup-stage picks rows. The analytics job
 //     (coact-analytics, progress point "jobs"; analytics_variants): Worker
-//     --fast-parse; --no-analytics skips it. Per row, in turn, --real-chunks
+//     --fast-parse; --no-analytics skips it. The service (coact-kv under
+//     redis-benchmark load, examples/kv/kv_under_load.py, progress point
+//     "kv.replies"; kv_variants): Shard --fast-shard; --no-kv skips it.
+//     Per row, in turn, --real-chunks
 //     rounds of: a. the baseline, the variant and the baseline again
 //     (--real-run-s each), each under a fixed-speedup-0 sweep of the row's
 //     handler with 1 s windows, measuring the program's rate and the mean
@@ -90,7 +93,7 @@
 //     interval holds the actual ("ci_covers_actual" of "rows_with_ci" in the
 //     JSON); --json prints one JSON object
 //     instead, each row with "program" ("real": the archiver, the analytics
-//     job; "known_answer"), each with "actual_ci" (real rows: around the
+//     job, the service; "known_answer"), each with "actual_ci" (real rows: around the
 //     rounds' mean; known-answer rows: the chunks' mean, whose median is
 //     "actual"), real rows with "actual_measure",
 //     and "agree_within_noise" of "rows_with_both_ci" (rows whose
@@ -251,6 +254,11 @@ std::vector<RealVariant> dedup_variants(const ValidateArgs& a) {
 // The analytics job's rows: its Workers' handler has nearly all of its time.
 std::vector<RealVariant> analytics_variants() {
   return {{"Worker", "coact::analytics::Worker::on(coact::analytics::Batch)", {"--fast-parse"}}};
+}
+
+// The service's row: the shards' planted work (--shard-cost-ns) halved.
+std::vector<RealVariant> kv_variants() {
+  return {{"Shard", "coact::kv::Shard::on(coact::kv::ShardBatch)", {"--fast-shard"}}};
 }
 
 struct Stopwatch {
@@ -705,6 +713,33 @@ int validate(ValidateArgs& a) {
                           return std::vector<std::string>{an, "--seconds", fmt::format("{}", secs), "-q"};
                         },
                         analytics_variants(), ""});
+  }
+  // The service: coact-kv under redis-benchmark load for a run's seconds
+  // (examples/kv/kv_under_load.py: the client runs beside it, then SIGTERM
+  // drains it), progress point "kv.replies". The client is closed-loop (50
+  // connections, each waiting for its reply), so the rate of replies is the
+  // client's latency inverted. 200 us of planted work per GET in 2 shards
+  // makes the shards the stage; --fast-shard halves it.
+  const std::string kv =
+      a.no_kv || a.reanalyze ? std::string() : find_program(a.kv, "examples/kv/coact-kv", "coact-kv");
+  const std::string kv_load = source_dir() + "/examples/kv/kv_under_load.py";
+  if (a.no_kv || a.reanalyze) {
+    skipped.push_back({{"what", "kv"}, {"why", a.reanalyze ? "--reanalyze" : "--no-kv"}});
+  } else if (kv.empty() || ::access(kv_load.c_str(), R_OK) != 0 || on_path("redis-benchmark").empty()) {
+    const std::string why = kv.empty() ? "coact-kv not found (build examples/kv, or pass --kv PATH)"
+                            : on_path("redis-benchmark").empty()
+                                ? "redis-benchmark not found (scripts/bootstrap.sh installs redis-tools)"
+                                : kv_load + " not found (validate runs the service from a source tree)";
+    say("skipping the service: " + why);
+    skipped.push_back({{"what", "kv"}, {"why", why}});
+  } else {
+    programs.push_back({"kv", kv, "kv.replies",
+                        [&](double secs) {
+                          return std::vector<std::string>{
+                              "/usr/bin/python3",      kv_load,           "--kv",   kv,         "--seconds",
+                              fmt::format("{}", secs), "--shard-cost-ns", "200000", "--shards", "2"};
+                        },
+                        kv_variants(), ""});
   }
   // Runs `prog` (the baseline, or with a variant's `flags`) for `secs`
   // under a sweep of `region` with a fixed speedup (`buffered`: at 0 too on
