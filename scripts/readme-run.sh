@@ -20,7 +20,7 @@
 # (the sampling group's programs) first, so no build runs between measurements;
 # 2. wait for the load; 3. in this order: peers (5 trials), peers with
 # COACT_BURST=on, peers at 1 worker (3 trials), [perf-compare vs REV], timers,
-# burst, sampling (10 trials), the sweep's cost at speedup 0 (perf-compare with
+# burst, sampling (10 trials), kv (coact-kv vs redis-server), the sweep's cost at speedup 0 (perf-compare with
 # COACT_CAUSAL on one side), validate --with-coz --json. Writes start.txt and
 # end.txt (date, uptime, commit), command.txt (this script's command line),
 # steps.txt (each step's start time), commands.txt (STEP<TAB>its command) and
@@ -110,6 +110,7 @@ fi
 step timers $nb -- scripts/bench.sh timers
 step burst COACT_BENCH_TRIALS=8 $nb -- scripts/bench.sh burst
 step sampling COACT_BENCH_TRIALS=10 $nb COACT_BENCH_SAMPLING_BUILD_DIR="$ROOT/build/relwithdebinfo" -- scripts/bench.sh sampling
+step kv $nb -- scripts/bench.sh kv
 step sweep-cost PERF_BASE_ENV=COACT_CAUSAL=0 "PERF_CAND_ENV=$sweep_env" -- scripts/perf-compare.sh \
   --cand-bin build/release/bench/peers/coact-peers --base-bin build/release/bench/peers/coact-peers \
   --workloads ping_pong,fan_out --n 3000000 --trials 10
