@@ -21,6 +21,7 @@
 #include <coact/runtime/runtime.hpp>
 
 #include "kv/server.hpp"
+#include "support/loopback.hpp"
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -28,27 +29,9 @@ namespace kv = coact::kv;
 
 namespace {
 
-int connect_to(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  timeval tv{10, 0};  // a missing reply fails the test instead of hanging it
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
+int connect_to(uint16_t port) { return coact::test::connect_loopback(port); }
 
-void send_all(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
-    REQUIRE(n > 0);
-    done += size_t(n);
-  }
-}
+void send_all(int fd, const std::string& s) { REQUIRE(coact::test::send_all(fd, s)); }
 
 // Reads until `want` bytes arrived, EOF or the receive timeout.
 std::string read_n(int fd, size_t want) {

@@ -26,10 +26,14 @@
 #include <coact/runtime/runtime.hpp>
 #include <coact/runtime/tcp.hpp>
 
+#include "support/loopback.hpp"
 #include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
+using coact::test::connect_loopback;
+using coact::test::read_exact;
+using coact::test::send_all;
 
 namespace {
 
@@ -130,38 +134,6 @@ struct Listener : coact::Actor<Listener> {
   coact::IoWatch watch_;
 };
 
-// A blocking client socket connected to 127.0.0.1:port.
-int blocking_client(uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  return fd;
-}
-
-bool read_exact(int fd, char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t k = ::read(fd, p, n);
-    if (k <= 0) return false;
-    p += k;
-    n -= size_t(k);
-  }
-  return true;
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (k <= 0) return false;
-    p += k;
-    n -= size_t(k);
-  }
-  return true;
-}
-
 double process_cpu_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -185,12 +157,12 @@ TEST_CASE("an echo server of watched sockets answers every client, across worker
     std::vector<std::thread> clients;
     for (int i = 0; i < kClients; ++i) {
       clients.emplace_back([&, i] {
-        const int fd = blocking_client(port);
+        const int fd = connect_loopback(port, 0);
         bool good = true;
         for (int r = 0; r < kRounds && good; ++r) {
           const std::string msg = "client " + std::to_string(i) + " round " + std::to_string(r) + "\n";
           std::string back(msg.size(), '\0');
-          good = write_all(fd, msg.data(), msg.size()) && read_exact(fd, back.data(), back.size()) && back == msg;
+          good = send_all(fd, msg.data(), msg.size()) && read_exact(fd, back.data(), back.size()) && back == msg;
         }
         if (good) ok.fetch_add(1);
         ::close(fd);
@@ -217,7 +189,7 @@ TEST_CASE("a connection that stops reading while its output is not drained bound
     auto listener = rt.spawn<Listener>(lfd, kBound, &c);
     // The slow client writes 32 MiB and never reads: the server must stop
     // reading it (its socket buffers fill and the client's writes block).
-    const int slow = blocking_client(port);
+    const int slow = connect_loopback(port, 0);
     timeval tv{0, 200'000};
     ::setsockopt(slow, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     std::string chunk(64 * 1024, 'x');
@@ -229,10 +201,10 @@ TEST_CASE("a connection that stops reading while its output is not drained bound
     }
     CHECK(written < size_t(32) << 20);
     // Meanwhile another client is answered.
-    const int quick = blocking_client(port);
+    const int quick = connect_loopback(port, 0);
     const std::string msg = "still answering\n";
     std::string back(msg.size(), '\0');
-    CHECK(write_all(quick, msg.data(), msg.size()));
+    CHECK(send_all(quick, msg.data(), msg.size()));
     CHECK(read_exact(quick, back.data(), back.size()));
     CHECK(back == msg);
     ::close(quick);
@@ -254,17 +226,17 @@ TEST_CASE("a client reset mid-request closes its connection and the server keeps
     const uint16_t port = coact::tcp_local_port(lfd);
     auto listener = rt.spawn<Listener>(lfd, size_t(1) << 20, &c);
     for (int i = 0; i < 20; ++i) {
-      const int fd = blocking_client(port);
+      const int fd = connect_loopback(port, 0);
       const std::string half(1000, 'r');
-      CHECK(write_all(fd, half.data(), half.size()));
+      CHECK(send_all(fd, half.data(), half.size()));
       linger lg{1, 0};  // close with RST
       ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
       ::close(fd);
     }
-    const int fd = blocking_client(port);
+    const int fd = connect_loopback(port, 0);
     const std::string msg = "after the resets\n";
     std::string back(msg.size(), '\0');
-    CHECK(write_all(fd, msg.data(), msg.size()));
+    CHECK(send_all(fd, msg.data(), msg.size()));
     CHECK(read_exact(fd, back.data(), back.size()));
     CHECK(back == msg);
     ::close(fd);
@@ -284,7 +256,7 @@ TEST_CASE("a runtime stopped with watches still registered shuts down cleanly", 
     const int lfd = coact::tcp_listen("127.0.0.1", 0);
     const uint16_t port = coact::tcp_local_port(lfd);
     rt.spawn<Listener>(lfd, size_t(1) << 20, &c);
-    for (int i = 0; i < 8; ++i) fds.push_back(blocking_client(port));
+    for (int i = 0; i < 8; ++i) fds.push_back(connect_loopback(port, 0));
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (c.accepted.load() < 8 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
     CHECK(c.accepted.load() == 8);
