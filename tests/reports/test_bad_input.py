@@ -23,42 +23,16 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 from contextlib import redirect_stderr
 from unittest import mock
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-REPORTS = os.path.join(ROOT, "reports")
-sys.path.insert(0, REPORTS)
+from support import FIXTURES, REPORTS, ROOT, TempDirCase, run_cli
 
-from coact_reports import estimate, profile, util  # noqa: E402
+from coact_reports import estimate, profile, util
 
-SCRIPT = os.path.join(REPORTS, "coact_plot.py")
-FIX = os.path.join(HERE, "fixtures")
-TOY_COZ = os.path.join(FIX, "toy.coz")
-TRIALS = os.path.join(FIX, "trials.jsonl")
-
-
-def run_cli(*args, env=None):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120, env=env)
-
-
-class TempDirCase(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def write(self, name, data):
-        path = os.path.join(self.tmp, name)
-        with open(path, "wb" if isinstance(data, bytes) else "w") as f:
-            f.write(data)
-        return path
+TOY_COZ = os.path.join(FIXTURES, "toy.coz")
+TRIALS = os.path.join(FIXTURES, "trials.jsonl")
 
 
 class NotAProfileTest(TempDirCase):

@@ -8,8 +8,7 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPORTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "reports")
+from support import FIXTURES, REPORTS
 
 
 def bench(*args):
@@ -19,7 +18,7 @@ def bench(*args):
 
 class BenchAggregationTest(unittest.TestCase):
     def test_runtime_rows(self):
-        p = bench("runtime", os.path.join(HERE, "fixtures", "gbench_base.json"))
+        p = bench("runtime", os.path.join(FIXTURES, "gbench_base.json"))
         self.assertEqual(p.returncode, 0, p.stderr)
         rows = [json.loads(x) for x in p.stdout.splitlines()]
         self.assertEqual(len(rows), 9)

@@ -27,8 +27,6 @@ Fixtures (hand-written, see the comments in each test for the planted values):
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 import warnings
@@ -37,17 +35,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "reports"))
+from support import FIXTURES, ROOT, TempDirCase, read, run_cli  # noqa: E402
 
 import coact_plot as cp  # noqa: E402
 
-FIX = os.path.join(HERE, "fixtures")
-TOY_COZ = os.path.join(FIX, "toy.coz")
-TOY_JSONL = os.path.join(FIX, "toy.jsonl")
-TRIALS = os.path.join(FIX, "trials.jsonl")
-SCRIPT = os.path.join(ROOT, "reports", "coact_plot.py")
+TOY_COZ = os.path.join(FIXTURES, "toy.coz")
+TOY_JSONL = os.path.join(FIXTURES, "toy.jsonl")
+TRIALS = os.path.join(FIXTURES, "trials.jsonl")
 
 A = "/home/coz/toy/toy.cpp:27"
 B = "/home/coz/toy/toy.cpp:35"
@@ -55,26 +49,6 @@ C = "/home/coz/toy/toy.cpp:50"
 D = "/home/coz/toy/toy.cpp:61"
 TP = "/home/coz/toy/toy.cpp:42"
 LAT = "request"
-
-
-def read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
-class TempDirCase(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
 
 
 def by_speedup(curve):
@@ -581,13 +555,8 @@ class CompareTest(TempDirCase):
 
 
 # ---------------------------------------------------------------------------
-# CLI
+# CLI (support.run_cli: reports/coact_plot.py in a child interpreter)
 # ---------------------------------------------------------------------------
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
-
 
 class CliTest(TempDirCase):
     def test_profile_png_and_table(self):
@@ -609,7 +578,7 @@ class CliTest(TempDirCase):
         # limits cannot be NaN or Inf" (exit 2): it plots, and the regions
         # with too few experiments are listed as not ranked.
         out = os.path.join(self.tmp, "nan.png")
-        fixture = os.path.join(HERE, "fixtures", "main-job-plot-nan.coz")
+        fixture = os.path.join(FIXTURES, "main-job-plot-nan.coz")
         r = run_cli("profile", fixture, "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertGreater(os.path.getsize(out), 1000)
@@ -628,7 +597,7 @@ class CliTest(TempDirCase):
         # a 100 % program speedup, stopped the plot with "Axis limits cannot be
         # NaN or Inf" (exit 2). The view stops at 95 %.
         out = os.path.join(self.tmp, "band.png")
-        fixture = os.path.join(HERE, "fixtures", "wordcount-band-over-100.coz")
+        fixture = os.path.join(FIXTURES, "wordcount-band-over-100.coz")
         r = run_cli("profile", fixture, "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertGreater(os.path.getsize(out), 1000)
@@ -666,7 +635,7 @@ class CliTest(TempDirCase):
 
     def test_version_is_the_projects(self):
         import re
-        with open(os.path.join(HERE, "..", "..", "CMakeLists.txt")) as f:
+        with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
             want = re.search(r"project\(coact VERSION ([0-9.]+)", f.read()).group(1)
         r = run_cli("--version")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -3,7 +3,6 @@ less time per progress visit) and show the same change as a rise in visits
 per second, 1/(1-x) - 1 (a user measuring throughput would otherwise read a
 predicted 33% as 33% more items per second, when it is 50%)."""
 import os
-import sys
 import tempfile
 import unittest
 import warnings
@@ -12,13 +11,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "reports"))
+from support import FIXTURES  # noqa: E402
 
 from coact_reports import estimate, plot_curves, ranking  # noqa: E402
 from coact_reports.profile import ProfileWarning, load_profiles  # noqa: E402
 
-TOY_COZ = os.path.join(HERE, "fixtures", "toy.coz")
+TOY_COZ = os.path.join(FIXTURES, "toy.coz")
 A = "/home/coz/toy/toy.cpp:27"   # planted: program speedup = s / 2
 
 

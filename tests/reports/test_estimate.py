@@ -17,14 +17,11 @@ import tempfile
 import unittest
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-REPORTS = os.path.join(ROOT, "reports")
-sys.path.insert(0, REPORTS)
+from support import FIXTURES, REPORTS, run_cli
 
-from coact_reports import estimate, profile  # noqa: E402
+from coact_reports import estimate, profile
 
-TOY_COZ = os.path.join(HERE, "fixtures", "toy.coz")
+TOY_COZ = os.path.join(FIXTURES, "toy.coz")
 A = "/home/coz/toy/toy.cpp:27"
 TP = "/home/coz/toy/toy.cpp:42"
 LAT = "request"
@@ -282,7 +279,7 @@ class SweepAgreesWithEstimatorTest(unittest.TestCase):
     real sweep of the archiver, its experiments and last "estimates" record."""
 
     def test_last_estimates_record_matches(self):
-        path = os.path.join(HERE, "fixtures", "archiver-sweep.jsonl")
+        path = os.path.join(FIXTURES, "archiver-sweep.jsonl")
         with open(path) as f:
             records = [json.loads(line) for line in f]
         (est,) = [r for r in records if r["type"] == "estimates"]
@@ -335,8 +332,7 @@ class CommandTest(unittest.TestCase):
 
     def test_same_output_as_coact_plot_estimate(self):
         a = run_module(TOY_COZ, "--json")
-        b = subprocess.run([sys.executable, os.path.join(REPORTS, "coact_plot.py"), "estimate",
-                            TOY_COZ, "--json"], capture_output=True, text=True, timeout=60)
+        b = run_cli("estimate", TOY_COZ, "--json", cwd=None, timeout=60)
         self.assertEqual(a.returncode, 0, a.stderr)
         self.assertEqual(json.loads(a.stdout)["regions"], json.loads(b.stdout)["regions"])
 

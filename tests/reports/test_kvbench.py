@@ -11,12 +11,9 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-REPORTS = os.path.join(ROOT, "reports")
-sys.path.insert(0, REPORTS)
+from support import REPORTS, ROOT
 
-from coact_reports import kvbench  # noqa: E402
+from coact_reports import kvbench
 
 COACT_KV = os.environ.get("COACT_KV_BIN", os.path.join(ROOT, "build", "relwithdebinfo", "examples", "kv", "coact-kv"))
 TOOLS = ("/usr/bin/redis-server", "/usr/bin/redis-benchmark", "/usr/bin/redis-cli")

@@ -7,16 +7,12 @@ import io
 import json
 import os
 import random
-import sys
-import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "reports"))
+from support import TempDirCase
 
-import coact_plot as cp  # noqa: E402
+import coact_plot as cp
 
 POINT = "known_answer.iteration"
 R = "ping_pong::A::on(ping_pong::Ball)"
@@ -47,21 +43,7 @@ def shard_lines(shard, shards, host, period_ns, rng, program="coact-known-answer
     return "\n".join(lines) + "\n"
 
 
-class MergeCase(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
-
+class MergeCase(TempDirCase):
     def shards(self, periods, sub="sweep", **kw):
         rng = random.Random(7)
         return [self.write(f"{sub}/profile-shard-{k}-of-{len(periods)}.jsonl",

@@ -11,10 +11,10 @@ import subprocess
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+from support import FIXTURES, ROOT, read
+
 FIXTURE = "tests/reports/fixtures/readme-run"          # relative to ROOT, as the page shows it
-EXPECTED = os.path.join(HERE, "fixtures", "readme-run.expected.md")
+EXPECTED = os.path.join(FIXTURES, "readme-run.expected.md")
 
 
 def perfdoc(*args):
@@ -27,9 +27,8 @@ class PerfdocTest(unittest.TestCase):
         first, second = perfdoc(FIXTURE), perfdoc(FIXTURE)
         self.assertEqual(first.returncode, 0, first.stderr)
         self.assertEqual(first.stdout, second.stdout)
-        with open(EXPECTED, encoding="utf-8") as f:
-            self.assertEqual(first.stdout, f.read(),
-                             f"regenerate with: scripts/perfdoc.sh {FIXTURE} > {os.path.relpath(EXPECTED, ROOT)}")
+        self.assertEqual(first.stdout, read(EXPECTED),
+                         f"regenerate with: scripts/perfdoc.sh {FIXTURE} > {os.path.relpath(EXPECTED, ROOT)}")
 
     def test_the_page_carries_the_run_and_its_tables(self):
         page = perfdoc(FIXTURE).stdout
@@ -103,8 +102,7 @@ class PerfdocTest(unittest.TestCase):
     def regenerate(self, rel_path, pattern):
         """The file at rel_path, the perfdoc arguments its marker names
         (pattern's group 1) and what perfdoc prints for them."""
-        with open(os.path.join(ROOT, rel_path), encoding="utf-8") as f:
-            text = f.read()
+        text = read(os.path.join(ROOT, rel_path))
         m = re.search(pattern, text, re.M)
         self.assertIsNotNone(m, f"{rel_path} does not name the perfdoc command that generated it")
         p = perfdoc(*shlex.split(m.group(1)))

@@ -15,19 +15,15 @@ times in ns/us/ms/s, and one name on each side only:
 import json
 import math
 import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "reports"))
+from support import FIXTURES
 
-from coact_reports import perfstats as ps  # noqa: E402
-
-FIX = os.path.join(HERE, "fixtures")
+from coact_reports import perfstats as ps
 
 
 def load(name):
-    with open(os.path.join(FIX, name)) as f:
+    with open(os.path.join(FIXTURES, name)) as f:
         return json.load(f)
 
 

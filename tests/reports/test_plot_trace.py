@@ -5,15 +5,12 @@ trace is a data error (exit 1) named in one line."""
 
 import json
 import os
-import sys
-import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "reports"))
+from support import TempDirCase
 
-from coact_reports import cli  # noqa: E402
-from coact_reports.plot_trace import load_spans, percentile  # noqa: E402
+from coact_reports import cli
+from coact_reports.plot_trace import load_spans, percentile
 
 
 def handler(name, construct, queued, drain, run):
@@ -22,19 +19,14 @@ def handler(name, construct, queued, drain, run):
                      "handler_us": run}}
 
 
-class PlotTrace(unittest.TestCase):
+class PlotTrace(TempDirCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.tmp.name, "t.json")
+        super().setUp()
         ev = [handler("A::on(M)", 1, float(i), 0, 2) for i in range(1, 101)]
         ev += [handler("B::on(N)", 0, 5, 7, 9)] * 3
         ev.append({"name": "C::on(M)", "cat": "handler", "ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 1,
                    "args": {}})  # untraced: not counted
-        with open(self.path, "w") as f:
-            json.dump({"traceEvents": ev}, f)
-
-    def tearDown(self):
-        self.tmp.cleanup()
+        self.path = self.write("t.json", json.dumps({"traceEvents": ev}))
 
     def test_spans_and_plot(self):
         s = load_spans(self.path)
@@ -42,16 +34,14 @@ class PlotTrace(unittest.TestCase):
         self.assertEqual(len(s["A::on(M)"]["queued_us"]), 100)
         self.assertEqual(percentile(s["A::on(M)"]["queued_us"], 0.9), 90.0)
         self.assertEqual(s["B::on(N)"]["drain_us"], [7.0] * 3)
-        out = os.path.join(self.tmp.name, "spans.png")
+        out = os.path.join(self.tmp, "spans.png")
         self.assertEqual(cli.main(["trace", self.path, "-o", out]), 0)
         self.assertGreater(os.path.getsize(out), 1000)
 
     def test_not_a_trace(self):
-        bad = os.path.join(self.tmp.name, "bad.json")
-        with open(bad, "w") as f:
-            f.write("[1, 2]")
-        self.assertEqual(cli.main(["trace", bad, "-o", os.path.join(self.tmp.name, "x.png")]), 1)
-        self.assertEqual(cli.main(["trace", self.path, "-o", os.path.join(self.tmp.name, "x.pdf")]), 2)
+        bad = self.write("bad.json", "[1, 2]")
+        self.assertEqual(cli.main(["trace", bad, "-o", os.path.join(self.tmp, "x.png")]), 1)
+        self.assertEqual(cli.main(["trace", self.path, "-o", os.path.join(self.tmp, "x.pdf")]), 2)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,11 @@
 #!/usr/bin/python3
 """Ties in the ranking (coact_reports.ranking.tie_ranks): regions whose
 intervals the data cannot order share a rank ("2=" in the table)."""
-import os
-import sys
 import unittest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "reports"))
+import support  # noqa: F401  (puts reports/ on the import path)
 
-from coact_reports.ranking import tie_ranks  # noqa: E402
+from coact_reports.ranking import tie_ranks
 
 
 def row(region, rank, lo, hi):

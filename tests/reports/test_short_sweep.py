@@ -19,50 +19,27 @@ distinct speedups (baseline included) a curve needs.
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import unittest
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "reports"))
+from support import FIXTURES, TempDirCase, read, run_cli
 
-from coact_reports import estimate, profile  # noqa: E402
+from coact_reports import estimate, profile
 
-SCRIPT = os.path.join(ROOT, "reports", "coact_plot.py")
-SHORT = os.path.join(HERE, "fixtures", "short-sweep.coz")
+SHORT = os.path.join(FIXTURES, "short-sweep.coz")
 FP = "coact::dedup::Fingerprinter::on(coact::dedup::RawChunk)"
 IX = "coact::dedup::Index::on(coact::dedup::HashedChunk)"
 WR = "coact::dedup::Writer::on(coact::dedup::PackedChunk)"
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
 
 
 def table_rows(stdout):
     return [l for l in stdout.splitlines() if l[:6].strip() == "-" or l[:6].strip().isdigit()]
 
 
-class ShortSweepCase(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
+class ShortSweepCase(TempDirCase):
     def lines_of(self, name, keep):
         """A profile of the fixture's first `keep` lines."""
-        with open(SHORT) as f:
-            lines = f.read().splitlines(keepends=True)
-        path = os.path.join(self.tmp, name)
-        with open(path, "w") as f:
-            f.write("".join(lines[:keep]))
-        return path
+        return self.write(name, "".join(read(SHORT).splitlines(keepends=True)[:keep]))
 
 
 class ShortSweepTableTest(ShortSweepCase):
