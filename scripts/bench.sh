@@ -347,8 +347,7 @@ build_targets() {
 find_binary() { coact_find_binary "$BUILD_DIR" "$1" "$2"; }
 # bench_py SUBCOMMAND ARGS...: the aggregation, reports/coact_reports/bench.py.
 bench_py() {
-  "$PY" -B -c 'import sys; sys.path.insert(0, sys.argv[1]); from coact_reports.bench import main; sys.exit(main(sys.argv[2:]))' \
-    "$ROOT/reports" "$@"
+  "$PY" -B "$ROOT/reports/coact_run.py" bench "$@"
 }
 
 # ---- group runtime --------------------------------------------------------------
@@ -865,8 +864,8 @@ run_kv_group() {
   ((quick)) && args+=(--quick)
   log "kv: kvbench ${args[*]} ${extra[*]}"
   # The servers it starts inherit child_env's environment (no COACT_BENCH_*).
-  "${child_env[@]}" "$PY" -B -c 'import sys; sys.path.insert(0, sys.argv[1]); from coact_reports.kvbench import main; sys.exit(main(sys.argv[2:]))' \
-    "$ROOT/reports" "${args[@]}" "${extra[@]}" || die 1 "group kv: kvbench failed (its message is above)"
+  "${child_env[@]}" "$PY" -B "$ROOT/reports/coact_run.py" kvbench "${args[@]}" "${extra[@]}" ||
+    die 1 "group kv: kvbench failed (its message is above)"
 }
 
 "run_${group}_group"

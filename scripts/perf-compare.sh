@@ -46,7 +46,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly PY=/usr/bin/python3
 [[ -x $PY ]] || { echo "perf-compare.sh: $PY not found (Debian's python3 with numpy is required)" >&2; exit 1; }
 # The runner, the statistics and the builds' orchestration are in the reports
-# package (builds themselves: scripts/lib.sh). No PYTHONPATH: it would leak into
-# the compared programs' environment.
-exec "$PY" -B -c 'import sys; sys.path.insert(0, sys.argv[1]); from coact_reports.perfcompare import main; sys.exit(main(sys.argv[3:], root=sys.argv[2]))' \
-  "$ROOT/reports" "$ROOT" "$@"
+# package (builds themselves: scripts/lib.sh), run through its launcher
+# (reports/coact_run.py: no PYTHONPATH, which would leak into the compared
+# programs' environment). The source tree is the package's own (its root).
+exec "$PY" -B "$ROOT/reports/coact_run.py" perfcompare "$@"

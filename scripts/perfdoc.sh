@@ -10,5 +10,4 @@
 # command regenerates it byte for byte. Exit status: 0 done; 2 bad input.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-exec /usr/bin/python3 -B -c 'import sys; sys.path.insert(0, sys.argv[1]); from coact_reports.perfdoc import main; sys.exit(main(sys.argv[2:], prog="scripts/perfdoc.sh"))' \
-  "$ROOT/reports" "$@"
+exec /usr/bin/python3 -B "$ROOT/reports/coact_run.py" --prog scripts/perfdoc.sh perfdoc "$@"
