@@ -190,9 +190,13 @@ struct Conn : Actor<Conn> {
     for (Answer& ans : a.answers) accept_answer(ans);
     emit();
     if (!flush()) return reset();
+    // Requests read while the pipeline or the output was full wait in in_:
+    // the socket may have nothing more to report, so they are parsed now.
+    parse_pending();
     settle();
   }
   void on(Drain) {
+    parse_pending();  // what was read is answered; nothing more is read
     draining_ = true;
     runtime().send_after_wall(self(), sh_->opt.drain_timeout, DrainDeadline{});
     settle();
@@ -207,20 +211,34 @@ struct Conn : Actor<Conn> {
       sh_->stats->idle_closed.fetch_add(1, std::memory_order_relaxed);
       return close_now();
     }
-    runtime().send_after_wall(self(), sh_->opt.idle_timeout - std::chrono::duration_cast<Clock::duration>(idle),
-                              IdleCheck{});
+    // Idle for less than the timeout: check again when it would expire. Busy
+    // (requests unanswered) past it: check a whole timeout later.
+    const auto left = sh_->opt.idle_timeout - std::chrono::duration_cast<Clock::duration>(idle);
+    runtime().send_after_wall(self(), left.count() > 0 ? left : sh_->opt.idle_timeout, IdleCheck{});
   }
 
  private:
-  bool want_read() const {
-    return !eof_ && !draining_ && !protocol_error_ && out_.size() < sh_->opt.max_output_bytes &&
-           slots_.size() < sh_->opt.max_pipeline;
+  // Whether more requests may be dispatched now (the pipeline and output bounds).
+  bool can_parse() const {
+    return !protocol_error_ && slots_.size() < sh_->opt.max_pipeline && out_.size() < sh_->opt.max_output_bytes;
+  }
+  bool want_read() const { return !eof_ && !draining_ && can_parse(); }
+
+  // Dispatches the complete requests in_ holds, as far as the bounds allow.
+  void parse_pending() {
+    if (in_.empty() || !can_parse()) return;
+    std::vector<ShardBatch> batches(sh_->shards.size());
+    parse_all(batches);
+    send_batches(batches);
+    emit();
   }
 
-  // Reads until EAGAIN or back-pressure, dispatching every complete request.
+  // Parses what in_ already holds, then reads until EAGAIN (or a short read)
+  // or back-pressure, dispatching every complete request.
   void read_some() {
     char buf[16384];
     std::vector<ShardBatch> batches(sh_->shards.size());
+    if (!in_.empty() && can_parse()) parse_all(batches);
     while (want_read()) {
       const ssize_t n = ::read(fd_, buf, sizeof buf);
       if (n > 0) {
@@ -251,8 +269,7 @@ struct Conn : Actor<Conn> {
 
   void parse_all(std::vector<ShardBatch>& batches) {
     size_t off = 0;
-    while (off < in_.size() && !protocol_error_ && slots_.size() < sh_->opt.max_pipeline &&
-           out_.size() < sh_->opt.max_output_bytes) {
+    while (off < in_.size() && can_parse()) {
       Request req;
       size_t used = 0;
       std::string err;

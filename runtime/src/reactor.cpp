@@ -15,7 +15,7 @@
 //
 // One-shot. The first arm adds the descriptor to epoll, every later one
 // modifies it, always with EPOLLONESHOT: epoll reports the descriptor once
-// and disarms it, so at most one report per watch is queued, and epoll_ctl
+// and disarms it, so each arm gives at most one report, and epoll_ctl
 // from any thread needs no lock of ours (epoll serialises it).
 //
 // Causal sweeps (causal/include/coact/causal/hooks.hpp): the thread is a
@@ -103,10 +103,10 @@ struct Reactor {
 
   int epfd = -1;
   int wakefd = -1;
-  std::thread thread;  // started by start(), joined by stop()
+  std::thread thread;  // started by reactor_of, joined by stop()
   std::mutex mu;
   std::vector<Slot> slots;      // guarded by mu
-  std::vector<uint32_t> free_;  // free slot indices, guarded by mu
+  std::vector<uint32_t> free_slots;  // indices of free slots, guarded by mu
   bool closed = false;          // guarded by mu: stop() was called
 };
 
@@ -180,12 +180,12 @@ std::shared_ptr<void> io_register(ActorCell* cell, IoPostFn post, int fd, uint64
   uint32_t gen = 0;
   {
     std::lock_guard lk(r->mu);
-    if (r->free_.empty()) {
+    if (r->free_slots.empty()) {
       index = uint32_t(r->slots.size());
       r->slots.emplace_back();
     } else {
-      index = r->free_.back();
-      r->free_.pop_back();
+      index = r->free_slots.back();
+      r->free_slots.pop_back();
     }
     Slot& s = r->slots[index];
     cell->add_ref();
@@ -208,8 +208,12 @@ void io_arm(void* reactor, uint64_t token, int fd, Interest interest) {
   // Added at the first arm, not at registration: a descriptor in epoll with
   // an empty mask still reports EPOLLHUP and EPOLLERR, while one disarmed by
   // a one-shot report reports nothing until modified.
+  // A first arm racing another thread's first arm finds EEXIST and modifies.
   if (::epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) return;
-  if (errno == ENOENT && ::epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) return;
+  if (errno == ENOENT) {
+    if (::epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) return;
+    if (errno == EEXIST && ::epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) return;
+  }
   throw std::system_error(errno, std::generic_category(), "coact::IoWatch::arm: epoll_ctl of fd " + std::to_string(fd));
 }
 
@@ -225,7 +229,7 @@ void io_unregister(void* reactor, uint64_t token, int fd) noexcept {
       s.post = nullptr;
       s.fd = -1;
       ++s.gen;
-      r->free_.push_back(index);
+      r->free_slots.push_back(index);
     }
   }
   // Outside the lock: the descriptor may already be closed (ENOENT/EBADF are fine).

@@ -29,7 +29,11 @@ namespace kv = coact::kv;
 
 namespace {
 
-int connect_to(uint16_t port) { return coact::test::connect_loopback(port); }
+int connect_to(uint16_t port) {
+  const int fd = coact::test::connect_loopback(port);
+  REQUIRE(fd >= 0);
+  return fd;
+}
 
 void send_all(int fd, const std::string& s) { REQUIRE(coact::test::send_all(fd, s)); }
 
@@ -120,6 +124,26 @@ TEST_CASE("kv answers pipelined requests in order across shards", "[kv]") {
   CHECK(read_n(fd, want.size()) == want);
   ::close(fd);
   CHECK(ts.server.stats->protocol_errors.load() == 0);
+}
+
+// Requests read while the pipeline was full waited in the connection's
+// buffer with nothing left in the socket to report them, so a client that
+// sent more than --max-pipeline requests at once waited forever.
+TEST_CASE("kv answers a pipeline deeper than its pipeline bound", "[kv]") {
+  coact::test::Watchdog wd(60, "kv deep pipeline");
+  kv::ServerOptions opt;
+  opt.max_pipeline = 4;
+  opt.max_output_bytes = 1024;
+  TestServer ts(opt);
+  const int fd = connect_to(ts.server.port);
+  std::string req, want;
+  for (int i = 0; i < 300; ++i) {
+    req += cmd({"INCR", "n"});
+    want += ":" + std::to_string(i + 1) + "\r\n";
+  }
+  send_all(fd, req);
+  CHECK(read_n(fd, want.size()) == want);
+  ::close(fd);
 }
 
 TEST_CASE("kv answers a malformed request with an error and closes only that connection", "[kv]") {

@@ -134,6 +134,13 @@ struct Listener : coact::Actor<Listener> {
   coact::IoWatch watch_;
 };
 
+// A client socket to the server on `port`, on the test's thread (REQUIREs it).
+int connected(uint16_t port) {
+  const int fd = connect_loopback(port, 0);
+  REQUIRE(fd >= 0);
+  return fd;
+}
+
 double process_cpu_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -157,15 +164,15 @@ TEST_CASE("an echo server of watched sockets answers every client, across worker
     std::vector<std::thread> clients;
     for (int i = 0; i < kClients; ++i) {
       clients.emplace_back([&, i] {
-        const int fd = connect_loopback(port, 0);
-        bool good = true;
+        const int fd = connect_loopback(port, 0);  // no Catch assertion off the test's thread
+        bool good = fd >= 0;
         for (int r = 0; r < kRounds && good; ++r) {
           const std::string msg = "client " + std::to_string(i) + " round " + std::to_string(r) + "\n";
           std::string back(msg.size(), '\0');
           good = send_all(fd, msg.data(), msg.size()) && read_exact(fd, back.data(), back.size()) && back == msg;
         }
         if (good) ok.fetch_add(1);
-        ::close(fd);
+        if (fd >= 0) ::close(fd);
       });
     }
     for (auto& t : clients) t.join();
@@ -189,7 +196,7 @@ TEST_CASE("a connection that stops reading while its output is not drained bound
     auto listener = rt.spawn<Listener>(lfd, kBound, &c);
     // The slow client writes 32 MiB and never reads: the server must stop
     // reading it (its socket buffers fill and the client's writes block).
-    const int slow = connect_loopback(port, 0);
+    const int slow = connected(port);
     timeval tv{0, 200'000};
     ::setsockopt(slow, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     std::string chunk(64 * 1024, 'x');
@@ -201,7 +208,7 @@ TEST_CASE("a connection that stops reading while its output is not drained bound
     }
     CHECK(written < size_t(32) << 20);
     // Meanwhile another client is answered.
-    const int quick = connect_loopback(port, 0);
+    const int quick = connected(port);
     const std::string msg = "still answering\n";
     std::string back(msg.size(), '\0');
     CHECK(send_all(quick, msg.data(), msg.size()));
@@ -226,14 +233,14 @@ TEST_CASE("a client reset mid-request closes its connection and the server keeps
     const uint16_t port = coact::tcp_local_port(lfd);
     auto listener = rt.spawn<Listener>(lfd, size_t(1) << 20, &c);
     for (int i = 0; i < 20; ++i) {
-      const int fd = connect_loopback(port, 0);
+      const int fd = connected(port);
       const std::string half(1000, 'r');
       CHECK(send_all(fd, half.data(), half.size()));
       linger lg{1, 0};  // close with RST
       ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
       ::close(fd);
     }
-    const int fd = connect_loopback(port, 0);
+    const int fd = connected(port);
     const std::string msg = "after the resets\n";
     std::string back(msg.size(), '\0');
     CHECK(send_all(fd, msg.data(), msg.size()));
@@ -256,7 +263,7 @@ TEST_CASE("a runtime stopped with watches still registered shuts down cleanly", 
     const int lfd = coact::tcp_listen("127.0.0.1", 0);
     const uint16_t port = coact::tcp_local_port(lfd);
     rt.spawn<Listener>(lfd, size_t(1) << 20, &c);
-    for (int i = 0; i < 8; ++i) fds.push_back(connect_loopback(port, 0));
+    for (int i = 0; i < 8; ++i) fds.push_back(connected(port));
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (c.accepted.load() < 8 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
     CHECK(c.accepted.load() == 8);

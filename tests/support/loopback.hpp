@@ -1,9 +1,11 @@
 // tests/support/loopback.hpp: blocking loopback TCP clients for tests of
 // servers written on the reactor (reactor_test.cpp, the kv example's tests).
-// connect_loopback(port) connects to 127.0.0.1:port (a REQUIRE fails the
-// test if it cannot) with a receive timeout, so a missing reply fails
-// instead of hanging; send_all and read_exact loop over partial transfers.
-// Thread: any test thread; every call blocks.
+// connect_loopback(port) connects to 127.0.0.1:port with a receive timeout,
+// so a missing reply fails instead of hanging; send_all and read_exact loop
+// over partial transfers. No Catch assertion is made here (Catch's are not
+// thread-safe, and client threads call these): failures are return values
+// for the caller to check on the test's thread.
+// Thread: any thread; every call blocks.
 #pragma once
 
 #include <netinet/in.h>
@@ -15,20 +17,21 @@
 #include <cstdint>
 #include <string>
 
-#include <catch2/catch.hpp>
-
 namespace coact::test {
 
 /// A blocking socket connected to 127.0.0.1:`port`, reads timing out after
-/// `recv_timeout_s` seconds (0: never).
+/// `recv_timeout_s` seconds (0: never); -1 if it cannot connect.
 inline int connect_loopback(uint16_t port, int recv_timeout_s = 10) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
+  if (fd < 0) return -1;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
   if (recv_timeout_s > 0) {
     timeval tv{recv_timeout_s, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

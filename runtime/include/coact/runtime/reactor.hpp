@@ -15,15 +15,17 @@
 // of the Runtime its actor lives in (started by the first watch of that
 // Runtime). Each arm() asks for one report: the first time the descriptor is
 // ready for the interest armed, the actor gets one coact::IoReady mail and
-// the watch is disarmed (epoll one-shot) until the next arm(). So at most one
-// IoReady per watch is ever queued, and an actor that stops arming for reads
-// stops being told about input: the back-pressure of a connection whose
-// output is not drained (arm for write only until it drains). Readiness is
+// the watch is disarmed (epoll one-shot) until the next arm(). So a watch
+// sends at most one report per arm (an actor that arms only from its IoReady
+// handler has at most one queued; one that also re-arms elsewhere may get a
+// second, which finds nothing to do), and an actor that stops arming for
+// reads stops being told about input: the back-pressure of a connection
+// whose output is not drained (arm for write only until it drains). Readiness is
 // level-triggered at the moment of the arm: data that arrived before the arm
 // is reported at once. Hang-ups and errors are reported with whatever was
 // armed (IoReady::hangup(), error()); the actor reads to see EOF or the
-// error. An IoReady is delivered even over COACT_MAILBOX_BOUND (at most one
-// per watch is in flight, so the watches bound it).
+// error. An IoReady is delivered even over COACT_MAILBOX_BOUND (one per arm:
+// the arms bound it).
 // Threads: construct, arm and destroy an IoWatch from any thread (usually
 // the owning actor's handlers and destructor). Destroying the watch (or
 // reset()) unregisters the descriptor and does not close it; close the
