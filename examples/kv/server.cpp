@@ -167,7 +167,8 @@ struct Conn : Actor<Conn> {
         sh_(std::move(sh)),
         listener_(std::move(listener)),
         watch_(self(), fd),
-        last_active_(Clock::now()) {
+        last_active_(Clock::now()),
+        batches_(sh_->shards.size()) {
     sh_->stats->open.fetch_add(1, std::memory_order_relaxed);
     update_interest();
     if (sh_->opt.idle_timeout.count() > 0) runtime().send_after_wall(self(), sh_->opt.idle_timeout, IdleCheck{});
@@ -227,9 +228,8 @@ struct Conn : Actor<Conn> {
   // Dispatches the complete requests in_ holds, as far as the bounds allow.
   void parse_pending() {
     if (in_.empty() || !can_parse()) return;
-    std::vector<ShardBatch> batches(sh_->shards.size());
-    parse_all(batches);
-    send_batches(batches);
+    parse_all(batches_);
+    send_batches(batches_);
     emit();
   }
 
@@ -237,14 +237,13 @@ struct Conn : Actor<Conn> {
   // or back-pressure, dispatching every complete request.
   void read_some() {
     char buf[16384];
-    std::vector<ShardBatch> batches(sh_->shards.size());
-    if (!in_.empty() && can_parse()) parse_all(batches);
+    if (!in_.empty() && can_parse()) parse_all(batches_);
     while (want_read()) {
       const ssize_t n = ::read(fd_, buf, sizeof buf);
       if (n > 0) {
         last_active_ = Clock::now();
         in_.append(buf, size_t(n));
-        parse_all(batches);
+        parse_all(batches_);
         // A short read drained the socket: the next arm reports at once if
         // more has arrived since (readiness is checked when armed), so no
         // second read is spent on EAGAIN.
@@ -257,12 +256,12 @@ struct Conn : Actor<Conn> {
       }
       if (errno == EINTR) continue;
       if (errno != EAGAIN) {
-        send_batches(batches);
+        send_batches(batches_);
         return reset();
       }
       break;
     }
-    send_batches(batches);
+    send_batches(batches_);
     emit();
     if (in_.empty() && in_.capacity() > 65536) std::string().swap(in_);
   }
@@ -343,6 +342,7 @@ struct Conn : Actor<Conn> {
       if (batches[i].items.empty()) continue;
       batches[i].to = self();
       sh_->shards[i].send(std::move(batches[i]));
+      batches[i].items.clear();  // moved from: valid, made empty for the next read
     }
   }
 
@@ -437,6 +437,7 @@ struct Conn : Actor<Conn> {
   uint64_t base_seq_ = 0;  // the seq of slots_.front()
   uint32_t armed_ = 0;     // the interest armed and not yet reported
   Clock::time_point last_active_;
+  std::vector<ShardBatch> batches_;  // one per shard: filled by a read, sent at its end, reused
   bool eof_ = false;
   bool draining_ = false;
   bool protocol_error_ = false;
