@@ -266,7 +266,7 @@ def verdict(m: MetricComparison, higher_is_better: bool, floor_pct: float,
 
 def summarize_environment(samples: Sequence[dict]) -> dict:
     """One side's environment from its per-trial samples (see
-    perfcompare.sample_environment): constant facts as sets, loads and
+    perfcompare_env.sample_environment): constant facts as sets, loads and
     frequency as means."""
     def mean(key):
         xs = [s[key] for s in samples if s.get(key) is not None]
