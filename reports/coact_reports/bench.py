@@ -228,9 +228,12 @@ def ratio_intervals(pairs, seed=1):
     """95 % intervals of the on/off ratio from the per-pair ratios: a t interval
     of the mean log ratio (the geometric mean; pairs share the machine's drift,
     so they are the unit) and a percentile bootstrap of the median (10^4
-    resamples, fixed seed: the same rows give the same interval)."""
+    resamples, fixed seed: the same rows give the same interval;
+    perfstats.bootstrap_median_ci)."""
     import numpy as np
     from scipy import stats
+
+    from .perfstats import bootstrap_median_ci
     x = np.log(np.asarray(pairs, dtype=float))
     n = len(x)
     gmean = float(np.exp(x.mean()))
@@ -238,9 +241,8 @@ def ratio_intervals(pairs, seed=1):
         return gmean, None, None
     half = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n))
     t_ci = [round(float(np.exp(x.mean() - half)), 4), round(float(np.exp(x.mean() + half)), 4)]
-    rng = np.random.default_rng(seed)
-    meds = np.median(rng.choice(np.asarray(pairs, dtype=float), size=(10000, n), replace=True), axis=1)
-    boot = [round(float(np.percentile(meds, 2.5)), 4), round(float(np.percentile(meds, 97.5)), 4)]
+    lo, hi = bootstrap_median_ci(np.asarray(pairs, dtype=float), 10000, np.random.default_rng(seed))
+    boot = [round(lo, 4), round(hi, 4)]
     return gmean, t_ci, boot
 
 

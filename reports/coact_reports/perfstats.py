@@ -111,7 +111,13 @@ def _parse_trial(line: str, path: str, lineno: int) -> Optional[Trial]:
     return Trial(variant, tid, metric, float(value))
 
 
-def _bootstrap_median_ci(x: np.ndarray, n_boot: int, rng) -> Tuple[float, float]:
+def bootstrap_median_ci(x: np.ndarray, n_boot: int, rng) -> Tuple[float, float]:
+    """Percentile-bootstrap 95% interval of the median of x: n_boot resamples
+    of x with replacement drawn from rng (a numpy Generator; the same seed
+    gives the same interval), the 2.5th and 97.5th percentiles of their
+    medians. (nan, nan) when x is empty or n_boot is not positive. The one
+    bootstrap of a median: perf-compare's paired deltas and bench.py's
+    per-pair ratios."""
     if len(x) == 0 or n_boot <= 0:
         return (math.nan, math.nan)
     idx = rng.integers(0, len(x), size=(n_boot, len(x)))
@@ -148,9 +154,9 @@ def compare_trials(trials: Sequence[Trial], n_boot: int = 10000,
         rel_ok = np.all(base != 0)
         out.append(MetricComparison(
             metric, ids, base, cand, delta, float(np.median(delta)),
-            _bootstrap_median_ci(delta, n_boot, rng),
+            bootstrap_median_ci(delta, n_boot, rng),
             float(np.median(rel)) if rel_ok else math.nan,
-            _bootstrap_median_ci(rel, n_boot, rng) if rel_ok else (math.nan, math.nan)))
+            bootstrap_median_ci(rel, n_boot, rng) if rel_ok else (math.nan, math.nan)))
     return out
 
 

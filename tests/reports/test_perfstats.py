@@ -17,6 +17,7 @@ import math
 import os
 import unittest
 
+import numpy as np
 from support import FIXTURES
 
 from coact_reports import perfstats as ps
@@ -106,6 +107,47 @@ class VerdictTest(unittest.TestCase):
         v = ps.verdict(m, True, 2.0, "environment differs: load")
         self.assertEqual(v["verdict"], "no verdict: environment differs: load")
         self.assertIn("faster", v["reason"])
+
+
+class BootstrapTest(unittest.TestCase):
+    """perfstats.bootstrap_median_ci is the one percentile bootstrap of a
+    median: perf-compare's paired deltas and bench.py's per-pair ratios
+    (burst, scaling) both call it."""
+
+    X = np.array([0.9513, 1.0437, 0.9921, 1.1042, 0.9687, 1.0215,
+                  1.0118, 0.9334, 1.0671, 1.0032, 0.9876, 1.0254])
+
+    def test_same_generator_state_same_interval(self):
+        a = ps.bootstrap_median_ci(self.X, 2000, np.random.default_rng(3))
+        b = ps.bootstrap_median_ci(self.X, 2000, np.random.default_rng(3))
+        self.assertEqual(a, b)
+        lo, hi = a
+        self.assertLessEqual(self.X.min(), lo)
+        self.assertLessEqual(lo, float(np.median(self.X)))
+        self.assertLessEqual(float(np.median(self.X)), hi)
+        self.assertLessEqual(hi, self.X.max())
+
+    def test_resamples_with_replacement_as_choice_does(self):
+        # Resamples are Generator.integers index draws: the same draws as
+        # Generator.choice(x, replace=True) from the same generator state.
+        for seed in (0, 1, 7):
+            rng = np.random.default_rng(seed)
+            meds = np.median(rng.choice(self.X, size=(3000, len(self.X)), replace=True), axis=1)
+            want = (float(np.percentile(meds, 2.5)), float(np.percentile(meds, 97.5)))
+            self.assertEqual(ps.bootstrap_median_ci(self.X, 3000, np.random.default_rng(seed)), want)
+
+    def test_nothing_to_resample_is_nan(self):
+        for x, n_boot in ((np.array([]), 100), (self.X, 0)):
+            lo, hi = ps.bootstrap_median_ci(x, n_boot, np.random.default_rng(0))
+            self.assertTrue(math.isnan(lo) and math.isnan(hi))
+
+    def test_bench_ratio_intervals_use_it(self):
+        from coact_reports import bench
+        gmean, t_ci, boot = bench.ratio_intervals(list(self.X))
+        lo, hi = ps.bootstrap_median_ci(self.X, 10000, np.random.default_rng(1))
+        self.assertEqual(boot, [round(lo, 4), round(hi, 4)])
+        self.assertEqual(boot, [0.9782, 1.0346])     # pinned: bench.sh's burst rows report it
+        self.assertEqual(t_ci, [0.9782, 1.039])
 
 
 class OutlierTest(unittest.TestCase):
