@@ -9,6 +9,8 @@
 //   3. The environment: every COACT_* key (COACT_BENCH_* excepted: the
 //      benchmark scripts' own variables, never passed to programs).
 //   4. The --coact-* arguments, in order.
+//   5. Sources::given: a tool's own flags for declared keys (coact-profile
+//      run's, generated from causal/src/option_fields.cpp).
 // Every value is validated where it is read, so a bad value anywhere is an
 // error even when a higher-precedence source overrides it.
 //
@@ -76,13 +78,17 @@ constexpr std::array kKeys{
         "always speed up this region (exact name, else the only one containing it)"sv},
     Key{"COACT_CAUSAL_REGION_WEIGHT"sv, "causal"sv, "region_weight"sv, Type::text, ""sv, 0, 0, false, "evidence"sv,
         "evidence|time|uniform"sv,
-        "region draw: evidence (the regions whose intervals decide the ranking), by running time (as Coz), or uniform"sv},
+        "how a region is drawn among those that ran: evidence (first COACT_CAUSAL_MIN_EXPERIMENTS for every region "
+        "above COACT_CAUSAL_TIME_SHARE_FLOOR_PCT, then mostly the leader and its closest challenger), time "
+        "(proportional to running time, as Coz) or uniform"sv},
     Key{"COACT_CAUSAL_MIN_EXPERIMENTS"sv, "causal"sv, "min_experiments"sv, Type::integer, ""sv, 2, 1000, false, "6"sv,
         ""sv, "non-zero-speedup experiments a region needs before it is ranked"sv},
     Key{"COACT_CAUSAL_TIME_SHARE_FLOOR_PCT"sv, "causal"sv, "time_share_floor_pct"sv, Type::integer, "%"sv, 0, 100,
         false, "2"sv, ""sv, "evidence draw: regions below this share of the regions' running time are drawn rarely"sv},
     Key{"COACT_CAUSAL_UNTIL_SETTLED"sv, "causal"sv, "until_settled"sv, Type::boolean, ""sv, 0, 1, false, "false"sv,
-        ""sv, "end the sweep once the ranking has settled (the leader's interval above every other's)"sv},
+        ""sv,
+        "end the sweep once the ranking has settled: every region above the floor ranked and the leader's 95% "
+        "interval above every other's (COACT_CAUSAL_DURATION_S / COACT_CAUSAL_EXPERIMENTS still bound it)"sv},
     Key{"COACT_CAUSAL_SETTLE_WIDTH_PCT"sv, "causal"sv, "settle_width_pct"sv, Type::integer, "%"sv, 0, 100, false, "0"sv,
         ""sv, "also settled when every ranked region's 95% interval is narrower than this (points); 0: off"sv},
     Key{"COACT_CAUSAL_FIXED_SPEEDUP"sv, "causal"sv, "fixed_speedup"sv, Type::integer, "%"sv, 0, 100, true, "auto"sv,
@@ -796,6 +802,13 @@ Values resolve(const Sources& sources) {
       throw option_error(fmt::format("{} (from command line): missing value; expected {}", f.name, k->accepted()));
     }
     set(v.entries_, k, parse_text(*k, f.name, *f.value, "from command line"), Source::command_line, f.name);
+  }
+
+  // Step 5: a tool's own command line (Sources::given).
+  for (const Sources::Given& g : sources.given) {
+    const Key* k = find(g.key);
+    if (k == nullptr) throw std::logic_error(fmt::format("coact options: {} is not a declared key", g.key));
+    set(v.entries_, k, parse_text(*k, g.written, g.value, "from command line"), Source::command_line, g.written);
   }
   return v;
 }

@@ -1,8 +1,10 @@
 // causal/src/controller_options.cpp: a sweep's Options from the
 // COACT_CAUSAL_* keys (declared in calibrate/src/options.cpp: defaults,
-// accepted values, the listing) and back: options_from, options_from_env,
-// to_env (the environment a tool gives a child), options_json (the startup
-// record's "options"), shard parsing and seeds, and
+// accepted values, the listing; bound to Options members in
+// option_fields.cpp) and back: options_from (the bindings, then the checks
+// between keys), options_from_env, to_env (the environment a tool gives a
+// child), options_json (the startup record's "options"), shard parsing and
+// seeds, and
 // Controller::start_from_env (the Runtime's boot hook). Pure functions on
 // any thread, except start_from_env (see controller.hpp).
 #include <coact/causal/controller.hpp>
@@ -10,6 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include <coact/causal/line_region.hpp>
+#include <coact/causal/option_fields.hpp>
 #include <coact/causal/profile_writer.hpp>
 #include <coact/options.hpp>
 
@@ -33,48 +37,19 @@ namespace coact::causal {
 namespace {
 
 constexpr std::string_view kEnable = "COACT_CAUSAL";
-constexpr std::string_view kProgress = "COACT_CAUSAL_PROGRESS";
-constexpr std::string_view kProgressHandler = "COACT_CAUSAL_PROGRESS_HANDLER";
-constexpr std::string_view kRegionFilter = "COACT_CAUSAL_REGION_FILTER";
 constexpr std::string_view kFixedRegion = "COACT_CAUSAL_FIXED_REGION";
 constexpr std::string_view kFixedSpeedup = "COACT_CAUSAL_FIXED_SPEEDUP";
 constexpr std::string_view kExperimentMs = "COACT_CAUSAL_EXPERIMENT_MS";
 constexpr std::string_view kMaxExperimentMs = "COACT_CAUSAL_MAX_EXPERIMENT_MS";
-constexpr std::string_view kCooldownMs = "COACT_CAUSAL_COOLDOWN_MS";
-constexpr std::string_view kDurationS = "COACT_CAUSAL_DURATION_S";
 constexpr std::string_view kExperiments = "COACT_CAUSAL_EXPERIMENTS";
-constexpr std::string_view kMinDelta = "COACT_CAUSAL_MIN_DELTA";
 constexpr std::string_view kOutput = "COACT_CAUSAL_OUTPUT";
 constexpr std::string_view kJsonOutput = "COACT_CAUSAL_JSON_OUTPUT";
-constexpr std::string_view kSeed = "COACT_CAUSAL_SEED";
-constexpr std::string_view kRegionWeight = "COACT_CAUSAL_REGION_WEIGHT";
-constexpr std::string_view kSampling = "COACT_CAUSAL_SAMPLING";
-constexpr std::string_view kSamplePeriodUs = "COACT_CAUSAL_SAMPLE_PERIOD_US";
-constexpr std::string_view kSourceScope = "COACT_CAUSAL_SOURCE_SCOPE";
-constexpr std::string_view kLineExperimentPeriodUs = "COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US";
-constexpr std::string_view kSampleSignal = "COACT_CAUSAL_SAMPLE_SIGNAL";
 constexpr std::string_view kProfileOnly = "COACT_CAUSAL_PROFILE_ONLY";
-constexpr std::string_view kBufferedBaseline = "COACT_CAUSAL_BUFFERED_BASELINE";
-constexpr std::string_view kMinExperiments = "COACT_CAUSAL_MIN_EXPERIMENTS";
-constexpr std::string_view kTimeShareFloorPct = "COACT_CAUSAL_TIME_SHARE_FLOOR_PCT";
 constexpr std::string_view kUntilSettled = "COACT_CAUSAL_UNTIL_SETTLED";
-constexpr std::string_view kSettleWidthPct = "COACT_CAUSAL_SETTLE_WIDTH_PCT";
-constexpr std::string_view kShard = "COACT_CAUSAL_SHARD";
 
-std::string_view to_string(RegionWeight w) {
-  switch (w) {
-    case RegionWeight::evidence:
-      return "evidence";
-    case RegionWeight::time:
-      return "time";
-    case RegionWeight::uniform:
-      return "uniform";
-  }
-  return "evidence";
-}
-
-[[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
-  throw options::option_error(fmt::format("{}='{}': expected {}", key, value, accepted));
+[[noreturn]] void bad_value(const options::Values& v, std::string_view key, std::string_view value,
+                            std::string_view accepted) {
+  throw options::option_error(fmt::format("{}='{}': expected {}", written_as(v, key), value, accepted));
 }
 
 }  // namespace
@@ -111,71 +86,36 @@ uint64_t shard_seed(uint64_t seed, uint32_t shard) {
   return z ^ (z >> 31);
 }
 
+// Every bound key is read by its binding (option_fields.cpp); what follows
+// are the checks between keys.
 std::optional<Options> options_from(const options::Values& v) {
   if (!v.boolean(kEnable)) return std::nullopt;
   Options o;
-  o.progress = v.list(kProgress);
-  o.progress_handlers = v.list(kProgressHandler);
-  o.region_filter = v.list(kRegionFilter);
-  o.fixed_region = v.text(kFixedRegion);
-  if (auto pct = v.integer(kFixedSpeedup)) o.fixed_speedup_pct = static_cast<uint32_t>(*pct);
-  o.experiment = std::chrono::milliseconds(*v.integer(kExperimentMs));
-  o.max_experiment = std::chrono::milliseconds(*v.integer(kMaxExperimentMs));
+  for (const OptionField& f : option_fields()) f.read(o, v, f.key);
   if (o.max_experiment.count() != 0 && o.max_experiment < o.experiment) {
-    bad_value(kMaxExperimentMs, std::to_string(o.max_experiment.count()),
-              fmt::format("0 (16 x {}) or at least {}={}", kExperimentMs, kExperimentMs, o.experiment.count()));
+    bad_value(v, kMaxExperimentMs, std::to_string(o.max_experiment.count()),
+              fmt::format("0 (16 x {}) or at least {}={}", written_as(v, kExperimentMs), written_as(v, kExperimentMs),
+                          o.experiment.count()));
   }
-  o.cooldown = std::chrono::milliseconds(*v.integer(kCooldownMs));
-  o.duration = std::chrono::seconds(*v.integer(kDurationS));
-  o.max_experiments = *v.integer(kExperiments);
-  o.min_delta = *v.integer(kMinDelta);
-  o.seed = *v.integer(kSeed);
-  if (const std::string shard = v.text(kShard); !shard.empty() && !parse_shard(shard, o.shard, o.shards)) {
-    bad_value(kShard, shard, "K/N with 0 <= K < N <= 100000 (this sweep's shard, 0-based, and the shard count)");
-  }
-  const std::string weight = v.text(kRegionWeight);
-  o.region_weight = weight == "time"      ? RegionWeight::time
-                    : weight == "uniform" ? RegionWeight::uniform
-                                          : RegionWeight::evidence;
-  o.min_experiments = static_cast<uint32_t>(*v.integer(kMinExperiments));
-  o.time_share_floor_pct = static_cast<uint32_t>(*v.integer(kTimeShareFloorPct));
-  o.until_settled = v.boolean(kUntilSettled);
-  o.settle_width_pct = static_cast<uint32_t>(*v.integer(kSettleWidthPct));
-  o.sampling = v.boolean(kSampling);
-  o.sample_period = std::chrono::microseconds(*v.integer(kSamplePeriodUs));
-  o.source_scope = v.list(kSourceScope);
-  o.sample_signal = v.text(kSampleSignal);
-  if (parse_sample_signal(o.sample_signal) < 0) {
-    bad_value(kSampleSignal, o.sample_signal, "rt, prof or rtmin+N (N in 0..SIGRTMAX-SIGRTMIN)");
-  }
-  o.line_experiment_period = std::chrono::microseconds(*v.integer(kLineExperimentPeriodUs));
-  if (o.line_experiment_period.count() > 0 && o.line_experiment_period.count() < 10) {
-    bad_value(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()),
-              "0 (the sample period / 8) or an integer in 10..1000000 (us)");
-  }
-  o.profile_only = v.boolean(kProfileOnly);
-  o.buffered_baseline = v.boolean(kBufferedBaseline);
   if (o.profile_only) {
     for (auto [key, set] :
          {std::pair{kFixedRegion, !o.fixed_region.empty()}, std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
           std::pair{kExperiments, o.max_experiments != 0}, std::pair{kUntilSettled, o.until_settled}}) {
       if (set) {
-        bad_value(kProfileOnly, "1", fmt::format("0 when {} is set (a profile-only run has no experiments)", key));
+        bad_value(v, kProfileOnly, "1",
+                  fmt::format("0 when {} is set (a profile-only run has no experiments)", written_as(v, key)));
       }
     }
   }
   if (o.until_settled && (!o.fixed_region.empty() || o.fixed_speedup_pct)) {
-    bad_value(
-        kUntilSettled, "1",
-        fmt::format("0 when {} or {} is set (a fixed experiment never ranks regions)", kFixedRegion, kFixedSpeedup));
+    bad_value(v, kUntilSettled, "1",
+              fmt::format("0 when {} or {} is set (a fixed experiment never ranks regions)",
+                          written_as(v, kFixedRegion), written_as(v, kFixedSpeedup)));
   }
-  o.output = v.text(kOutput);
-  o.json_output = v.is_set(kJsonOutput) ? v.text(kJsonOutput)
-                  : o.output.empty()    ? std::string()
-                                        : default_json_output(o.output);
   if (o.output.empty() && o.json_output.empty()) {
-    bad_value(kOutput, "",
-              fmt::format("a path (both {} and {} are empty: nothing would be written)", kOutput, kJsonOutput));
+    bad_value(v, kOutput, "",
+              fmt::format("a path (both {} and {} are empty: nothing would be written)", written_as(v, kOutput),
+                          written_as(v, kJsonOutput)));
   }
   return o;
 }
@@ -190,69 +130,50 @@ std::optional<Options> options_from_env(const char* const* envp) {
 std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
   const Options d;
   std::vector<std::pair<std::string, std::string>> env;
-  auto add = [&](std::string_view key, std::string value) { env.emplace_back(std::string(key), std::move(value)); };
-  add(kEnable, "1");
-  if (!o.progress.empty()) add(kProgress, fmt::format("{}", fmt::join(o.progress, ",")));
-  if (!o.progress_handlers.empty()) add(kProgressHandler, fmt::format("{}", fmt::join(o.progress_handlers, ",")));
-  if (!o.region_filter.empty()) add(kRegionFilter, fmt::format("{}", fmt::join(o.region_filter, ",")));
-  if (!o.fixed_region.empty()) add(kFixedRegion, o.fixed_region);
-  if (o.fixed_speedup_pct) add(kFixedSpeedup, std::to_string(*o.fixed_speedup_pct));
-  if (o.experiment != d.experiment) add(kExperimentMs, std::to_string(o.experiment.count()));
-  if (o.max_experiment != d.max_experiment) add(kMaxExperimentMs, std::to_string(o.max_experiment.count()));
-  if (o.cooldown != d.cooldown) add(kCooldownMs, std::to_string(o.cooldown.count()));
-  if (o.duration != d.duration) add(kDurationS, std::to_string(o.duration.count()));
-  if (o.max_experiments != d.max_experiments) add(kExperiments, std::to_string(o.max_experiments));
-  if (o.min_delta != d.min_delta) add(kMinDelta, std::to_string(o.min_delta));
-  if (o.seed != d.seed) add(kSeed, std::to_string(o.seed));
-  if (o.shards != 0) add(kShard, fmt::format("{}/{}", o.shard, o.shards));
-  if (o.region_weight != d.region_weight) add(kRegionWeight, std::string(to_string(o.region_weight)));
-  if (o.min_experiments != d.min_experiments) add(kMinExperiments, std::to_string(o.min_experiments));
-  if (o.time_share_floor_pct != d.time_share_floor_pct) {
-    add(kTimeShareFloorPct, std::to_string(o.time_share_floor_pct));
+  env.emplace_back(std::string(kEnable), "1");
+  for (const OptionField& f : option_fields()) {
+    std::string text = f.text(o);
+    if (f.always_exported || text != f.text(d)) env.emplace_back(std::string(f.key), std::move(text));
   }
-  if (o.until_settled != d.until_settled) add(kUntilSettled, o.until_settled ? "1" : "0");
-  if (o.settle_width_pct != d.settle_width_pct) add(kSettleWidthPct, std::to_string(o.settle_width_pct));
-  if (o.sampling != d.sampling) add(kSampling, o.sampling ? "1" : "0");
-  if (o.sample_period != d.sample_period) add(kSamplePeriodUs, std::to_string(o.sample_period.count()));
-  if (!o.source_scope.empty()) add(kSourceScope, fmt::format("{}", fmt::join(o.source_scope, ",")));
-  if (o.sample_signal != d.sample_signal) add(kSampleSignal, o.sample_signal);
-  if (o.line_experiment_period != d.line_experiment_period) {
-    add(kLineExperimentPeriodUs, std::to_string(o.line_experiment_period.count()));
-  }
-  if (o.profile_only != d.profile_only) add(kProfileOnly, o.profile_only ? "1" : "0");
-  if (o.buffered_baseline != d.buffered_baseline) add(kBufferedBaseline, o.buffered_baseline ? "1" : "0");
-  add(kOutput, o.output);  // always: the tool must know where to look
-  add(kJsonOutput, o.json_output);
   return env;
 }
 
+// Each bound key under its TOML field, typed by its declaration; an "auto"
+// integer is null. COACT_CAUSAL_FIXED_SPEEDUP is recorded as a fraction
+// (fixed_speedup: 0.25), as the experiment records' speedups are.
 std::string options_json(const Options& o) {
-  return detail::dump_record(
-      {{"progress", o.progress},
-       {"progress_handlers", o.progress_handlers},
-       {"region_filter", o.region_filter},
-       {"fixed_region", o.fixed_region},
-       {"fixed_speedup",
-        o.fixed_speedup_pct ? nlohmann::ordered_json(*o.fixed_speedup_pct / 100.0) : nlohmann::ordered_json(nullptr)},
-       {"experiment_ms", o.experiment.count()},
-       {"max_experiment_ms", o.max_experiment.count()},
-       {"cooldown_ms", o.cooldown.count()},
-       {"duration_s", o.duration.count()},
-       {"experiments", o.max_experiments},
-       {"min_delta", o.min_delta},
-       {"region_weight", to_string(o.region_weight)},
-       {"sampling", o.sampling},
-       {"sample_period_us", o.sample_period.count()},
-       {"source_scope", o.source_scope},
-       {"output", o.output},
-       {"json_output", o.json_output},
-       {"line_experiment_period_us", o.line_experiment_period.count()},
-       {"profile_only", o.profile_only},
-       {"min_experiments", o.min_experiments},
-       {"time_share_floor_pct", o.time_share_floor_pct},
-       {"until_settled", o.until_settled},
-       {"settle_width_pct", o.settle_width_pct},
-       {"sample_signal", o.sample_signal}});
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const OptionField& f : option_fields()) {
+    const options::Key& k = f.declared();
+    const std::string text = f.text(o);
+    nlohmann::ordered_json& out = j[std::string(k.field)];
+    switch (k.type) {
+      case options::Type::integer:
+        if (text == "auto") {
+          out = nullptr;
+        } else if (f.key == kFixedSpeedup) {
+          out = static_cast<double>(std::stoull(text)) / 100.0;
+        } else {
+          out = std::stoull(text);
+        }
+        break;
+      case options::Type::boolean:
+        out = text == "true";
+        break;
+      case options::Type::list:
+        out = nlohmann::ordered_json::array();
+        for (size_t at = 0; at < text.size();) {  // the canonical text: items joined by ','
+          const size_t comma = std::min(text.find(',', at), text.size());
+          out.push_back(text.substr(at, comma - at));
+          at = comma + 1;
+        }
+        break;
+      case options::Type::text:
+        out = text;
+        break;
+    }
+  }
+  return detail::dump_record(j);
 }
 
 namespace {

@@ -99,6 +99,27 @@ TEST_CASE("typed reads: lists, text choices, is_set, sources", "[options]") {
   CHECK(f.text("COACT_CONFIG") == s.config_path);
 }
 
+TEST_CASE("a tool's own flags (Sources::given): validated like --coact-*, named as written, above the environment",
+          "[options]") {
+  co::Sources s;
+  s.env = std::vector<std::string>{"COACT_CAUSAL_COOLDOWN_MS=20"};
+  s.given.push_back({"COACT_CAUSAL_COOLDOWN_MS", "30", "--cooldown-ms"});
+  const co::Values v = co::resolve(s);
+  CHECK(v.integer("COACT_CAUSAL_COOLDOWN_MS") == 30u);
+  CHECK(v.entry("COACT_CAUSAL_COOLDOWN_MS").source == co::Source::command_line);
+  CHECK(v.entry("COACT_CAUSAL_COOLDOWN_MS").origin == "--cooldown-ms");
+  s.given.push_back({"COACT_CAUSAL_COOLDOWN_MS", "700000", "--cooldown-ms"});
+  std::string err;
+  try {
+    (void)co::resolve(s);
+  } catch (const co::option_error& e) {
+    err = e.what();
+  }
+  CHECK_THAT(err, Contains("--cooldown-ms='700000' (from command line): expected an integer in 0..600000"));
+  s.given = {{"COACT_NO_SUCH", "1", "--no-such"}};
+  CHECK_THROWS_AS(co::resolve(s), std::logic_error);  // a tool binding an undeclared key: a programming error
+}
+
 TEST_CASE("the listing names every key, its value and its source", "[options]") {
   co::Sources s;
   s.env = std::vector<std::string>{"COACT_WORKERS=3"};

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -29,6 +30,7 @@
 #include <coact/causal/controller.hpp>
 #include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
+#include <coact/causal/option_fields.hpp>
 #include <coact/causal/progress.hpp>
 #include <coact/causal/region.hpp>
 #include <coact/causal/testing.hpp>
@@ -193,6 +195,81 @@ TEST_CASE("options_from_env reads every COACT_CAUSAL_* key", "[causal][controlle
   CHECK(json::parse(ca::options_json(*o))["fixed_speedup"].get<double>() == Approx(0.35));
 }
 
+TEST_CASE("option_fields: every COACT_CAUSAL_* key has one binding, and every binding a declared key",
+          "[causal][controller][options]") {
+  std::set<std::string_view> bound;
+  std::set<std::string> flags;
+  for (const ca::OptionField& f : ca::option_fields()) {
+    INFO(f.key);
+    CHECK(bound.insert(f.key).second);
+    CHECK(flags.insert(f.flag()).second);
+    const coact::options::Key* k = coact::options::find(f.key);
+    REQUIRE(k != nullptr);
+    CHECK(k->group == "causal");
+    CHECK_FALSE(k->field.empty());
+  }
+  for (const coact::options::Key& k : coact::options::keys()) {
+    if (k.group != "causal" || k.name == "COACT_CAUSAL") continue;
+    INFO(k.name);
+    CHECK(bound.count(k.name) == 1);
+  }
+  CHECK(ca::option_fields().front().flag() == "--progress");
+}
+
+// A valid value other than the default, for any causal key (every one alone
+// passes options_from's checks between keys).
+std::string non_default_value(const coact::options::Key& k) {
+  using coact::options::Type;
+  switch (k.type) {
+    case Type::boolean:
+      return k.default_value == "true" ? "false" : "true";
+    case Type::integer:
+      return std::to_string(k.max);
+    case Type::list:
+      return "a,b";
+    case Type::text:
+      break;
+  }
+  if (k.name == "COACT_CAUSAL_SHARD") return "1/3";
+  if (k.name == "COACT_CAUSAL_SAMPLE_SIGNAL") return "prof";
+  if (k.name == "COACT_CAUSAL_REGION_WEIGHT") return "time";
+  return "value-" + std::string(k.field);
+}
+
+TEST_CASE("option_fields: each key's value reaches Options, survives to_env and is in options_json by its TOML field",
+          "[causal][controller][options]") {
+  const auto d = ca::options_from_env(envp({"COACT_CAUSAL=1"}).data());
+  REQUIRE(d);
+  const json dj = json::parse(ca::options_json(*d));
+  for (const ca::OptionField& f : ca::option_fields()) {
+    const coact::options::Key& k = f.declared();
+    const std::string value = non_default_value(k);
+    INFO(f.key << "=" << value);
+    const auto o = ca::options_from_env(envp({"COACT_CAUSAL=1", std::string(f.key) + "=" + value}).data());
+    REQUIRE(o);
+    CHECK(f.text(*o) == value);  // the binding read it into its member
+    CHECK(f.text(*o) != f.text(*d));
+    std::vector<std::string> kv;
+    bool exported = false;
+    for (const auto& [key, text] : ca::to_env(*o)) {
+      kv.push_back(key + "=" + text);
+      exported = exported || key == f.key;
+    }
+    CHECK(exported);
+    const auto back = ca::options_from_env(envp(kv).data());
+    REQUIRE(back);
+    CHECK(f.text(*back) == value);
+    const json j = json::parse(ca::options_json(*o));
+    REQUIRE(j.contains(std::string(k.field)));
+    CHECK(j[std::string(k.field)] != dj[std::string(k.field)]);
+  }
+  CHECK(dj["fixed_speedup"].is_null());  // auto
+  CHECK(dj["seed"] == 0);
+  CHECK(dj["shard"] == "");
+  CHECK(dj["buffered_baseline"] == false);
+  CHECK(dj["progress"] == json::array());
+}
+
 TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][controller]") {
   CHECK(error_of({"COACT_CAUSAL=maybe"}).find("COACT_CAUSAL='maybe'") != std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=150"}).find("COACT_CAUSAL_FIXED_SPEEDUP='150'") !=
@@ -261,7 +338,8 @@ TEST_CASE("options_from_env: COACT_CAUSAL_BUFFERED_BASELINE reads and round-trip
   CHECK(o->buffered_baseline);
   std::vector<std::string> kv;
   for (const auto& [k, v] : ca::to_env(*o)) kv.push_back(k + "=" + v);
-  CHECK(std::find(kv.begin(), kv.end(), "COACT_CAUSAL_BUFFERED_BASELINE=1") != kv.end());
+  // Booleans are exported in the options core's canonical text.
+  CHECK(std::find(kv.begin(), kv.end(), "COACT_CAUSAL_BUFFERED_BASELINE=true") != kv.end());
   const auto back = ca::options_from_env(envp(kv).data());
   REQUIRE(back);
   CHECK(back->buffered_baseline);

@@ -9,6 +9,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +20,9 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <coact/causal/option_fields.hpp>
 #include <coact/causal/sampler.hpp>
+#include <coact/options.hpp>
 
 #include "tool.hpp"
 
@@ -148,6 +152,69 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   return s;
 }
 
+// One flag of the sweep's (a bound COACT_CAUSAL_* key) and what the command
+// line gave it.
+struct SweepFlag {
+  const ca::OptionField* field = nullptr;
+  CLI::Option* opt = nullptr;
+  std::string text;                // integer and text keys
+  std::vector<std::string> items;  // list keys (the flag is repeatable)
+  bool on = false;                 // boolean keys (bare flags)
+};
+
+// What a sweep flag means for this tool beyond the key's own help line.
+const std::map<std::string_view, std::string_view> kToolNotes{
+    {"COACT_CAUSAL_OUTPUT", "; must not hold a profile unless --append"},
+};
+
+// A key's help line with the sweep keys it names spelled as this tool's flags
+// ("16 x COACT_CAUSAL_EXPERIMENT_MS" -> "16 x --experiment-ms").
+std::string with_flags(std::string_view doc) {
+  std::vector<const ca::OptionField*> fields;
+  for (const ca::OptionField& f : ca::option_fields()) fields.push_back(&f);
+  // Longest first: COACT_CAUSAL_EXPERIMENTS is not COACT_CAUSAL_EXPERIMENT_MS's prefix, but keys may share one.
+  std::sort(fields.begin(), fields.end(), [](auto* a, auto* b) { return a->key.size() > b->key.size(); });
+  std::string out(doc);
+  for (const ca::OptionField* f : fields) {
+    for (size_t at = out.find(f->key); at != std::string::npos; at = out.find(f->key, at)) {
+      out.replace(at, f->key.size(), f->flag());
+    }
+  }
+  return out;
+}
+
+std::string type_name_of(const coact::options::Key& k) {
+  switch (k.type) {
+    case coact::options::Type::boolean:
+      return "";
+    case coact::options::Type::integer:
+      return k.accepts_auto ? "INT|auto" : "INT";
+    case coact::options::Type::list:
+      return "TEXT";
+    case coact::options::Type::text:
+      return k.choices.empty() ? "TEXT" : std::string(k.choices);
+  }
+  return "TEXT";
+}
+
+// The sweep's Options from the flags given, resolved by the options core as
+// the program's own COACT_CAUSAL_* keys would be (the same ranges, choices
+// and checks between keys), each value named by its flag in errors. Throws
+// coact::options::option_error.
+ca::Options sweep_options(const std::deque<SweepFlag>& flags) {
+  coact::options::Sources src;
+  src.env.emplace();  // this tool's environment is the program's, not the sweep's
+  src.given.push_back({"COACT_CAUSAL", "true", "run"});
+  for (const SweepFlag& f : flags) {
+    if (f.opt->count() == 0) continue;
+    std::string value = f.text;
+    if (f.field->declared().type == coact::options::Type::boolean) value = f.on ? "true" : "false";
+    if (f.field->declared().type == coact::options::Type::list) value = join(f.items, ",");
+    src.given.push_back({std::string(f.field->key), std::move(value), f.field->flag()});
+  }
+  return *ca::options_from(coact::options::resolve(src));
+}
+
 // Leftover arguments of a parsed command: for run, a program given without
 // `--` (the corrected command line keeps every option typed before the
 // program); otherwise an unknown option (with a did-you-mean). `head` is the
@@ -214,99 +281,46 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run PROGRAM under a sweep: coact-profile run [options] -- PROGRAM ARGS...");
-  ca::Options& o = a.o;
-  uint64_t experiment_ms = static_cast<uint64_t>(o.experiment.count());
-  uint64_t max_experiment_ms = 0;
-  uint64_t cooldown_ms = static_cast<uint64_t>(o.cooldown.count());
-  uint64_t duration_s = 0;
-  uint32_t fixed_speedup = 0;
-  run_cmd->add_option("-p,--progress", o.progress,
-                      "Record only progress points whose name contains NAME (repeatable; default: all)");
-  run_cmd->add_option("--progress-handler", o.progress_handlers,
-                      "Count completions of handler regions whose name contains NAME as a progress point (repeatable)");
-  run_cmd->add_option("--region-filter", o.region_filter,
-                      "Select only regions whose name contains SUBSTRING (repeatable; default: all)");
-  auto* fr = run_cmd->add_option("--fixed-region", o.fixed_region,
-                                 "Always select this region (exact name or unique substring)");
-  auto* fs = run_cmd->add_option("--fixed-speedup", fixed_speedup, "Always use this speedup, percent")
-                 ->check(CLI::Range(0u, 100u));
-  run_cmd->add_option("--experiment-ms", experiment_ms, "Initial experiment window, ms")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{3'600'000}));
-  run_cmd->add_option("--max-experiment-ms", max_experiment_ms, "Cap of the adaptive window, ms (default 16 x window)");
-  run_cmd->add_option("--cooldown-ms", cooldown_ms, "Pause after each experiment, ms")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{0}, uint64_t{600'000}));
-  auto* dur = run_cmd->add_option("--duration-s", duration_s, "Stop starting experiments after this long, s");
-  auto* ex = run_cmd->add_option("--experiments", o.max_experiments, "Stop after this many experiments")->excludes(dur);
-  run_cmd->add_option("--min-delta", o.min_delta, "Target visits per progress point per experiment")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}));
-  run_cmd->add_option("--seed", o.seed, "Seed of the region and speedup draws (0: from the clock)");
+  // The sweep's flags, one per bound COACT_CAUSAL_* key (option_fields.hpp):
+  // help, default and validation come from the key's declaration, and the
+  // values are resolved by the options core after parsing (SweepFlag).
+  std::deque<SweepFlag> sweep;  // stable addresses: CLI11 holds pointers into them
+  for (const ca::OptionField& f : ca::option_fields()) {
+    if (f.key == "COACT_CAUSAL_SHARD") continue;  // --shard below: it also reads Slurm's and Kubernetes' indexes
+    SweepFlag& s = sweep.emplace_back();
+    s.field = &f;
+    const coact::options::Key& k = f.declared();
+    std::string names = f.flag();
+    if (names == "--progress" || names == "--output") names = names.substr(1, 2) + "," + names;  // -p, -o
+    std::string help = with_flags(k.doc);
+    if (const auto it = kToolNotes.find(f.key); it != kToolNotes.end()) help += it->second;
+    switch (k.type) {
+      case coact::options::Type::boolean:
+        s.opt = run_cmd->add_flag(names, s.on, help);
+        break;
+      case coact::options::Type::list:
+        s.opt = run_cmd->add_option(names, s.items, help + " (repeatable)");
+        break;
+      default:
+        s.opt = run_cmd->add_option(names, s.text, help);
+        if (!k.default_value.empty()) s.opt->default_str(std::string(k.default_value));
+        break;
+    }
+    s.opt->type_name(type_name_of(k));
+  }
+  auto flag = [&](const char* name) { return run_cmd->get_option(name); };
+  flag("--experiments")->excludes(flag("--duration-s"));
+  for (const char* other : {"--fixed-speedup", "--fixed-region", "--experiments", "--until-settled"})
+    flag("--profile-only")->excludes(flag(other));
+  for (const char* other : {"--fixed-speedup", "--fixed-region"}) flag("--until-settled")->excludes(flag(other));
   std::string shard;
-  run_cmd->add_option("--shard", shard,
-                      "K/N: run shard K (0-based) of a sweep split into N independent runs whose profiles "
-                      "coact-plot merges: its own seed (--seed mixed with K), shard and host in its records, default "
-                      "output profile-shard-K-of-N.coz (default: a Slurm array task's SLURM_ARRAY_TASK_ID / "
-                      "SLURM_ARRAY_TASK_COUNT, a Kubernetes indexed Job's JOB_COMPLETION_INDEX / "
-                      "JOB_COMPLETION_COUNT, when set)");
-  std::string region_weight = "evidence";
   run_cmd
-      ->add_option("--region-weight", region_weight,
-                   "How a region is drawn among those that ran: evidence (first enough experiments for every "
-                   "region above --time-share-floor-pct, then mostly the leader and its closest challenger), time "
-                   "(proportional to running time, as Coz) or uniform")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"evidence", "time", "uniform"}));
-  run_cmd
-      ->add_option("--min-experiments", o.min_experiments,
-                   "Non-zero-speedup experiments a region needs before it is ranked")
-      ->capture_default_str()
-      ->check(CLI::Range(2u, 1000u));
-  run_cmd
-      ->add_option("--time-share-floor-pct", o.time_share_floor_pct,
-                   "Evidence draw: regions below this share of running time are drawn rarely, %")
-      ->capture_default_str()
-      ->check(CLI::Range(0u, 100u));
-  auto* us = run_cmd->add_flag("--until-settled", o.until_settled,
-                               "End the sweep once the ranking has settled: every region above the floor ranked and "
-                               "the leader's 95% interval above every other's (--duration-s / --experiments still "
-                               "bound it)");
-  run_cmd
-      ->add_option("--settle-width-pct", o.settle_width_pct,
-                   "With --until-settled, also settled when every ranked interval is narrower than this, "
-                   "points (0: off)")
-      ->capture_default_str()
-      ->check(CLI::Range(0u, 100u));
-  run_cmd->add_flag("--sampling", o.sampling,
-                    "Sample CPU time on every worker so source lines become regions ('file:line' and "
-                    "'Handler @ file:line')");
-  uint64_t sample_period_us = 1000;
-  run_cmd->add_option("--sample-period-us", sample_period_us, "CPU time between samples, us (with --sampling)")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{10}, uint64_t{1'000'000}));
-  std::string line_experiment_period_us;
-  run_cmd->add_option("--line-experiment-period-us", line_experiment_period_us,
-                      "CPU time between samples while an experiment selects a line, us (with --sampling; the "
-                      "perf event's period there; default 0: --sample-period-us / 8)");
-  std::string sample_signal = "rt";
-  run_cmd
-      ->add_option("--sample-signal", sample_signal,
-                   "The samples' signal (with --sampling): rt (a real-time signal no handler uses), prof "
-                   "(SIGPROF, as Coz) or rtmin+N; other deliveries of it go to the program's own handler")
-      ->capture_default_str();
-  auto* po = run_cmd->add_flag("--profile-only", o.profile_only,
-                               "Run no experiment: record where the time goes (regions' visits and time; with "
-                               "--sampling, the sampled lines), as the 'profile' JSON record and profile.coz's "
-                               "samples records");
-  po->excludes(fs)->excludes(fr)->excludes(ex)->excludes(us);
-  us->excludes(fs)->excludes(fr);
-  run_cmd->add_option("--source-scope", o.source_scope,
-                      "Source files whose lines can be regions: Coz patterns, '%' = any characters, on full paths "
-                      "(repeatable; default: the program's own sources)");
-  run_cmd->add_option("-o,--output", o.output, "profile.coz path (must not hold a profile unless --append)")
-      ->capture_default_str();
-  run_cmd->add_option("--json-output", o.json_output, "JSON-lines path (default: OUTPUT with .jsonl)");
+      ->add_option("--shard", shard,
+                   with_flags(coact::options::find("COACT_CAUSAL_SHARD")->doc) +
+                       "; default output profile-shard-K-of-N.coz; default shard: a Slurm array task's "
+                       "SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT, a Kubernetes indexed Job's "
+                       "JOB_COMPLETION_INDEX / JOB_COMPLETION_COUNT, when set")
+      ->type_name("K/N");
   run_cmd->add_flag("--append", a.append,
                     "Add this run's experiments to existing profile files (the plot then pools both runs)");
   run_cmd->add_flag("-q,--quiet", a.quiet, "No progress line on stderr");
@@ -466,27 +480,13 @@ int main(int argc, char** argv) {
                  "  coact-profile run [options] -- PROGRAM ARGS...\n");
     return 2;
   }
-  if (fs->count() > 0) o.fixed_speedup_pct = fixed_speedup;
-  o.region_weight = region_weight == "time"      ? ca::RegionWeight::time
-                    : region_weight == "uniform" ? ca::RegionWeight::uniform
-                                                 : ca::RegionWeight::evidence;
-  o.experiment = std::chrono::milliseconds(experiment_ms);
-  o.sample_period = std::chrono::microseconds(sample_period_us);
-  if (run_cmd->count("--line-experiment-period-us") > 0) {
-    const std::optional<uint64_t> us = parse_line_experiment_period_us(line_experiment_period_us);
-    if (!us) {
-      std::fprintf(stderr, "coact-profile run: --line-experiment-period-us '%s': %s\n",
-                   line_experiment_period_us.c_str(), kLinePeriodExpected);
-      return 2;
-    }
-    o.line_experiment_period = std::chrono::microseconds(*us);
-  }
-  if (ca::parse_sample_signal(sample_signal) < 0) {
-    std::fprintf(stderr, "coact-profile run: --sample-signal '%s': expected rt, prof or rtmin+N (N in 0..%d)\n",
-                 sample_signal.c_str(), SIGRTMAX - SIGRTMIN);
+  try {
+    a.o = sweep_options(sweep);
+  } catch (const coact::options::option_error& e) {
+    std::fprintf(stderr, "coact-profile run: %s (see coact-profile run --help)\n", e.what());
     return 2;
   }
-  o.sample_signal = sample_signal;
+  ca::Options& o = a.o;
   if (const std::string bad = resolve_shard(shard, run_cmd->count("--shard") > 0, o, a.shard_source); !bad.empty()) {
     std::fprintf(stderr, "coact-profile run: %s\n", bad.c_str());
     return 2;
@@ -494,9 +494,6 @@ int main(int argc, char** argv) {
   if (o.shards != 0 && run_cmd->count("--output") == 0) {
     o.output = fmt::format("profile-shard-{}-of-{}.coz", o.shard, o.shards);
   }
-  o.max_experiment = std::chrono::milliseconds(max_experiment_ms);
-  o.cooldown = std::chrono::milliseconds(cooldown_ms);
-  o.duration = std::chrono::seconds(duration_s);
   a.json_given = run_cmd->count("--json-output") > 0;
   return run(a);
 }

@@ -28,7 +28,9 @@
 // used with Values::integer/boolean/text/list on process(), and run the
 // options test: it fails until docs/options.md's table (generated from the
 // table by `coact-calibrate --print-config --markdown`) lists the key and
-// until something reads it.
+// until something reads it. A causal key is read through its binding to
+// causal::Options (coact/causal/option_fields.hpp), which also makes it a
+// coact-profile run flag; the causal options test fails until it has one.
 //
 // Threads: resolve() is pure apart from reading the environment (a race with
 // a concurrent setenv) and the config file; process() and install() may be
@@ -138,6 +140,16 @@ struct Sources {
   std::optional<std::vector<std::string>> env;
   /// Config file; empty = --coact-config from args, else COACT_CONFIG, else none.
   std::string config_path;
+  /// Values a tool's own command line gave for declared keys (coact-profile
+  /// run's --cooldown-ms for COACT_CAUSAL_COOLDOWN_MS), applied after `args`
+  /// with command-line precedence, validated like them and named in errors
+  /// and in Entry::origin as `written`.
+  struct Given {
+    std::string key;      ///< environment spelling of a declared key
+    std::string value;    ///< as given (a bare boolean flag: "true")
+    std::string written;  ///< the tool's spelling, "--cooldown-ms"
+  };
+  std::vector<Given> given;
 };
 
 /// Resolves every key: default < config file < environment < command line.

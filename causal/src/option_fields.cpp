@@ -1,0 +1,200 @@
+// causal/src/option_fields.cpp: the binding of every COACT_CAUSAL_* key to
+// its causal::Options member (coact/causal/option_fields.hpp). A binding is
+// bind<&Options::member>(key) when the member's type says how it is read
+// and written (a Codec below); the few that need more (two members, an
+// enum, a default computed from another key) have their own functions.
+// Pure; any thread.
+#include <coact/causal/option_fields.hpp>
+
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <concepts>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <coact/causal/sampler.hpp>
+
+namespace coact::causal {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+// How a member of type T holds a key's resolved value and prints it back.
+template <class T>
+struct Codec;
+
+template <>
+struct Codec<bool> {
+  static void read(bool& m, const options::Values& v, std::string_view k) { m = v.boolean(k); }
+  static std::string text(bool m) { return m ? "true" : "false"; }
+};
+
+template <>
+struct Codec<std::string> {
+  static void read(std::string& m, const options::Values& v, std::string_view k) { m = v.text(k); }
+  static std::string text(const std::string& m) { return m; }
+};
+
+template <>
+struct Codec<std::vector<std::string>> {
+  static void read(std::vector<std::string>& m, const options::Values& v, std::string_view k) { m = v.list(k); }
+  static std::string text(const std::vector<std::string>& m) { return fmt::format("{}", fmt::join(m, ",")); }
+};
+
+template <std::unsigned_integral T>
+struct Codec<T> {
+  static void read(T& m, const options::Values& v, std::string_view k) { m = static_cast<T>(*v.integer(k)); }
+  static std::string text(T m) { return std::to_string(m); }
+};
+
+template <class Rep, class Period>
+struct Codec<std::chrono::duration<Rep, Period>> {
+  using D = std::chrono::duration<Rep, Period>;
+  static void read(D& m, const options::Values& v, std::string_view k) { m = D(static_cast<Rep>(*v.integer(k))); }
+  static std::string text(D m) { return std::to_string(m.count()); }
+};
+
+// An integer key that accepts "auto": unset member = auto.
+template <std::unsigned_integral T>
+struct Codec<std::optional<T>> {
+  static void read(std::optional<T>& m, const options::Values& v, std::string_view k) {
+    const std::optional<uint64_t> n = v.integer(k);
+    m = n ? std::optional<T>(static_cast<T>(*n)) : std::nullopt;
+  }
+  static std::string text(const std::optional<T>& m) { return m ? std::to_string(*m) : "auto"; }
+};
+
+template <auto Member>
+using member_t = std::remove_cvref_t<decltype(std::declval<Options&>().*Member)>;
+
+template <auto Member>
+void read_member(Options& o, const options::Values& v, std::string_view key) {
+  Codec<member_t<Member>>::read(o.*Member, v, key);
+}
+
+template <auto Member>
+std::string member_text(const Options& o) {
+  return Codec<member_t<Member>>::text(o.*Member);
+}
+
+template <auto Member>
+constexpr OptionField bind(std::string_view key, bool always_exported = false) {
+  return OptionField{key, &read_member<Member>, &member_text<Member>, always_exported};
+}
+
+[[noreturn]] void bad_value(const options::Values& v, std::string_view key, std::string_view value,
+                            std::string_view accepted) {
+  throw options::option_error(fmt::format("{}='{}': expected {}", written_as(v, key), value, accepted));
+}
+
+std::string_view to_string(RegionWeight w) {
+  switch (w) {
+    case RegionWeight::evidence:
+      return "evidence";
+    case RegionWeight::time:
+      return "time";
+    case RegionWeight::uniform:
+      return "uniform";
+  }
+  return "evidence";
+}
+
+// The key's choices (evidence|time|uniform) are checked by the core.
+void read_region_weight(Options& o, const options::Values& v, std::string_view key) {
+  const std::string& w = v.text(key);
+  o.region_weight = w == "time" ? RegionWeight::time : w == "uniform" ? RegionWeight::uniform : RegionWeight::evidence;
+}
+std::string region_weight_text(const Options& o) { return std::string(to_string(o.region_weight)); }
+
+void read_shard(Options& o, const options::Values& v, std::string_view key) {
+  o.shard = 0;
+  o.shards = 0;
+  const std::string& text = v.text(key);
+  if (!text.empty() && !parse_shard(text, o.shard, o.shards)) {
+    bad_value(v, key, text, "K/N with 0 <= K < N <= 100000 (this sweep's shard, 0-based, and the shard count)");
+  }
+}
+std::string shard_text(const Options& o) { return o.shards == 0 ? "" : fmt::format("{}/{}", o.shard, o.shards); }
+
+// Unset: the profile's path with .jsonl (read after COACT_CAUSAL_OUTPUT).
+void read_json_output(Options& o, const options::Values& v, std::string_view key) {
+  o.json_output = v.is_set(key) ? v.text(key) : o.output.empty() ? std::string() : default_json_output(o.output);
+}
+
+void read_line_period(Options& o, const options::Values& v, std::string_view key) {
+  read_member<&Options::line_experiment_period>(o, v, key);
+  if (o.line_experiment_period.count() > 0 && o.line_experiment_period.count() < 10) {
+    bad_value(v, key, std::to_string(o.line_experiment_period.count()),
+              "0 (the sample period / 8) or an integer in 10..1000000 (us)");
+  }
+}
+
+void read_sample_signal(Options& o, const options::Values& v, std::string_view key) {
+  o.sample_signal = v.text(key);
+  if (parse_sample_signal(o.sample_signal) < 0) {
+    bad_value(v, key, o.sample_signal, "rt, prof or rtmin+N (N in 0..SIGRTMAX-SIGRTMIN)");
+  }
+}
+
+constexpr std::array kFields{
+    bind<&Options::progress>("COACT_CAUSAL_PROGRESS"),
+    bind<&Options::progress_handlers>("COACT_CAUSAL_PROGRESS_HANDLER"),
+    bind<&Options::region_filter>("COACT_CAUSAL_REGION_FILTER"),
+    bind<&Options::fixed_region>("COACT_CAUSAL_FIXED_REGION"),
+    OptionField{"COACT_CAUSAL_REGION_WEIGHT", &read_region_weight, &region_weight_text},
+    bind<&Options::min_experiments>("COACT_CAUSAL_MIN_EXPERIMENTS"),
+    bind<&Options::time_share_floor_pct>("COACT_CAUSAL_TIME_SHARE_FLOOR_PCT"),
+    bind<&Options::until_settled>("COACT_CAUSAL_UNTIL_SETTLED"),
+    bind<&Options::settle_width_pct>("COACT_CAUSAL_SETTLE_WIDTH_PCT"),
+    bind<&Options::fixed_speedup_pct>("COACT_CAUSAL_FIXED_SPEEDUP"),
+    bind<&Options::experiment>("COACT_CAUSAL_EXPERIMENT_MS"),
+    bind<&Options::max_experiment>("COACT_CAUSAL_MAX_EXPERIMENT_MS"),
+    bind<&Options::cooldown>("COACT_CAUSAL_COOLDOWN_MS"),
+    bind<&Options::duration>("COACT_CAUSAL_DURATION_S"),
+    bind<&Options::max_experiments>("COACT_CAUSAL_EXPERIMENTS"),
+    bind<&Options::min_delta>("COACT_CAUSAL_MIN_DELTA"),
+    bind<&Options::output>("COACT_CAUSAL_OUTPUT", true),
+    OptionField{"COACT_CAUSAL_JSON_OUTPUT", &read_json_output, &member_text<&Options::json_output>, true},
+    bind<&Options::seed>("COACT_CAUSAL_SEED"),
+    OptionField{"COACT_CAUSAL_SHARD", &read_shard, &shard_text},
+    bind<&Options::sampling>("COACT_CAUSAL_SAMPLING"),
+    bind<&Options::sample_period>("COACT_CAUSAL_SAMPLE_PERIOD_US"),
+    OptionField{"COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US", &read_line_period,
+                &member_text<&Options::line_experiment_period>},
+    OptionField{"COACT_CAUSAL_SAMPLE_SIGNAL", &read_sample_signal, &member_text<&Options::sample_signal>},
+    bind<&Options::buffered_baseline>("COACT_CAUSAL_BUFFERED_BASELINE"),
+    bind<&Options::profile_only>("COACT_CAUSAL_PROFILE_ONLY"),
+    bind<&Options::source_scope>("COACT_CAUSAL_SOURCE_SCOPE"),
+};
+
+}  // namespace
+
+const options::Key& OptionField::declared() const {
+  const options::Key* k = options::find(key);
+  if (k == nullptr) throw std::logic_error(fmt::format("coact causal: {} is bound but not declared", key));
+  return *k;
+}
+
+std::string OptionField::flag() const {
+  std::string out = "--";
+  for (char c : key.substr("COACT_CAUSAL_"sv.size()))
+    out += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::span<const OptionField> option_fields() noexcept { return kFields; }
+
+std::string written_as(const options::Values& v, std::string_view key) {
+  const std::string& origin = v.entry(key).origin;
+  if (origin.empty() || v.entry(key).source == options::Source::config_file) return std::string(key);
+  return origin;
+}
+
+}  // namespace coact::causal
