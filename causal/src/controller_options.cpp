@@ -91,7 +91,7 @@ uint64_t shard_seed(uint64_t seed, uint32_t shard) {
 std::optional<Options> options_from(const options::Values& v) {
   if (!v.boolean(kEnable)) return std::nullopt;
   Options o;
-  for (const OptionField& f : option_fields()) f.read(o, v, f.key);
+  options::read_all(option_fields(), o, v);
   if (o.max_experiment.count() != 0 && o.max_experiment < o.experiment) {
     bad_value(v, kMaxExperimentMs, std::to_string(o.max_experiment.count()),
               fmt::format("0 (16 x {}) or at least {}={}", written_as(v, kExperimentMs), written_as(v, kExperimentMs),

@@ -1,22 +1,16 @@
 // causal/src/option_fields.cpp: the binding of every COACT_CAUSAL_* key to
 // its causal::Options member (coact/causal/option_fields.hpp). A binding is
 // bind<&Options::member>(key) when the member's type says how it is read
-// and written (a Codec below); the few that need more (two members, an
-// enum, a default computed from another key) have their own functions.
+// and written (coact/options_binding.hpp's Codecs); the few that need more
+// (two members, an enum, a check between a value and its member, a default
+// computed from another key) have their own functions.
 // Pure; any thread.
 #include <coact/causal/option_fields.hpp>
 
 #include <array>
 #include <cctype>
-#include <chrono>
-#include <concepts>
-#include <optional>
-#include <stdexcept>
-#include <type_traits>
-#include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <coact/causal/sampler.hpp>
 
@@ -26,68 +20,9 @@ namespace {
 
 using namespace std::string_view_literals;
 
-// How a member of type T holds a key's resolved value and prints it back.
-template <class T>
-struct Codec;
-
-template <>
-struct Codec<bool> {
-  static void read(bool& m, const options::Values& v, std::string_view k) { m = v.boolean(k); }
-  static std::string text(bool m) { return m ? "true" : "false"; }
-};
-
-template <>
-struct Codec<std::string> {
-  static void read(std::string& m, const options::Values& v, std::string_view k) { m = v.text(k); }
-  static std::string text(const std::string& m) { return m; }
-};
-
-template <>
-struct Codec<std::vector<std::string>> {
-  static void read(std::vector<std::string>& m, const options::Values& v, std::string_view k) { m = v.list(k); }
-  static std::string text(const std::vector<std::string>& m) { return fmt::format("{}", fmt::join(m, ",")); }
-};
-
-template <std::unsigned_integral T>
-struct Codec<T> {
-  static void read(T& m, const options::Values& v, std::string_view k) { m = static_cast<T>(*v.integer(k)); }
-  static std::string text(T m) { return std::to_string(m); }
-};
-
-template <class Rep, class Period>
-struct Codec<std::chrono::duration<Rep, Period>> {
-  using D = std::chrono::duration<Rep, Period>;
-  static void read(D& m, const options::Values& v, std::string_view k) { m = D(static_cast<Rep>(*v.integer(k))); }
-  static std::string text(D m) { return std::to_string(m.count()); }
-};
-
-// An integer key that accepts "auto": unset member = auto.
-template <std::unsigned_integral T>
-struct Codec<std::optional<T>> {
-  static void read(std::optional<T>& m, const options::Values& v, std::string_view k) {
-    const std::optional<uint64_t> n = v.integer(k);
-    m = n ? std::optional<T>(static_cast<T>(*n)) : std::nullopt;
-  }
-  static std::string text(const std::optional<T>& m) { return m ? std::to_string(*m) : "auto"; }
-};
-
-template <auto Member>
-using member_t = std::remove_cvref_t<decltype(std::declval<Options&>().*Member)>;
-
-template <auto Member>
-void read_member(Options& o, const options::Values& v, std::string_view key) {
-  Codec<member_t<Member>>::read(o.*Member, v, key);
-}
-
-template <auto Member>
-std::string member_text(const Options& o) {
-  return Codec<member_t<Member>>::text(o.*Member);
-}
-
-template <auto Member>
-constexpr OptionField bind(std::string_view key, bool always_exported = false) {
-  return OptionField{key, &read_member<Member>, &member_text<Member>, always_exported};
-}
+using options::bind;
+using options::member_text;
+using options::read_member;
 
 [[noreturn]] void bad_value(const options::Values& v, std::string_view key, std::string_view value,
                             std::string_view accepted) {
@@ -176,15 +111,9 @@ constexpr std::array kFields{
 
 }  // namespace
 
-const options::Key& OptionField::declared() const {
-  const options::Key* k = options::find(key);
-  if (k == nullptr) throw std::logic_error(fmt::format("coact causal: {} is bound but not declared", key));
-  return *k;
-}
-
-std::string OptionField::flag() const {
+std::string flag_of(const OptionField& f) {
   std::string out = "--";
-  for (char c : key.substr("COACT_CAUSAL_"sv.size()))
+  for (char c : f.key.substr("COACT_CAUSAL_"sv.size()))
     out += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }

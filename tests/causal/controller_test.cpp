@@ -202,7 +202,7 @@ TEST_CASE("option_fields: every COACT_CAUSAL_* key has one binding, and every bi
   for (const ca::OptionField& f : ca::option_fields()) {
     INFO(f.key);
     CHECK(bound.insert(f.key).second);
-    CHECK(flags.insert(f.flag()).second);
+    CHECK(flags.insert(ca::flag_of(f)).second);
     const coact::options::Key* k = coact::options::find(f.key);
     REQUIRE(k != nullptr);
     CHECK(k->group == "causal");
@@ -213,7 +213,7 @@ TEST_CASE("option_fields: every COACT_CAUSAL_* key has one binding, and every bi
     INFO(k.name);
     CHECK(bound.count(k.name) == 1);
   }
-  CHECK(ca::option_fields().front().flag() == "--progress");
+  CHECK(ca::flag_of(ca::option_fields().front()) == "--progress");
 }
 
 // A valid value other than the default, for any causal key (every one alone

@@ -531,3 +531,24 @@ TEST_CASE("tuning error: wrong TOML type names the key, the value, the file and 
                                                Contains("0..1000000") && Contains("\"auto\""));
   }
 }
+
+TEST_CASE("the scheduler's option group binds every scheduler key once, each to the member it sets", "[tuning]") {
+  CHECK(coact::options::bound_keys_missing(coact::tuning_fields(), "scheduler").empty());
+  std::vector<std::string_view> seen;
+  for (const auto& b : coact::tuning_fields()) {
+    INFO(b.key);
+    CHECK(std::count(seen.begin(), seen.end(), b.key) == 0);
+    seen.push_back(b.key);
+    const coact::options::Key& k = b.declared();
+    // A value other than the default reaches the member and reads back as the key's text.
+    std::string value = k.type == coact::options::Type::boolean   ? (k.default_value == "true" ? "false" : "true")
+                        : k.type == coact::options::Type::integer ? std::to_string(k.max)
+                        : k.name == "COACT_TRACE"                 ? "0.5"
+                                                                  : "value";
+    coact::TuningSources src;
+    src.env = std::vector<std::string>{std::string(b.key) + "=" + value};
+    const coact::SchedulerTuning t = coact::resolve_tuning(src);
+    CHECK(b.text(t) != b.text(coact::SchedulerTuning{}));
+    CHECK(b.text(t) == (k.name == "COACT_TRACE" ? std::to_string(0.5) : value));
+  }
+}

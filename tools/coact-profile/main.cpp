@@ -177,7 +177,7 @@ std::string with_flags(std::string_view doc) {
   std::string out(doc);
   for (const ca::OptionField* f : fields) {
     for (size_t at = out.find(f->key); at != std::string::npos; at = out.find(f->key, at)) {
-      out.replace(at, f->key.size(), f->flag());
+      out.replace(at, f->key.size(), ca::flag_of(*f));
     }
   }
   return out;
@@ -210,7 +210,7 @@ ca::Options sweep_options(const std::deque<SweepFlag>& flags) {
     std::string value = f.text;
     if (f.field->declared().type == coact::options::Type::boolean) value = f.on ? "true" : "false";
     if (f.field->declared().type == coact::options::Type::list) value = join(f.items, ",");
-    src.given.push_back({std::string(f.field->key), std::move(value), f.field->flag()});
+    src.given.push_back({std::string(f.field->key), std::move(value), ca::flag_of(*f.field)});
   }
   return *ca::options_from(coact::options::resolve(src));
 }
@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
     SweepFlag& s = sweep.emplace_back();
     s.field = &f;
     const coact::options::Key& k = f.declared();
-    std::string names = f.flag();
+    std::string names = ca::flag_of(f);
     if (names == "--progress" || names == "--output") names = names.substr(1, 2) + "," + names;  // -p, -o
     std::string help = with_flags(k.doc);
     if (const auto it = kToolNotes.find(f.key); it != kToolNotes.end()) help += it->second;

@@ -28,9 +28,11 @@
 // used with Values::integer/boolean/text/list on process(), and run the
 // options test: it fails until docs/options.md's table (generated from the
 // table by `coact-calibrate --print-config --markdown`) lists the key and
-// until something reads it. A causal key is read through its binding to
-// causal::Options (coact/causal/option_fields.hpp), which also makes it a
-// coact-profile run flag; the causal options test fails until it has one.
+// until something reads it. A scheduler or causal key is read through its
+// subsystem's option group (coact/options_binding.hpp: runtime/src/tuning.cpp
+// binds SchedulerTuning, causal/src/option_fields.cpp causal::Options and
+// coact-profile run's flags); each group's test fails until the key has a
+// binding.
 //
 // Threads: resolve() is pure apart from reading the environment (a race with
 // a concurrent setenv) and the config file; process() and install() may be

@@ -9,7 +9,7 @@
 // The key itself (type, range, default, help line, TOML field) is declared
 // once in the options core's table (calibrate/src/options.cpp, group
 // "causal"), which resolves and validates every value; a binding here names
-// the member and how its value is read and written. The options test checks
+// the member and how its value is read and written (options_binding.hpp). The options test checks
 // both directions: every key of group "causal" except COACT_CAUSAL itself
 // has exactly one binding, and every binding names a declared key.
 // Adding a sweep option: its Key line, its Options member, its binding line
@@ -24,28 +24,16 @@
 
 #include <coact/causal/controller.hpp>
 #include <coact/options.hpp>
+#include <coact/options_binding.hpp>
 
 namespace coact::causal {
 
-/// One COACT_CAUSAL_* key bound to its Options member(s).
-struct OptionField {
-  std::string_view key;  ///< "COACT_CAUSAL_COOLDOWN_MS"
-  /// Sets the member from resolved values (already validated against the
-  /// key's declaration; a value the member cannot hold throws
-  /// options::option_error naming the key as the user wrote it).
-  void (*read)(Options& o, const options::Values& v, std::string_view key);
-  /// The member as the key's canonical text ("10", "true", "a,b", "auto"):
-  /// what to_env exports and options_json records.
-  std::string (*text)(const Options& o);
-  /// to_env exports it even at its default (the tool reads it back).
-  bool always_exported = false;
+/// One COACT_CAUSAL_* key bound to its Options member(s) (coact/options_binding.hpp).
+using OptionField = options::Binding<Options>;
 
-  /// The key's declaration in the options core's table.
-  const options::Key& declared() const;
-  /// The tool flag spelling: "--cooldown-ms" (the key without COACT_CAUSAL_,
-  /// lower case, '_' as '-').
-  std::string flag() const;
-};
+/// The tool flag spelling of a binding: "--cooldown-ms" (the key without
+/// COACT_CAUSAL_, lower case, '_' as '-').
+std::string flag_of(const OptionField& f);
 
 /// Every binding, in the order of the options core's table; Options fields
 /// that depend on another (json_output on output) come after it.

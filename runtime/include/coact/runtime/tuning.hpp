@@ -15,9 +15,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <coact/options.hpp>
+#include <coact/options_binding.hpp>
 
 namespace coact {
 
@@ -78,6 +80,10 @@ struct SchedulerTuning {
 
 /// The scheduler's view of resolved options. Pure; any thread.
 SchedulerTuning tuning_from(const options::Values& values);
+
+/// The scheduler's option group: each key it reads bound to its
+/// SchedulerTuning member (tuning_from reads them in this order). Immutable.
+std::span<const options::Binding<SchedulerTuning>> tuning_fields() noexcept;
 
 /// tuning_from(options::process()): the process's options (installed by
 /// Runtime(argc, argv) / options::init, else resolved once from the
