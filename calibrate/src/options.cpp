@@ -132,6 +132,9 @@ constexpr std::array kKeys{
     Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
         "COACT_CAUSAL_SAMPLING)"sv},
+    Key{"COACT_CAUSAL_PRINT_NOTES"sv, "causal"sv, "print_notes"sv, Type::boolean, ""sv, 0, 1, false, "true"sv, ""sv,
+        "also print the sweep's warning and error records on stderr ('coact causal: ...'); coact-profile run "
+        "turns it off and prints them itself"sv},
     Key{"COACT_CAUSAL_SOURCE_SCOPE"sv, "causal"sv, "source_scope"sv, Type::list, ""sv, 0, 0, false, ""sv, ""sv,
         "source files whose lines can be regions: Coz patterns ('%' = any characters) on full paths; empty: the "
         "program's own sources"sv},

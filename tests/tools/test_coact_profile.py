@@ -156,6 +156,13 @@ class CoactProfileRun(unittest.TestCase):
         self.assertEqual(rc, 2, "\n".join(l for _, l in lines))
         # The valid names are listed once, with the early warning, not again with the error.
         self.assertEqual(sum("valid region names" in l for _, l in lines), 1, "\n".join(l for _, l in lines))
+        # Each note is printed by the tool alone (the program's own copy is off: COACT_CAUSAL_PRINT_NOTES=0),
+        # naming the flag the user typed rather than the environment key behind it.
+        notes = [l for _, l in lines if "no region matches 'NoSuchRegion'" in l]
+        self.assertTrue(notes)
+        for line in notes:
+            self.assertTrue(line.startswith("coact-profile: --region-filter: "), line)
+        self.assertFalse([l for _, l in lines if l.startswith("coact causal:")], "\n".join(l for _, l in lines))
 
     def test_misspelt_region_name_gets_did_you_mean(self):
         lines, _, _ = self.watch(

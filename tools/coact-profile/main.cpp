@@ -167,22 +167,6 @@ const std::map<std::string_view, std::string_view> kToolNotes{
     {"COACT_CAUSAL_OUTPUT", "; must not hold a profile unless --append"},
 };
 
-// A key's help line with the sweep keys it names spelled as this tool's flags
-// ("16 x COACT_CAUSAL_EXPERIMENT_MS" -> "16 x --experiment-ms").
-std::string with_flags(std::string_view doc) {
-  std::vector<const ca::OptionField*> fields;
-  for (const ca::OptionField& f : ca::option_fields()) fields.push_back(&f);
-  // Longest first: COACT_CAUSAL_EXPERIMENTS is not COACT_CAUSAL_EXPERIMENT_MS's prefix, but keys may share one.
-  std::sort(fields.begin(), fields.end(), [](auto* a, auto* b) { return a->key.size() > b->key.size(); });
-  std::string out(doc);
-  for (const ca::OptionField* f : fields) {
-    for (size_t at = out.find(f->key); at != std::string::npos; at = out.find(f->key, at)) {
-      out.replace(at, f->key.size(), ca::flag_of(*f));
-    }
-  }
-  return out;
-}
-
 std::string type_name_of(const coact::options::Key& k) {
   switch (k.type) {
     case coact::options::Type::boolean:
@@ -287,6 +271,7 @@ int main(int argc, char** argv) {
   std::deque<SweepFlag> sweep;  // stable addresses: CLI11 holds pointers into them
   for (const ca::OptionField& f : ca::option_fields()) {
     if (f.key == "COACT_CAUSAL_SHARD") continue;  // --shard below: it also reads Slurm's and Kubernetes' indexes
+    if (f.key == "COACT_CAUSAL_PRINT_NOTES") continue;  // run prints the notes itself (run.cpp)
     SweepFlag& s = sweep.emplace_back();
     s.field = &f;
     const coact::options::Key& k = f.declared();

@@ -63,6 +63,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <coact/causal/option_fields.hpp>
+
 #include "profile_reader.hpp"
 #include "tool.hpp"
 
@@ -159,7 +161,7 @@ std::string closest_name(const Records& r, const std::string& what, const std::s
 // "(so far)" while the program runs and errors at its end with the same list).
 void print_note(const Records& r, const json& n, std::vector<std::string>& listed) {
   const std::string what = n.value("what", "");
-  std::fprintf(stderr, "coact-profile: %s\n", n.value("message", what).c_str());
+  std::fprintf(stderr, "coact-profile: %s\n", with_flags(n.value("message", what)).c_str());
   if (!what.starts_with("unknown_")) return;
   const bool first = std::find(listed.begin(), listed.end(), what) == listed.end();
   if (first) {
@@ -359,6 +361,20 @@ bool pass_through(int from, int to, char& last) {
 
 }  // namespace
 
+std::string with_flags(std::string_view text) {
+  std::vector<const ca::OptionField*> fields;
+  for (const ca::OptionField& f : ca::option_fields()) fields.push_back(&f);
+  // Longest first: COACT_CAUSAL_EXPERIMENTS is not COACT_CAUSAL_EXPERIMENT_MS's prefix, but keys may share one.
+  std::sort(fields.begin(), fields.end(), [](auto* a, auto* b) { return a->key.size() > b->key.size(); });
+  std::string out(text);
+  for (const ca::OptionField* f : fields) {
+    for (size_t at = out.find(f->key); at != std::string::npos; at = out.find(f->key, at)) {
+      out.replace(at, f->key.size(), ca::flag_of(*f));
+    }
+  }
+  return out;
+}
+
 int run(RunArgs& a) {
   ca::Options& o = a.o;
   if (!a.json_given) o.json_output = o.output.empty() ? std::string() : ca::default_json_output(o.output);
@@ -376,6 +392,9 @@ int run(RunArgs& a) {
     }
   }
   // The child's environment: ours without COACT_CAUSAL*, plus the options.
+  // The child does not print its warning and error records: print_note does,
+  // naming this tool's flags.
+  o.print_notes = false;
   std::vector<std::string> env = child_env(ca::to_env(o), /*say_dropped=*/true);
   if (const std::string bad = add_trace_env(a, env); !bad.empty()) {
     std::fprintf(stderr, "coact-profile: %s\n", bad.c_str());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct RunArgs {
 /// at least 1). "" if fine, else the one-line complaint naming the value.
 std::string parse_trace_window(const std::string& text, uint64_t& start_ms, uint64_t& duration_ms);
 int run(RunArgs& a);
+/// `text` with every COACT_CAUSAL_* key it names spelled as run's flag
+/// ("16 x COACT_CAUSAL_EXPERIMENT_MS" -> "16 x --experiment-ms"): the keys'
+/// help lines and the sweep's notes, as a user of run reads them. Pure.
+std::string with_flags(std::string_view text);
 
 // `coact-profile validate` (validate.cpp; its protocol is described there).
 struct ValidateArgs {

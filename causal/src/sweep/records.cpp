@@ -168,7 +168,7 @@ void Sweep::write_sampler_record() {
 }
 
 void Sweep::error(const std::string& what, const std::string& message, const std::vector<std::string>& names) {
-  std::fprintf(stderr, "coact causal: %s\n", message.c_str());
+  if (o_.print_notes) std::fprintf(stderr, "coact causal: %s\n", message.c_str());
   summary_.errors.push_back(message);
   w_->json_line(dump_record({{"type", "error"}, {"what", what}, {"message", message}, {"names", names}}));
 }
@@ -263,7 +263,7 @@ void Sweep::warn_filter_without_experiments(bool matched) {
       "warning: COACT_CAUSAL_REGION_FILTER: no experiment selected a region matching '{}' ({} experiments went to "
       "{})",
       fmt::join(missed, "', '"), summary_.experiments, fmt::join(experimented_, "; "));
-  std::fprintf(stderr, "coact causal: %s\n", message.c_str());
+  if (o_.print_notes) std::fprintf(stderr, "coact causal: %s\n", message.c_str());
   w_->json_line(dump_record(
       {{"type", "warning"}, {"what", "filter_without_experiments"}, {"message", message}, {"names", missed}}));
 }

@@ -135,6 +135,11 @@ struct Options {
   /// on: sampling's cost without a sweep's. Excludes fixed_region,
   /// fixed_speedup_pct and max_experiments.
   bool profile_only = false;
+  /// COACT_CAUSAL_PRINT_NOTES: the sweep's warning and error records are
+  /// also printed on stderr ("coact causal: ..."). Off when a tool that reads
+  /// the records prints them itself (coact-profile run), so the user reads
+  /// each once.
+  bool print_notes = true;
   /// COACT_CAUSAL_SOURCE_SCOPE (comma-separated Coz patterns, '%' = any
   /// characters, matched against full source paths): which lines can be
   /// regions; empty (default): the program's own sources (symbolizer.hpp).
