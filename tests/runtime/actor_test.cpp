@@ -44,7 +44,7 @@ struct Counter : coact::Actor<Counter> {
 }  // namespace
 
 TEST_CASE("run() returns once every actor stopped, and handlers saw all mail", "[actor]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   Watchdog wd(30, "actor basic");
   std::atomic<int> destroyed{0};
   std::atomic<int> total{-1};
@@ -63,85 +63,90 @@ TEST_CASE("run() returns once every actor stopped, and handlers saw all mail", "
 
 TEST_CASE("mail to a stopped actor is dropped and counted, never a crash", "[actor]") {
   Watchdog wd(30, "dead mail");
-  Runtime rt(tuning_for(2));
-  auto c = rt.spawn<Counter>();
-  c.send(Stop{});
-  rt.run();
-  for (int i = 0; i < 10; ++i) c.send(Add{1});
-  CHECK(rt.stats().dropped_dead == 10);
+  const auto body = [&](Runtime& rt) {
+    auto c = rt.spawn<Counter>();
+    c.send(Stop{});
+    rt.run();
+    for (int i = 0; i < 10; ++i) c.send(Add{1});
+  };
+  coact::test::run_checked(2, body, {.dead = 10});
 }
 
 TEST_CASE("a stale Pid never reaches the newer actor in its slot", "[actor][pid]") {
   Watchdog wd(30, "pid epochs");
-  Runtime rt(tuning_for(2));
-  std::vector<Pid> old;
-  // Spawn and stop enough actors that slots are reused: stopped slots go back
-  // to the stopping worker's free list and reach the registry's depot (where
-  // spawns from outside the pool take them) once a worker holds 2 x 256, so
-  // 3 x 1000 stops put at least 3000 - 2 x 511 of them in the depot.
-  for (int round = 0; round < 3; ++round) {
-    std::vector<ActorRef<Counter>> refs;
-    for (int i = 0; i < 1000; ++i) refs.push_back(rt.spawn<Counter>());
-    for (auto& r : refs) {
-      old.push_back(r.pid());
-      r.send(Stop{});
+  const auto body = [&](coact::Runtime& rt) {
+    std::vector<Pid> old;
+    // Spawn and stop enough actors that slots are reused: stopped slots go back
+    // to the stopping worker's free list and reach the registry's depot (where
+    // spawns from outside the pool take them) once a worker holds 2 x 256, so
+    // 3 x 1000 stops put at least 3000 - 2 x 511 of them in the depot.
+    for (int round = 0; round < 3; ++round) {
+      std::vector<ActorRef<Counter>> refs;
+      for (int i = 0; i < 1000; ++i) refs.push_back(rt.spawn<Counter>());
+      for (auto& r : refs) {
+        old.push_back(r.pid());
+        r.send(Stop{});
+      }
+      rt.run();
+    }
+    std::map<uint32_t, Pid> old_by_id;
+    for (Pid p : old) old_by_id[p.id] = p;  // the latest stale pid per slot
+    std::vector<ActorRef<Counter>> fresh;
+    std::vector<Pid> stale_twin;  // the old pid of each fresh actor's slot
+    for (int i = 0; i < 300; ++i) {
+      fresh.push_back(rt.spawn<Counter>());
+      auto it = old_by_id.find(fresh.back().pid().id);
+      stale_twin.push_back(it == old_by_id.end() ? Pid{} : it->second);
+    }
+    size_t reused = 0;
+    for (Pid t : stale_twin) reused += t.valid() ? 1 : 0;
+    REQUIRE(reused > 0);  // otherwise this test checks nothing about reuse
+    // Every old pid is stale now, including those whose slot holds a fresh actor.
+    for (Pid p : old) {
+      CHECK_FALSE(rt.send<Counter>(p, Add{1}));
+      CHECK_FALSE(rt.resolve<Counter>(p));
+    }
+    CHECK(rt.stats().dropped_unresolved == old.size());
+    std::vector<std::atomic<int>> got(fresh.size());
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      got[i] = -1;
+      CHECK(rt.send<Counter>(fresh[i].pid(), Add{7}));
+      CHECK(rt.send<Counter>(fresh[i].pid(), Get{&got[i]}));
+      fresh[i].send(Stop{});
     }
     rt.run();
-  }
-  std::map<uint32_t, Pid> old_by_id;
-  for (Pid p : old) old_by_id[p.id] = p;  // the latest stale pid per slot
-  std::vector<ActorRef<Counter>> fresh;
-  std::vector<Pid> stale_twin;  // the old pid of each fresh actor's slot
-  for (int i = 0; i < 300; ++i) {
-    fresh.push_back(rt.spawn<Counter>());
-    auto it = old_by_id.find(fresh.back().pid().id);
-    stale_twin.push_back(it == old_by_id.end() ? Pid{} : it->second);
-  }
-  size_t reused = 0;
-  for (Pid t : stale_twin) reused += t.valid() ? 1 : 0;
-  REQUIRE(reused > 0);  // otherwise this test checks nothing about reuse
-  // Every old pid is stale now, including those whose slot holds a fresh actor.
-  for (Pid p : old) {
-    CHECK_FALSE(rt.send<Counter>(p, Add{1}));
-    CHECK_FALSE(rt.resolve<Counter>(p));
-  }
-  CHECK(rt.stats().dropped_unresolved == old.size());
-  std::vector<std::atomic<int>> got(fresh.size());
-  for (size_t i = 0; i < fresh.size(); ++i) {
-    got[i] = -1;
-    CHECK(rt.send<Counter>(fresh[i].pid(), Add{7}));
-    CHECK(rt.send<Counter>(fresh[i].pid(), Get{&got[i]}));
-    fresh[i].send(Stop{});
-  }
-  rt.run();
-  for (auto& g : got) CHECK(g.load() == 7);  // no stale send reached a fresh actor
+    for (auto& g : got) CHECK(g.load() == 7);  // no stale send reached a fresh actor
+  };
+  coact::test::run_checked(2, body, {.unresolved = 3 * 1000});  // one send to each old pid
 }
 
 TEST_CASE("Name<M> resolves at send time and drops when unbound", "[actor][name]") {
   Watchdog wd(30, "names");
-  Runtime rt(tuning_for(2));
-  coact::Name<Add> adds("adder");
-  CHECK_FALSE(rt.send(adds, Add{1}));  // nobody yet
-  auto a = rt.spawn<Counter>();
-  REQUIRE(rt.register_name(adds, a));
-  CHECK(rt.whereis("adder") == a.pid());
-  auto b = rt.spawn<Counter>();
-  CHECK_FALSE(rt.register_name(adds, b));  // taken by a live actor
-  CHECK(rt.send(adds, Add{5}));
-  std::atomic<int> got{-1};
-  a.send(Get{&got});
-  a.send(Stop{});
-  b.send(Stop{});
-  rt.run();
-  CHECK(got.load() == 5);
-  // a stopped: its name is gone, sends are dropped and counted.
-  CHECK_FALSE(rt.send(adds, Add{1}));
-  CHECK_FALSE(rt.whereis("adder").valid());
-  CHECK(rt.stats().dropped_unresolved == 2);
+  const auto body = [&](coact::Runtime& rt) {
+    coact::Name<Add> adds("adder");
+    CHECK_FALSE(rt.send(adds, Add{1}));  // nobody yet
+    auto a = rt.spawn<Counter>();
+    REQUIRE(rt.register_name(adds, a));
+    CHECK(rt.whereis("adder") == a.pid());
+    auto b = rt.spawn<Counter>();
+    CHECK_FALSE(rt.register_name(adds, b));  // taken by a live actor
+    CHECK(rt.send(adds, Add{5}));
+    std::atomic<int> got{-1};
+    a.send(Get{&got});
+    a.send(Stop{});
+    b.send(Stop{});
+    rt.run();
+    CHECK(got.load() == 5);
+    // a stopped: its name is gone, sends are dropped and counted.
+    CHECK_FALSE(rt.send(adds, Add{1}));
+    CHECK_FALSE(rt.whereis("adder").valid());
+  };
+  // Dropped unresolved: the send before the name was bound and the one after `a` stopped.
+  coact::test::run_checked(2, body, {.unresolved = 2});
 }
 
 TEST_CASE("ActorRef::stop stops after the mail queued ahead of it", "[actor]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   Watchdog wd(30, "ref stop");
   std::atomic<int> got{-1};
   coact::test::run_checked(
@@ -177,7 +182,7 @@ struct Spawner : coact::Actor<Spawner> {
 }  // namespace
 
 TEST_CASE("actors spawn actors from handlers; run() waits for all of them", "[actor]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   Watchdog wd(60, "spawn tree");
   std::atomic<int> leaves{0};
   const coact::RuntimeStats s = coact::test::run_checked(workers, [&](Runtime& rt) {
@@ -259,7 +264,7 @@ struct Forever : coact::Actor<Forever> {
 // Regression: shutdown only stopped workers that reached idle(), so a runtime
 // whose actors kept their workers busy forever never finished its destructor.
 TEST_CASE("the destructor stops workers that never go idle", "[actor]") {
-  const uint32_t workers = GENERATE(1u, 2u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 2));
   coact::test::Watchdog wd(30, "busy shutdown");
   {
     Runtime rt(tuning_for(workers));

@@ -103,7 +103,7 @@ struct Caller : coact::Actor<Caller> {
 }  // namespace
 
 TEST_CASE("blocking: values and exceptions come back to each caller in call order", "[blocking]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
   const uint32_t threads = GENERATE(1u, 4u);
   INFO("workers=" << workers << " pool threads=" << threads);
   coact::test::Watchdog wd(30, "blocking calls in order");
@@ -207,7 +207,7 @@ TEST_CASE("blocking: a full queue throws blocking_pool_full at the co_await, and
   return;
 #endif
   const uint32_t queue = GENERATE(0u, 2u);
-  const uint32_t workers = GENERATE(1u, 2u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 2));
   INFO("queue=" << queue << " workers=" << workers);
   coact::test::Watchdog wd(30, "blocking queue full");
   constexpr int kAskers = 4;
@@ -266,7 +266,7 @@ struct Sleeper : coact::Actor<Sleeper> {
 
 TEST_CASE("blocking: shutdown with calls in flight waits for the running call, never runs the queued one",
           "[blocking]") {
-  const uint32_t workers = GENERATE(1u, 2u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 2));
   INFO("workers=" << workers);
   coact::test::Watchdog wd(30, "blocking shutdown");
   ShutdownLog log;
@@ -348,19 +348,20 @@ TEST_CASE("blocking under a sweep: the pool thread pays the delay injected while
   // itself nothing, so no worker's own payment can stand in for the pool
   // thread's). The result may reach the actor only once the pool thread has
   // paid: about 90 ms after the call, not 30.
-  coact::Runtime rt(pool_tuning(1, 1, 8));
-  auto a = rt.spawn<Timed>(&elapsed, [&] {
-    in_f = true;
-    std::this_thread::sleep_for(30ms);
+  coact::test::run_checked(pool_tuning(1, 1, 8), [&](coact::Runtime& rt) {
+    auto a = rt.spawn<Timed>(&elapsed, [&] {
+      in_f = true;
+      std::this_thread::sleep_for(30ms);
+    });
+    auto sped_up = rt.spawn<SpedUp>();
+    a.send(1);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!in_f && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
+    sped_up.send(int64_t(coact::test::cycles_of(60ms)));
+    rt.run();
+    INFO("call took " << ms_of(elapsed.load()) << " ms");
+    CHECK(elapsed.load() >= int64_t(80'000'000));
   });
-  auto sped_up = rt.spawn<SpedUp>();
-  a.send(1);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!in_f && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100us);
-  sped_up.send(int64_t(coact::test::cycles_of(60ms)));
-  rt.run();
-  INFO("call took " << ms_of(elapsed.load()) << " ms");
-  CHECK(elapsed.load() >= int64_t(80'000'000));
 }
 
 TEST_CASE("blocking under a sweep: a pool thread is credited for its idle wait", "[blocking][causal]") {
@@ -370,22 +371,23 @@ TEST_CASE("blocking under a sweep: a pool thread is credited for its idle wait",
   coact::test::SweepOn sweep;
   std::atomic<int64_t> first{-1};
   std::atomic<int64_t> second{-1};
-  coact::Runtime rt(pool_tuning(2, 1, 8));
-  auto a = rt.spawn<Timed>(&first, [] {});
-  a.send(1);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (first.load() < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  REQUIRE(first.load() >= 0);
-  std::this_thread::sleep_for(20ms);  // the pool thread parks, idle
-  // 300 ms injected while the pool thread (and every worker) is parked: a
-  // parked thread woken by one that paid owes none of it, so the next call
-  // returns at once rather than after 300 ms.
-  coact::causal::inject_delay_cycles_for_test(coact::test::cycles_of(300ms));
-  auto b = rt.spawn<Timed>(&second, [] {});
-  b.send(1);
-  rt.run();
-  INFO("second call took " << ms_of(second.load()) << " ms");
-  CHECK(second.load() >= 0);
-  CHECK(second.load() < int64_t(150'000'000));
+  coact::test::run_checked(pool_tuning(2, 1, 8), [&](coact::Runtime& rt) {
+    auto a = rt.spawn<Timed>(&first, [] {});
+    a.send(1);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (first.load() < 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    REQUIRE(first.load() >= 0);
+    std::this_thread::sleep_for(20ms);  // the pool thread parks, idle
+    // 300 ms injected while the pool thread (and every worker) is parked: a
+    // parked thread woken by one that paid owes none of it, so the next call
+    // returns at once rather than after 300 ms.
+    coact::causal::inject_delay_cycles_for_test(coact::test::cycles_of(300ms));
+    auto b = rt.spawn<Timed>(&second, [] {});
+    b.send(1);
+    rt.run();
+    INFO("second call took " << ms_of(second.load()) << " ms");
+    CHECK(second.load() >= 0);
+    CHECK(second.load() < int64_t(150'000'000));
+  });
 }
 #endif

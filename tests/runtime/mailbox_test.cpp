@@ -74,7 +74,7 @@ void wait_handled(const std::atomic<int>& handled, int n) {
 }  // namespace
 
 TEST_CASE("mailbox depth and high-water mark are visible per actor and in mailboxes()", "[mailbox]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
   constexpr int kItems = 1000;
   coact::SchedulerTuning t = tuning_for(workers);
   t.mailbox_stats = true;
@@ -130,7 +130,7 @@ TEST_CASE("without COACT_MAILBOX_STATS or a bound, depth is not counted and says
 }
 
 TEST_CASE("COACT_MAILBOX_BOUND refuses outside senders at the bound and counts every refusal", "[mailbox]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
   constexpr uint32_t kBound = 100;
   constexpr int kSent = 150;
   coact::SchedulerTuning t = tuning_for(workers);
@@ -166,7 +166,7 @@ TEST_CASE("COACT_MAILBOX_BOUND refuses outside senders at the bound and counts e
 
 TEST_CASE("COACT_MAILBOX_BOUND never refuses a sender inside the pool", "[mailbox]") {
   // Two workers at least: the sink holds one while the feeder runs on another.
-  const uint32_t workers = GENERATE(2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(2, 4));
   constexpr uint32_t kBound = 10;
   constexpr int kSent = 200;
   coact::SchedulerTuning t = tuning_for(workers);

@@ -150,7 +150,7 @@ double process_cpu_ms() {
 }  // namespace
 
 TEST_CASE("an echo server of watched sockets answers every client, across worker counts", "[reactor]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   coact::test::Watchdog wd(60, "echo server");
   Counters c;
   coact::test::run_checked(workers, [&](coact::Runtime& rt) {
@@ -186,7 +186,7 @@ TEST_CASE("an echo server of watched sockets answers every client, across worker
 }
 
 TEST_CASE("a connection that stops reading while its output is not drained bounds that output", "[reactor]") {
-  const uint32_t workers = GENERATE(1u, 2u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 2));
   coact::test::Watchdog wd(60, "back-pressure");
   Counters c;
   constexpr size_t kBound = 64 * 1024;
@@ -281,15 +281,17 @@ TEST_CASE("an idle watched listener costs no more CPU than an idle runtime", "[r
   coact::test::Watchdog wd(60, "idle listener");
   auto idle_cpu_ms = [](bool with_listener) {
     Counters c;
-    coact::Runtime rt(coact::test::tuning_for(2));
-    coact::ActorRef<Listener> l;
-    if (with_listener) l = rt.spawn<Listener>(coact::tcp_listen("127.0.0.1", 0), size_t(1) << 20, &c);
-    std::this_thread::sleep_for(100ms);  // the pool settles into its parked state
-    const double t0 = process_cpu_ms();
-    std::this_thread::sleep_for(500ms);
-    const double used = process_cpu_ms() - t0;
-    if (l) l.send(StopListening{});
-    rt.run();
+    double used = 0;
+    coact::test::run_checked(2, [&](coact::Runtime& rt) {
+      coact::ActorRef<Listener> l;
+      if (with_listener) l = rt.spawn<Listener>(coact::tcp_listen("127.0.0.1", 0), size_t(1) << 20, &c);
+      std::this_thread::sleep_for(100ms);  // the pool settles into its parked state
+      const double t0 = process_cpu_ms();
+      std::this_thread::sleep_for(500ms);
+      used = process_cpu_ms() - t0;
+      if (l) l.send(StopListening{});
+      rt.run();
+    });
     return used;
   };
   const double without = idle_cpu_ms(false);
