@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <coact/runtime/runtime.hpp>
 
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 namespace {
@@ -59,22 +60,23 @@ void Worker::on(const Req& r) { master.send(Rep{r.i}); }
 }  // namespace
 
 TEST_CASE("fan-out/fan-in rounds never strand a reply in an idle actor's inbox", "[stress][fan_in]") {
-  const uint32_t workers = GENERATE(2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(2));
   const uint64_t rounds = uint64_t(20000 * coact::test::kStressScale) + 50;
   coact::test::Watchdog wd(300, "fan-in rounds");
   for (int rep = 0; rep < 5; ++rep) {
     uint64_t replies = 0;
-    coact::Runtime rt(coact::test::tuning_for(workers));
-    auto m = rt.spawn<Master>(rounds, &replies);
-    std::vector<coact::ActorRef<Worker>> ws;
-    for (int i = 0; i < 64; ++i) {
-      ws.push_back(rt.spawn<Worker>());
-      ws.back().send(coact::ActorRef<Master>(m));
-    }
-    m.send(std::move(ws));
-    m.send(Master::Start{});
-    rt.run();
     INFO("workers=" << workers << " rep=" << rep);
+    coact::test::run_checked(workers, [&](coact::Runtime& rt) {
+      auto m = rt.spawn<Master>(rounds, &replies);
+      std::vector<coact::ActorRef<Worker>> ws;
+      for (int i = 0; i < 64; ++i) {
+        ws.push_back(rt.spawn<Worker>());
+        ws.back().send(coact::ActorRef<Master>(m));
+      }
+      m.send(std::move(ws));
+      m.send(Master::Start{});
+      rt.run();
+    });
     CHECK(replies == rounds * 64);
   }
 }

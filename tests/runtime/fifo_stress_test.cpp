@@ -17,6 +17,7 @@
 #include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
 
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 namespace {
@@ -87,61 +88,63 @@ void run_fifo(uint32_t workers, uint64_t seed, Topology topo, uint64_t total_msg
   sh.tokens_total = tokens;
   coact::SchedulerTuning tuning = coact::test::tuning_for(workers);
   tuning.peer_steal = peer_steal;
-  coact::Runtime rt(tuning);
-  sh.rt = &rt;
-  std::mt19937_64 rng(seed);
-  std::vector<coact::ActorRef<Node>> refs;
-  for (uint32_t i = 0; i < nodes; ++i) refs.push_back(rt.spawn<Node>(&sh, i, senders, nodes, rng()));
-  auto nbr = [&](uint32_t k) { return Neighbor{refs[k], k}; };
-  for (uint32_t i = 0; i < nodes; ++i) {
-    std::vector<Neighbor> nb;
-    switch (topo) {
-      case Topology::random_graph: {
-        uint32_t deg = 1 + uint32_t(rng() % 8);
-        for (uint32_t k = 0; k < deg; ++k) nb.push_back(nbr(uint32_t(rng() % nodes)));
-        break;
-      }
-      case Topology::hot_spot:
-        nb.push_back(nbr(0));
-        nb.push_back(nbr(0));
-        nb.push_back(nbr(uint32_t(rng() % nodes)));
-        break;
-      case Topology::ring:
-        nb.push_back(nbr((i + 1) % nodes));
-        break;
-    }
-    // Sent before any Token: FIFO from this thread puts it first in every inbox.
-    refs[i].send(Wire{std::move(nb)});
-  }
-  // Each external thread owns a slice of tokens, with its own per-recipient seqs.
-  std::vector<std::thread> ext;
-  for (uint32_t e = 0; e < externals; ++e) {
-    ext.emplace_back([&, e] {
-      std::vector<uint64_t> seq(nodes, 0);
-      std::minstd_rand r(uint32_t(seed * 31 + e));
-      for (uint64_t t = e; t < tokens; t += externals) {
-        uint32_t to = r() % nodes;
-        sh.sent.fetch_add(1, std::memory_order_relaxed);
-        refs[to].send(Token{nodes + e, seq[to]++, hops});
-      }
-    });
-  }
-  for (auto& t : ext) t.join();
-  rt.run();
   INFO("workers=" << workers << " seed=" << seed << " topology=" << int(topo) << " peer_steal=" << peer_steal);
+  // The last token's node calls request_stop: the nodes are still live.
+  const auto body = [&](coact::Runtime& rt) {
+    sh.rt = &rt;
+    std::mt19937_64 rng(seed);
+    std::vector<coact::ActorRef<Node>> refs;
+    for (uint32_t i = 0; i < nodes; ++i) refs.push_back(rt.spawn<Node>(&sh, i, senders, nodes, rng()));
+    auto nbr = [&](uint32_t k) { return Neighbor{refs[k], k}; };
+    for (uint32_t i = 0; i < nodes; ++i) {
+      std::vector<Neighbor> nb;
+      switch (topo) {
+        case Topology::random_graph: {
+          uint32_t deg = 1 + uint32_t(rng() % 8);
+          for (uint32_t k = 0; k < deg; ++k) nb.push_back(nbr(uint32_t(rng() % nodes)));
+          break;
+        }
+        case Topology::hot_spot:
+          nb.push_back(nbr(0));
+          nb.push_back(nbr(0));
+          nb.push_back(nbr(uint32_t(rng() % nodes)));
+          break;
+        case Topology::ring:
+          nb.push_back(nbr((i + 1) % nodes));
+          break;
+      }
+      // Sent before any Token: FIFO from this thread puts it first in every inbox.
+      refs[i].send(Wire{std::move(nb)});
+    }
+    // Each external thread owns a slice of tokens, with its own per-recipient seqs.
+    std::vector<std::thread> ext;
+    for (uint32_t e = 0; e < externals; ++e) {
+      ext.emplace_back([&, e] {
+        std::vector<uint64_t> seq(nodes, 0);
+        std::minstd_rand r(uint32_t(seed * 31 + e));
+        for (uint64_t t = e; t < tokens; t += externals) {
+          uint32_t to = r() % nodes;
+          sh.sent.fetch_add(1, std::memory_order_relaxed);
+          refs[to].send(Token{nodes + e, seq[to]++, hops});
+        }
+      });
+    }
+    for (auto& t : ext) t.join();
+    rt.run();
+  };
+  coact::test::run_checked(tuning, body, {.live = nodes});
   CHECK(sh.tokens_done.load() == tokens);
   CHECK(sh.order_violations.load() == 0);
   CHECK(sh.overlaps.load() == 0);
   CHECK(sh.received.load() == sh.sent.load());
   CHECK(sh.received.load() == tokens * (uint64_t(hops) + 1));
-  CHECK(rt.stats().dropped_dead == 0);
 }
 
 }  // namespace
 
 TEST_CASE("no mail lost, duplicated or reordered per sender-recipient pair; never two workers at once",
           "[stress][fifo]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   // >= 10^7 messages per worker count in a normal build (3 seeds x 3 topologies);
   // ThreadSanitizer builds scale this down (kStressScale).
   const uint64_t per_run = uint64_t(1.2e6 * coact::test::kStressScale);
@@ -154,7 +157,7 @@ TEST_CASE("no mail lost, duplicated or reordered per sender-recipient pair; neve
 }
 
 TEST_CASE("FIFO and exclusivity hold with peer steal on (stealers take from deque tops)", "[stress][fifo]") {
-  const uint32_t workers = GENERATE(2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(2, 4));
   const uint64_t per_run = uint64_t(1.2e6 * coact::test::kStressScale);
   coact::test::Watchdog wd(300, "fifo stress, peer steal");
   for (Topology topo : {Topology::random_graph, Topology::hot_spot}) run_fifo(workers, 7, topo, per_run, true);
@@ -196,7 +199,7 @@ struct Source : coact::Actor<Source> {
 }  // namespace
 
 TEST_CASE("per-sender FIFO holds while the causal sweep gate flips mid-handler", "[stress][fifo]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   const uint32_t sources = 16;
   const uint32_t rounds = uint32_t(20000 * coact::test::kStressScale) + 10;
   coact::test::Watchdog wd(300, "fifo stress, sweep gate flips");
@@ -207,23 +210,26 @@ TEST_CASE("per-sender FIFO holds while the causal sweep gate flips mid-handler",
   REQUIRE(coact::causal::global_delay_cycles() != 0);
   Shared sh;
   sh.tokens_total = uint64_t(sources) * rounds * 4;
-  coact::Runtime rt(coact::test::tuning_for(workers));
-  sh.rt = &rt;
-  auto sink = rt.spawn<Sink>(&sh, sources);
-  std::vector<coact::ActorRef<Source>> src;
-  for (uint32_t i = 0; i < sources; ++i) src.push_back(rt.spawn<Source>(i, sink));
-  std::atomic<bool> done{false};
-  std::thread flipper([&] {
-    for (uint64_t i = 0; !done.load(std::memory_order_relaxed); ++i) {
-      coact::causal::g_sweep_active.store(i % 2 == 0, std::memory_order_relaxed);
-      for (int k = 0; k < 64; ++k) std::this_thread::yield();
-    }
-    coact::causal::g_sweep_active.store(false);
-  });
-  for (auto& s : src) s.send(Go{rounds});
-  rt.run();
-  done.store(true);
-  flipper.join();
+  // The sink's last token calls request_stop: the sink and the sources are still live.
+  const auto body = [&](coact::Runtime& rt) {
+    sh.rt = &rt;
+    auto sink = rt.spawn<Sink>(&sh, sources);
+    std::vector<coact::ActorRef<Source>> src;
+    for (uint32_t i = 0; i < sources; ++i) src.push_back(rt.spawn<Source>(i, sink));
+    std::atomic<bool> done{false};
+    std::thread flipper([&] {
+      for (uint64_t i = 0; !done.load(std::memory_order_relaxed); ++i) {
+        coact::causal::g_sweep_active.store(i % 2 == 0, std::memory_order_relaxed);
+        for (int k = 0; k < 64; ++k) std::this_thread::yield();
+      }
+      coact::causal::g_sweep_active.store(false);
+    });
+    for (auto& s : src) s.send(Go{rounds});
+    rt.run();
+    done.store(true);
+    flipper.join();
+  };
+  coact::test::run_checked(workers, body, {.live = sources + 1});
   INFO("workers=" << workers);
   CHECK(sh.order_violations.load() == 0);
   CHECK(sh.received.load() == sh.tokens_total);

@@ -38,6 +38,7 @@
 #include <catch2/catch.hpp>
 #include <coact/runtime/runtime.hpp>
 
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -136,58 +137,60 @@ struct Player : coact::Actor<Player> {
 }  // namespace
 
 TEST_CASE("an endless ping-pong pair starves neither outside mail nor a third actor", "[fairness]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
   coact::test::Watchdog wd(60, "starvation");
   Shared sh;
   coact::SchedulerTuning tuning = coact::test::tuning_for(workers);
   tuning.local_time_budget_us = kValveUs;
-  coact::Runtime rt(tuning);
-  auto third = rt.spawn<Third>(&sh);
-  auto a = rt.spawn<Player>(&sh);
-  auto b = rt.spawn<Player>(&sh);
-  a.send(Player::Setup{b, third, true});
-  b.send(Player::Setup{a, third, false});
-  a.send(Player::Ball{});
-  // Let the pair capture its worker, then post from outside.
-  while (sh.hops.load() < 20000) std::this_thread::sleep_for(1ms);
-  // 21 outside posts; each latency is measured in pair hops from just before
-  // the post (an upper bound on the true latency: descheduling of this thread
-  // between the read and the push only inflates it, hence the median).
-  std::vector<int64_t> lat;
-  bool all_seen = true;
-  for (int i = 0; i < 21 && all_seen; ++i) {
-    sh.outside_seen_at.store(-1);
-    const int64_t before = int64_t(sh.hops.load());
-    third.send(Third::FromOutside{});
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (sh.outside_seen_at.load() < 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::yield();
+  const auto body = [&](coact::Runtime& rt) {
+    auto third = rt.spawn<Third>(&sh);
+    auto a = rt.spawn<Player>(&sh);
+    auto b = rt.spawn<Player>(&sh);
+    a.send(Player::Setup{b, third, true});
+    b.send(Player::Setup{a, third, false});
+    a.send(Player::Ball{});
+    // Let the pair capture its worker, then post from outside.
+    while (sh.hops.load() < 20000) std::this_thread::sleep_for(1ms);
+    // 21 outside posts; each latency is measured in pair hops from just before
+    // the post (an upper bound on the true latency: descheduling of this thread
+    // between the read and the push only inflates it, hence the median).
+    std::vector<int64_t> lat;
+    bool all_seen = true;
+    for (int i = 0; i < 21 && all_seen; ++i) {
+      sh.outside_seen_at.store(-1);
+      const int64_t before = int64_t(sh.hops.load());
+      third.send(Third::FromOutside{});
+      auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (sh.outside_seen_at.load() < 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      if (sh.outside_seen_at.load() < 0) all_seen = false;
+      lat.push_back(sh.outside_seen_at.load() - before);
     }
-    if (sh.outside_seen_at.load() < 0) all_seen = false;
-    lat.push_back(sh.outside_seen_at.load() - before);
-  }
-  std::sort(lat.begin(), lat.end());
-  const int64_t median = lat[lat.size() / 2];
-  sh.quit = true;
-  third.stop();
-  rt.run();
-  INFO("workers=" << workers << " outside-post latency median " << median << " hops, max "
-                  << lat.back() << "; third poked at hop " << sh.third_poked_at.load() << ", seen at " << sh.third_seen_at.load()
-                  << "; on its thread since the poke: " << sh.third_own_hops.load() << " hops, "
-                  << sh.third_own_cpu_ns.load() << " ns CPU (-1: not the poking thread)");
-  REQUIRE(all_seen);
-  REQUIRE(sh.third_seen_at.load() >= 0);
-  // Bounds in hops: the backstop probes the injector every 64 own pops (one
-  // hop = one own pop), so outside mail waits about 64 hops; 512 leaves room
-  // for a loaded machine. The third actor: its thread's own hops since the
-  // poke, at most 4 backstop periods (256: one for the backstop, the rest
-  // slack for the clock stride and the hop that spills) plus the hops one
-  // valve period allows at that thread's rate (file comment). On another
-  // thread than the poking one (it took the spilled actor from the
-  // injector), its own hops before the run are bounded by the backstop.
-  CHECK(median <= 512);
-  const int64_t own = sh.third_own_hops.load(), cpu = sh.third_own_cpu_ns.load();
-  REQUIRE(own >= 0);
-  const double valve_hops = cpu > 0 ? double(kValveUs) * 1000.0 * double(own) / double(cpu) : 0.0;
-  CHECK(double(own) <= 4 * 64 + valve_hops);
+    std::sort(lat.begin(), lat.end());
+    const int64_t median = lat[lat.size() / 2];
+    sh.quit = true;
+    third.stop();
+    rt.run();
+    INFO("workers=" << workers << " outside-post latency median " << median << " hops, max " << lat.back()
+                    << "; third poked at hop " << sh.third_poked_at.load() << ", seen at " << sh.third_seen_at.load()
+                    << "; on its thread since the poke: " << sh.third_own_hops.load() << " hops, "
+                    << sh.third_own_cpu_ns.load() << " ns CPU (-1: not the poking thread)");
+    REQUIRE(all_seen);
+    REQUIRE(sh.third_seen_at.load() >= 0);
+    // Bounds in hops: the backstop probes the injector every 64 own pops (one
+    // hop = one own pop), so outside mail waits about 64 hops; 512 leaves room
+    // for a loaded machine. The third actor: its thread's own hops since the
+    // poke, at most 4 backstop periods (256: one for the backstop, the rest
+    // slack for the clock stride and the hop that spills) plus the hops one
+    // valve period allows at that thread's rate (file comment). On another
+    // thread than the poking one (it took the spilled actor from the
+    // injector), its own hops before the run are bounded by the backstop.
+    CHECK(median <= 512);
+    const int64_t own = sh.third_own_hops.load(), cpu = sh.third_own_cpu_ns.load();
+    REQUIRE(own >= 0);
+    const double valve_hops = cpu > 0 ? double(kValveUs) * 1000.0 * double(own) / double(cpu) : 0.0;
+    CHECK(double(own) <= 4 * 64 + valve_hops);
+  };
+  coact::test::run_checked(tuning, body, {.dead = 1});  // the last ball, sent to the player that stopped first
 }
