@@ -24,6 +24,7 @@
 #include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
 
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -65,20 +66,21 @@ TEST_CASE("wall_timer_ignores_injected_delay: a wall timer fires at its raw dead
   std::vector<std::atomic<int64_t>> at(2);
   for (auto& a : at) a = -1;
   std::atomic<int> count{0};
-  coact::Runtime rt(coact::test::tuning_for(2));
-  auto t0 = Clock::now();
-  auto r = rt.spawn<Recorder>(&at, &count, t0);
-  rt.send_after_wall(r, 50ms, Mark{0});
-  rt.send_after(r, 50ms, Mark{1});
-  coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(100ms));
-  wait_for([&] { return count.load() == 2; }, 5000ms);
-  REQUIRE(count.load() == 2);
-  INFO("wall at " << at[0].load() << " us, virtual at " << at[1].load() << " us");
-  CHECK(at[0].load() >= 50000);
-  CHECK(at[0].load() < 140000);   // raw deadline (+ slack for a loaded box), not shifted by 100 ms
-  CHECK(at[1].load() >= 150000);  // shifted by the injected 100 ms
-  r.stop();
-  rt.run();
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    auto t0 = Clock::now();
+    auto r = rt.spawn<Recorder>(&at, &count, t0);
+    rt.send_after_wall(r, 50ms, Mark{0});
+    rt.send_after(r, 50ms, Mark{1});
+    coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(100ms));
+    wait_for([&] { return count.load() == 2; }, 5000ms);
+    REQUIRE(count.load() == 2);
+    INFO("wall at " << at[0].load() << " us, virtual at " << at[1].load() << " us");
+    CHECK(at[0].load() >= 50000);
+    CHECK(at[0].load() < 140000);   // raw deadline (+ slack for a loaded box), not shifted by 100 ms
+    CHECK(at[1].load() >= 150000);  // shifted by the injected 100 ms
+    r.stop();
+    rt.run();
+  });
 }
 
 namespace {
@@ -106,17 +108,18 @@ TEST_CASE("sleeping_actor_pays_injected_delay", "[timer][ledger]") {
   std::lock_guard lk(coact::causal::test_ledger_mutex());
   coact::test::Watchdog wd(30, "sleeper pays");
   std::atomic<int64_t> woke_virtual{-1}, woke_wall{-1};
-  coact::Runtime rt(coact::test::tuning_for(2));
-  auto t0 = Clock::now();
-  rt.spawn<Sleeper>(&woke_virtual, t0, false).send(Sleeper::Go{50ms});
-  rt.spawn<Sleeper>(&woke_wall, t0, true).send(Sleeper::Go{50ms});
-  std::this_thread::sleep_for(10ms);
-  coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(100ms));
-  rt.run();
-  INFO("virtual sleeper woke at " << woke_virtual.load() << " us, wall sleeper at " << woke_wall.load());
-  CHECK(woke_virtual.load() >= 150000);
-  CHECK(woke_wall.load() >= 50000);
-  CHECK(woke_wall.load() < 140000);
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    auto t0 = Clock::now();
+    rt.spawn<Sleeper>(&woke_virtual, t0, false).send(Sleeper::Go{50ms});
+    rt.spawn<Sleeper>(&woke_wall, t0, true).send(Sleeper::Go{50ms});
+    std::this_thread::sleep_for(10ms);
+    coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(100ms));
+    rt.run();
+    INFO("virtual sleeper woke at " << woke_virtual.load() << " us, wall sleeper at " << woke_wall.load());
+    CHECK(woke_virtual.load() >= 150000);
+    CHECK(woke_wall.load() >= 50000);
+    CHECK(woke_wall.load() < 140000);
+  });
 }
 
 namespace {
@@ -141,60 +144,64 @@ struct Busy : coact::Actor<Busy> {
 }  // namespace
 
 TEST_CASE("timers_fire_under_full_scheduler_saturation", "[timer]") {
-  const uint32_t workers = GENERATE(1u, 2u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 2));
   coact::test::Watchdog wd(60, "saturation");
   std::atomic<bool> quit{false};
-  coact::Runtime rt(coact::test::tuning_for(workers));
-  std::vector<coact::ActorRef<Busy>> busy;
-  for (int i = 0; i < 4; ++i) busy.push_back(rt.spawn<Busy>(&quit));
-  busy[2].send(coact::ActorRef<Busy>(busy[3]));  // a pair waking each other
-  busy[3].send(coact::ActorRef<Busy>(busy[2]));
-  for (auto& b : busy) b.send(Busy::Spin{});
-  std::this_thread::sleep_for(20ms);
-  const int n = 50;
-  std::vector<std::atomic<int64_t>> at(n);
-  for (auto& a : at) a = -1;
-  std::atomic<int> count{0};
-  auto t0 = Clock::now();
-  auto rec = rt.spawn<Recorder>(&at, &count, t0);
-  for (int i = 0; i < n; ++i) rt.send_after(rec, std::chrono::milliseconds(1 + i), Mark{i});
-  wait_for([&] { return count.load() == n; }, 10000ms);
-  quit = true;
-  rec.stop();
-  rt.run();
-  REQUIRE(count.load() == n);
-  std::vector<int64_t> late;
-  for (int i = 0; i < n; ++i) late.push_back(at[size_t(i)].load() - (1 + i) * 1000);
-  std::sort(late.begin(), late.end());
-  INFO("workers=" << workers << " lateness p50 " << late[n / 2] << " us, max " << late.back() << " us");
-  CHECK(late.front() >= 0);
-  CHECK(late[n / 2] < 5000);  // the busy-path due check: about one 100 µs handler, not a starvation
+  const auto body = [&](coact::Runtime& rt) {
+    std::vector<coact::ActorRef<Busy>> busy;
+    for (int i = 0; i < 4; ++i) busy.push_back(rt.spawn<Busy>(&quit));
+    busy[2].send(coact::ActorRef<Busy>(busy[3]));  // a pair waking each other
+    busy[3].send(coact::ActorRef<Busy>(busy[2]));
+    for (auto& b : busy) b.send(Busy::Spin{});
+    std::this_thread::sleep_for(20ms);
+    const int n = 50;
+    std::vector<std::atomic<int64_t>> at(n);
+    for (auto& a : at) a = -1;
+    std::atomic<int> count{0};
+    auto t0 = Clock::now();
+    auto rec = rt.spawn<Recorder>(&at, &count, t0);
+    for (int i = 0; i < n; ++i) rt.send_after(rec, std::chrono::milliseconds(1 + i), Mark{i});
+    wait_for([&] { return count.load() == n; }, 10000ms);
+    quit = true;
+    rec.stop();
+    rt.run();
+    REQUIRE(count.load() == n);
+    std::vector<int64_t> late;
+    for (int i = 0; i < n; ++i) late.push_back(at[size_t(i)].load() - (1 + i) * 1000);
+    std::sort(late.begin(), late.end());
+    INFO("workers=" << workers << " lateness p50 " << late[n / 2] << " us, max " << late.back() << " us");
+    CHECK(late.front() >= 0);
+    CHECK(late[n / 2] < 5000);  // the busy-path due check: about one 100 µs handler, not a starvation
+  };
+  // Dropped dead: each of the pair's two Spins ends at the peer that stopped first.
+  coact::test::run_checked(workers, body, {.dead = 2});
 }
 
 TEST_CASE("sub-millisecond sleeps are prompt (no millisecond rounding)", "[timer]") {
   coact::test::Watchdog wd(30, "sub-ms");
-  coact::Runtime rt(coact::test::tuning_for(2));
-  std::vector<int64_t> late;
-  for (int i = 0; i < 40; ++i) {
-    std::atomic<int64_t> woke{-1};
-    auto t0 = Clock::now();
-    rt.spawn<Sleeper>(&woke, t0, false).send(Sleeper::Go{100us});
-    wait_for([&] { return woke.load() >= 0; }, 2000ms);
-    REQUIRE(woke.load() >= 100);
-    late.push_back(woke.load() - 100);
-  }
-  std::sort(late.begin(), late.end());
-  INFO("lateness of 100 us sleeps: p50 " << late[late.size() / 2] << " us");
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    std::vector<int64_t> late;
+    for (int i = 0; i < 40; ++i) {
+      std::atomic<int64_t> woke{-1};
+      auto t0 = Clock::now();
+      rt.spawn<Sleeper>(&woke, t0, false).send(Sleeper::Go{100us});
+      wait_for([&] { return woke.load() >= 0; }, 2000ms);
+      REQUIRE(woke.load() >= 100);
+      late.push_back(woke.load() - 100);
+    }
+    std::sort(late.begin(), late.end());
+    INFO("lateness of 100 us sleeps: p50 " << late[late.size() / 2] << " us");
 #if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer's overhead alone put the median at 689 µs in a CI
-  // rehearsal: the rounding is checked by the plain build; here a wake is
-  // only required to come (a lost or starved one is seconds late).
-  if (late[late.size() / 2] >= 600) WARN("ThreadSanitizer build: p50 lateness " << late[late.size() / 2] << " us");
-  CHECK(late[late.size() / 2] < 5000);
+    // ThreadSanitizer's overhead alone put the median at 689 µs in a CI
+    // rehearsal: the rounding is checked by the plain build; here a wake is
+    // only required to come (a lost or starved one is seconds late).
+    if (late[late.size() / 2] >= 600) WARN("ThreadSanitizer build: p50 lateness " << late[late.size() / 2] << " us");
+    CHECK(late[late.size() / 2] < 5000);
 #else
-  CHECK(late[late.size() / 2] < 600);  // rounding to whole ms would make it >= 900 µs
+    CHECK(late[late.size() / 2] < 600);  // rounding to whole ms would make it >= 900 µs
 #endif
-  rt.run();
+    rt.run();
+  });
 }
 
 TEST_CASE("cancel on a wall send with debt outstanding", "[timer][ledger]") {
@@ -202,16 +209,17 @@ TEST_CASE("cancel on a wall send with debt outstanding", "[timer][ledger]") {
   std::vector<std::atomic<int64_t>> at(1);
   at[0] = -1;
   std::atomic<int> count{0};
-  coact::Runtime rt(coact::test::tuning_for(2));
-  auto r = rt.spawn<Recorder>(&at, &count, Clock::now());
-  coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(50ms));
-  auto id = rt.send_after_wall(r, 20ms, Mark{0});
-  CHECK(rt.cancel(id));
-  CHECK_FALSE(rt.cancel(id));  // second cancel: nothing armed
-  std::this_thread::sleep_for(60ms);
-  CHECK(count.load() == 0);
-  r.stop();
-  rt.run();
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    auto r = rt.spawn<Recorder>(&at, &count, Clock::now());
+    coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(50ms));
+    auto id = rt.send_after_wall(r, 20ms, Mark{0});
+    CHECK(rt.cancel(id));
+    CHECK_FALSE(rt.cancel(id));  // second cancel: nothing armed
+    std::this_thread::sleep_for(60ms);
+    CHECK(count.load() == 0);
+    r.stop();
+    rt.run();
+  });
 }
 
 namespace {
@@ -228,36 +236,40 @@ struct Sink : coact::Actor<Sink> {
 TEST_CASE("send_after delivery and cancel for Name<M> and Pid targets; silent drop when unresolved", "[timer]") {
   coact::test::Watchdog wd(30, "named/pid timers");
   std::atomic<int> sum{0};
-  coact::Runtime rt(coact::test::tuning_for(2));
-  auto s = rt.spawn<Sink>(&sum);
-  coact::Name<Job> jobs("jobs");
-  REQUIRE(rt.register_name(jobs, s));
-  rt.send_after_named(jobs, 5ms, Job{1});
-  rt.send_after<Sink>(s.pid(), 5ms, Job{10});
-  auto c1 = rt.send_after_named(jobs, 30ms, Job{100});
-  auto c2 = rt.send_after<Sink>(s.pid(), 30ms, Job{1000});
-  CHECK(rt.cancel(c1));
-  CHECK(rt.cancel(c2));
-  wait_for([&] { return sum.load() == 11; }, 2000ms);
-  std::this_thread::sleep_for(50ms);
-  CHECK(sum.load() == 11);
-  // Unresolved at fire time: an unbound name and a dead pid.
-  coact::Name<Job> nobody("nobody");
-  const auto before = rt.stats().dropped_unresolved;
-  rt.send_after_named(nobody, 1ms, Job{5});
-  const coact::Pid dead = s.pid();
-  s.stop();
-  wait_for([&] { return rt.stats().live == 0; }, 2000ms);
-  rt.send_after<Sink>(dead, 1ms, Job{7});
-  wait_for([&] { return rt.stats().dropped_unresolved >= before + 2; }, 2000ms);
-  CHECK(rt.stats().dropped_unresolved == before + 2);
-  CHECK(sum.load() == 11);
-  rt.run();
+  const auto body = [&](coact::Runtime& rt) {
+    auto s = rt.spawn<Sink>(&sum);
+    coact::Name<Job> jobs("jobs");
+    REQUIRE(rt.register_name(jobs, s));
+    rt.send_after_named(jobs, 5ms, Job{1});
+    rt.send_after<Sink>(s.pid(), 5ms, Job{10});
+    auto c1 = rt.send_after_named(jobs, 30ms, Job{100});
+    auto c2 = rt.send_after<Sink>(s.pid(), 30ms, Job{1000});
+    CHECK(rt.cancel(c1));
+    CHECK(rt.cancel(c2));
+    wait_for([&] { return sum.load() == 11; }, 2000ms);
+    std::this_thread::sleep_for(50ms);
+    CHECK(sum.load() == 11);
+    // Unresolved at fire time: an unbound name and a dead pid.
+    coact::Name<Job> nobody("nobody");
+    const auto before = rt.stats().dropped_unresolved;
+    rt.send_after_named(nobody, 1ms, Job{5});
+    const coact::Pid dead = s.pid();
+    s.stop();
+    wait_for([&] { return rt.stats().live == 0; }, 2000ms);
+    rt.send_after<Sink>(dead, 1ms, Job{7});
+    wait_for([&] { return rt.stats().dropped_unresolved >= before + 2; }, 2000ms);
+    CHECK(rt.stats().dropped_unresolved == before + 2);
+    CHECK(sum.load() == 11);
+    rt.run();
+  };
+  coact::test::run_checked(2, body, {.unresolved = 2});  // the unbound name's and the dead pid's timer mail
 }
 
 TEST_CASE("cancelling an actor mid sleep(30s) does not keep run() alive", "[timer]") {
   coact::test::Watchdog wd(20, "stop sleeper");
   std::atomic<int64_t> woke{-1};
+  // Not on run_checked: the stopped sleeper's sleep entry stays armed until
+  // its deadline (pending_timers() is 1 after run()), unlike an ask's timeout.
   coact::Runtime rt(coact::test::tuning_for(2));
   auto t0 = Clock::now();
   auto s = rt.spawn<Sleeper>(&woke, t0, false);
@@ -273,15 +285,16 @@ TEST_CASE("send_after(0) delivers without waiting", "[timer]") {
   std::vector<std::atomic<int64_t>> at(1);
   at[0] = -1;
   std::atomic<int> count{0};
-  coact::Runtime rt(coact::test::tuning_for(2));
-  auto t0 = Clock::now();
-  auto r = rt.spawn<Recorder>(&at, &count, t0);
-  rt.send_after(r, 0ms, Mark{0});
-  wait_for([&] { return count.load() == 1; }, 2000ms);
-  CHECK(count.load() == 1);
-  CHECK(at[0].load() < 100000);
-  r.stop();
-  rt.run();
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    auto t0 = Clock::now();
+    auto r = rt.spawn<Recorder>(&at, &count, t0);
+    rt.send_after(r, 0ms, Mark{0});
+    wait_for([&] { return count.load() == 1; }, 2000ms);
+    CHECK(count.load() == 1);
+    CHECK(at[0].load() < 100000);
+    r.stop();
+    rt.run();
+  });
 }
 
 namespace {
@@ -293,41 +306,42 @@ struct Tally : coact::Actor<Tally> {
 }  // namespace
 
 TEST_CASE("cancel versus fire swept around the deadline balances exactly", "[timer][stress]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
   coact::test::Watchdog wd(120, "cancel sweep");
   const int n = 2000;
   std::vector<std::atomic<int>> got(n);
   for (auto& g : got) g = 0;
-  coact::Runtime rt(coact::test::tuning_for(workers));
-  auto t = rt.spawn<Tally>(&got);
-  std::minstd_rand rng(workers);
-  std::vector<bool> cancelled(n);
-  for (int i = 0; i < n; ++i) {
-    const auto d = std::chrono::microseconds(rng() % 200);
-    auto id = rt.send_after(t, d, Mark{i});
-    const auto wait = std::chrono::microseconds(rng() % 250);  // before, at or after the deadline
-    auto end = Clock::now() + wait;
-    while (Clock::now() < end) {
+  coact::test::run_checked(workers, [&](coact::Runtime& rt) {
+    auto t = rt.spawn<Tally>(&got);
+    std::minstd_rand rng(workers);
+    std::vector<bool> cancelled(n);
+    for (int i = 0; i < n; ++i) {
+      const auto d = std::chrono::microseconds(rng() % 200);
+      auto id = rt.send_after(t, d, Mark{i});
+      const auto wait = std::chrono::microseconds(rng() % 250);  // before, at or after the deadline
+      auto end = Clock::now() + wait;
+      while (Clock::now() < end) {
+      }
+      cancelled[size_t(i)] = rt.cancel(id);
     }
-    cancelled[size_t(i)] = rt.cancel(id);
-  }
-  std::this_thread::sleep_for(100ms);
-  t.stop();
-  rt.run();
-  int true_count = 0, bad = 0;
-  for (int i = 0; i < n; ++i) {
-    const int g = got[size_t(i)].load();
-    if (cancelled[size_t(i)]) {
-      ++true_count;
-      if (g != 0) ++bad;  // cancel returned true: must never be delivered
-    } else if (g != 1) {
-      ++bad;  // cancel returned false: delivered exactly once
+    std::this_thread::sleep_for(100ms);
+    t.stop();
+    rt.run();
+    int true_count = 0, bad = 0;
+    for (int i = 0; i < n; ++i) {
+      const int g = got[size_t(i)].load();
+      if (cancelled[size_t(i)]) {
+        ++true_count;
+        if (g != 0) ++bad;  // cancel returned true: must never be delivered
+      } else if (g != 1) {
+        ++bad;  // cancel returned false: delivered exactly once
+      }
     }
-  }
-  INFO("workers=" << workers << " cancels that won: " << true_count << " of " << n);
-  CHECK(bad == 0);
-  CHECK(true_count > 0);
-  CHECK(true_count < n);
+    INFO("workers=" << workers << " cancels that won: " << true_count << " of " << n);
+    CHECK(bad == 0);
+    CHECK(true_count > 0);
+    CHECK(true_count < n);
+  });
 }
 
 namespace {
@@ -352,25 +366,26 @@ TEST_CASE("a periodic timer cancelled after 0, 1 and 5 ticks delivers nothing af
   coact::test::Watchdog wd(30, "periodic cancel");
   std::atomic<int> ticks{0};
   std::atomic<uint64_t> current{0};
-  coact::Runtime rt(coact::test::tuning_for(2));
-  auto tk = rt.spawn<Ticker>(&ticks, &current);
-  tk.send(Ticker::Start{});
-  wait_for([&] { return ticks.load() >= after && current.load() != 0; }, 5000ms);
-  // Cancel whatever is armed now; if it already fired, the tick in flight
-  // re-arms once more, so cancel that one too.
-  int in_flight = 0;
-  for (int tries = 0; tries < 100; ++tries) {
-    const uint64_t seq = current.load();
-    if (rt.cancel(coact::TimerId{seq})) break;
-    ++in_flight;
-    wait_for([&] { return current.load() != seq; }, 1000ms);
-  }
-  const int at_cancel = ticks.load();
-  std::this_thread::sleep_for(30ms);  // 15 periods
-  INFO("after=" << after << " ticks at cancel " << at_cancel << ", later " << ticks.load());
-  CHECK(ticks.load() - at_cancel <= 1);
-  tk.stop();
-  rt.run();
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    auto tk = rt.spawn<Ticker>(&ticks, &current);
+    tk.send(Ticker::Start{});
+    wait_for([&] { return ticks.load() >= after && current.load() != 0; }, 5000ms);
+    // Cancel whatever is armed now; if it already fired, the tick in flight
+    // re-arms once more, so cancel that one too.
+    int in_flight = 0;
+    for (int tries = 0; tries < 100; ++tries) {
+      const uint64_t seq = current.load();
+      if (rt.cancel(coact::TimerId{seq})) break;
+      ++in_flight;
+      wait_for([&] { return current.load() != seq; }, 1000ms);
+    }
+    const int at_cancel = ticks.load();
+    std::this_thread::sleep_for(30ms);  // 15 periods
+    INFO("after=" << after << " ticks at cancel " << at_cancel << ", later " << ticks.load());
+    CHECK(ticks.load() - at_cancel <= 1);
+    tk.stop();
+    rt.run();
+  });
 }
 
 namespace {
@@ -394,19 +409,20 @@ TEST_CASE("one worker spinning on self-sends still sees a 200 ms send_after on t
   std::vector<std::atomic<int64_t>> at(1);
   at[0] = -1;
   std::atomic<int> count{0};
-  coact::Runtime rt(coact::test::tuning_for(1));
-  rt.spawn<SelfSpinner>(&quit).send(SelfSpinner::Go{});
-  auto t0 = Clock::now();
-  auto r = rt.spawn<Recorder>(&at, &count, t0);
-  rt.send_after(r, 200ms, Mark{0});
-  wait_for([&] { return count.load() == 1; }, 5000ms);
-  quit = true;
-  r.stop();
-  rt.run();
-  REQUIRE(count.load() == 1);
-  INFO("delivered at " << at[0].load() << " us");
-  CHECK(at[0].load() >= 200000);
-  CHECK(at[0].load() < 200000 + 50000);  // 200 ms plus one (tiny) handler, with slack for a loaded box
+  coact::test::run_checked(1, [&](coact::Runtime& rt) {
+    rt.spawn<SelfSpinner>(&quit).send(SelfSpinner::Go{});
+    auto t0 = Clock::now();
+    auto r = rt.spawn<Recorder>(&at, &count, t0);
+    rt.send_after(r, 200ms, Mark{0});
+    wait_for([&] { return count.load() == 1; }, 5000ms);
+    quit = true;
+    r.stop();
+    rt.run();
+    REQUIRE(count.load() == 1);
+    INFO("delivered at " << at[0].load() << " us");
+    CHECK(at[0].load() >= 200000);
+    CHECK(at[0].load() < 200000 + 50000);  // 200 ms plus one (tiny) handler, with slack for a loaded box
+  });
 }
 
 // Hidden from the unit run ([.]): ctest's idle-timer-cpu runs it in a process
@@ -476,27 +492,28 @@ TEST_CASE("run() credits its caller: a driver looping over runs does not pay the
   coact::test::Watchdog wd(30, "run credits caller");
   coact::causal::g_sweep_active.store(true);  // the hooks act, as under a sweep
   coact::causal::register_thread();          // this thread's L = G now
-  coact::Runtime rt(coact::test::tuning_for(2));
-  for (int pass = 0; pass < 3; ++pass) {
-    rt.spawn<Injector>(300ms).send(Injector::Go{});
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    for (int pass = 0; pass < 3; ++pass) {
+      rt.spawn<Injector>(300ms).send(Injector::Go{});
+      rt.run();
+      INFO("pass " << pass << ": debt after run() " << coact::causal::debt_cycles() << " cycles");
+      CHECK(coact::causal::debt_cycles() == 0);
+    }
+    // The next send must not stall: it owes nothing (300 ms if it did).
+    const auto t0 = Clock::now();
+    rt.spawn<Injector>(0ms).send(Injector::Go{});
+    CHECK(since_us(t0) < 150000);
     rt.run();
-    INFO("pass " << pass << ": debt after run() " << coact::causal::debt_cycles() << " cycles");
-    CHECK(coact::causal::debt_cycles() == 0);
-  }
-  // The next send must not stall: it owes nothing (300 ms if it did).
-  const auto t0 = Clock::now();
-  rt.spawn<Injector>(0ms).send(Injector::Go{});
-  CHECK(since_us(t0) < 150000);
-  rt.run();
-  // A run() that does not block (nothing live) credits nothing: its caller
-  // was running, not waiting, and still owes what it owed.
-  coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(50ms));
-  const uint64_t owed = coact::causal::debt_cycles();
-  CHECK(owed > 0u);
-  rt.run();
-  CHECK(coact::causal::debt_cycles() == owed);
-  coact::causal::credit_resume();
-  coact::causal::g_sweep_active.store(false);
+    // A run() that does not block (nothing live) credits nothing: its caller
+    // was running, not waiting, and still owes what it owed.
+    coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(50ms));
+    const uint64_t owed = coact::causal::debt_cycles();
+    CHECK(owed > 0u);
+    rt.run();
+    CHECK(coact::causal::debt_cycles() == owed);
+    coact::causal::credit_resume();
+    coact::causal::g_sweep_active.store(false);
+  });
 }
 
 namespace {
@@ -554,40 +571,41 @@ TEST_CASE("a virtual timer armed while its thread owes D fires at T + D (+ delay
     std::atomic<int> count{0};
     std::atomic<int64_t> woke{-1};
     std::atomic<uint64_t> debt{0};
-    coact::Runtime rt(coact::test::tuning_for(2));
-    const auto t0 = Clock::now();
-    auto rec = rt.spawn<Recorder>(&at, &count, t0);
-    auto armer = rt.spawn<OwingArmer>(D, T, rec, &woke, &debt, t0);
-    armer.send(OwingArmer::Go{how});
-    const bool inject = how != How::send_after_wall;
-    if (inject) {  // delay injected during the wait shifts a virtual timer too
-      std::this_thread::sleep_for(10ms);
-      coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(kInjected));
-    }
-    if (how == How::sleep) {
-      wait_for([&] { return woke.load() >= 0; }, 5000ms);
-      INFO("co_await sleep(T) with D owed woke at " << woke.load() << " us");
-      CHECK(woke.load() >= t_us + d_us + inj_us);         // T + D + injected, not T + injected (70 ms)
-      CHECK(woke.load() < t_us + d_us + inj_us + 200000);  // generous: a loaded box
-    } else {
-      wait_for([&] { return count.load() == 2; }, 5000ms);
-      REQUIRE(count.load() == 2);
-      INFO((how == How::send_after ? "send_after" : "send_after_wall") << ": timer mail at " << at[0].load()
-                                                                        << " us, next send at " << at[1].load()
-                                                                        << " us, debt after arming " << debt.load());
-      CHECK(debt.load() >= coact::calibrate::duration_to_cycles(D));  // arming pays nothing and forgives nothing
-      CHECK(at[1].load() >= d_us);                                    // the thread paid D at its next pay point
-      if (how == How::send_after) {
-        CHECK(at[0].load() >= t_us + d_us + inj_us);
-        CHECK(at[0].load() < t_us + d_us + inj_us + 200000);
-      } else {
-        CHECK(at[0].load() >= t_us);
-        CHECK(at[0].load() < t_us + d_us);  // at T: the wall timer does not carry the debt
+    coact::test::run_checked(2, [&](coact::Runtime& rt) {
+      const auto t0 = Clock::now();
+      auto rec = rt.spawn<Recorder>(&at, &count, t0);
+      auto armer = rt.spawn<OwingArmer>(D, T, rec, &woke, &debt, t0);
+      armer.send(OwingArmer::Go{how});
+      const bool inject = how != How::send_after_wall;
+      if (inject) {  // delay injected during the wait shifts a virtual timer too
+        std::this_thread::sleep_for(10ms);
+        coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(kInjected));
       }
-    }
-    rec.stop();
-    armer.stop();
-    rt.run();
+      if (how == How::sleep) {
+        wait_for([&] { return woke.load() >= 0; }, 5000ms);
+        INFO("co_await sleep(T) with D owed woke at " << woke.load() << " us");
+        CHECK(woke.load() >= t_us + d_us + inj_us);          // T + D + injected, not T + injected (70 ms)
+        CHECK(woke.load() < t_us + d_us + inj_us + 200000);  // generous: a loaded box
+      } else {
+        wait_for([&] { return count.load() == 2; }, 5000ms);
+        REQUIRE(count.load() == 2);
+        INFO((how == How::send_after ? "send_after" : "send_after_wall")
+             << ": timer mail at " << at[0].load() << " us, next send at " << at[1].load() << " us, debt after arming "
+             << debt.load());
+        CHECK(debt.load() >= coact::calibrate::duration_to_cycles(D));  // arming pays nothing and forgives nothing
+        CHECK(at[1].load() >= d_us);                                    // the thread paid D at its next pay point
+        if (how == How::send_after) {
+          CHECK(at[0].load() >= t_us + d_us + inj_us);
+          CHECK(at[0].load() < t_us + d_us + inj_us + 200000);
+        } else {
+          CHECK(at[0].load() >= t_us);
+          CHECK(at[0].load() < t_us + d_us);  // at T: the wall timer does not carry the debt
+        }
+      }
+      rec.stop();
+      armer.stop();
+      rt.run();
+    });
   }
   coact::causal::credit_resume();
   coact::causal::g_sweep_active.store(false);
@@ -696,60 +714,61 @@ size_t over_250us(const std::vector<int64_t>& v) {
 TEST_CASE("sleep(d) and send_after(d) armed in a handler are as prompt as send_after from outside the pool",
           "[timer]") {
   coact::test::Watchdog wd(120, "sleep-vs-send_after lateness");
-  coact::Runtime rt(coact::test::tuning_for(2));
-  std::atomic<int64_t> armed{0}, woke{-1};
-  auto probe = rt.spawn<LateProbe>(&armed, &woke);
-  constexpr int kPerWay = 100;  // samples per way and delay
-  const char* names[3] = {"co_await sleep in a handler", "send_after in a handler", "send_after from outside"};
-  std::vector<int64_t> late_us[3];  // µs past the deadline
-  for (auto d : {100us, 200us, 300us}) {
-    for (int i = 0; i < kPerWay; ++i) {
-      for (int way = 0; way < 3; ++way) {
-        std::this_thread::sleep_for(1ms);  // the pool goes idle before each sample
-        woke.store(-1);
-        if (way == 0) probe.send(LateProbe::Sleep{d});
-        if (way == 1) probe.send(LateProbe::Arm{d});
-        if (way == 2) {
-          armed.store(now_abs_ns());
-          rt.send_after(probe, d, LateProbe::Fired{});
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    std::atomic<int64_t> armed{0}, woke{-1};
+    auto probe = rt.spawn<LateProbe>(&armed, &woke);
+    constexpr int kPerWay = 100;  // samples per way and delay
+    const char* names[3] = {"co_await sleep in a handler", "send_after in a handler", "send_after from outside"};
+    std::vector<int64_t> late_us[3];  // µs past the deadline
+    for (auto d : {100us, 200us, 300us}) {
+      for (int i = 0; i < kPerWay; ++i) {
+        for (int way = 0; way < 3; ++way) {
+          std::this_thread::sleep_for(1ms);  // the pool goes idle before each sample
+          woke.store(-1);
+          if (way == 0) probe.send(LateProbe::Sleep{d});
+          if (way == 1) probe.send(LateProbe::Arm{d});
+          if (way == 2) {
+            armed.store(now_abs_ns());
+            rt.send_after(probe, d, LateProbe::Fired{});
+          }
+          wait_for([&] { return woke.load() >= 0; }, 2000ms);
+          REQUIRE(woke.load() >= 0);
+          late_us[way].push_back((woke.load() - armed.load()) / 1000 - d.count());
         }
-        wait_for([&] { return woke.load() >= 0; }, 2000ms);
-        REQUIRE(woke.load() >= 0);
-        late_us[way].push_back((woke.load() - armed.load()) / 1000 - d.count());
       }
     }
-  }
-  for (auto& v : late_us) std::sort(v.begin(), v.end());
-  const size_t n = late_us[0].size();
-  for (int way = 0; way < 3; ++way) {
-    const auto& v = late_us[way];
-    UNSCOPED_INFO(names[way] << ": p50 " << v[n / 2] << " us, p90 " << v[n * 9 / 10] << " us, p99 " << v[n * 99 / 100]
-                             << " us, " << over_250us(v) << "/" << n << " over 250 us late");
-  }
-  // Promptness is a property of the plain build: under a sanitizer the
-  // handler-side arming runs instrumented code the outside arming does not,
-  // and a 300-sample tail comparison moves by a sample or two run to run
-  // (there it is reported, not asserted). Never early holds everywhere.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(COACT_TSAN)
-  constexpr bool kPromptnessAsserted = false;
-#else
-  constexpr bool kPromptnessAsserted = true;
-#endif
-  for (int way = 0; way < 2; ++way) {
-    CHECK(late_us[way].front() >= 0);  // never early
-    // The tail: no more 250-µs-late samples than outside arming plus 3% of the
-    // samples (the issue: 6–13% vs ~0%), and the median within 100 µs of it.
-    const bool tail_ok = over_250us(late_us[way]) <= over_250us(late_us[2]) + n * 3 / 100;
-    const bool median_ok = late_us[way][n / 2] <= late_us[2][n / 2] + 100;
-    if (kPromptnessAsserted) {
-      CHECK(tail_ok);
-      CHECK(median_ok);
-    } else if (!tail_ok || !median_ok) {
-      WARN("sanitizer build: " << names[way] << " less prompt than outside arming (not asserted here)");
+    for (auto& v : late_us) std::sort(v.begin(), v.end());
+    const size_t n = late_us[0].size();
+    for (int way = 0; way < 3; ++way) {
+      const auto& v = late_us[way];
+      UNSCOPED_INFO(names[way] << ": p50 " << v[n / 2] << " us, p90 " << v[n * 9 / 10] << " us, p99 " << v[n * 99 / 100]
+                               << " us, " << over_250us(v) << "/" << n << " over 250 us late");
     }
-  }
-  probe.send(LateProbe::Stop{});
-  rt.run();
+    // Promptness is a property of the plain build: under a sanitizer the
+    // handler-side arming runs instrumented code the outside arming does not,
+    // and a 300-sample tail comparison moves by a sample or two run to run
+    // (there it is reported, not asserted). Never early holds everywhere.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(COACT_TSAN)
+    constexpr bool kPromptnessAsserted = false;
+#else
+    constexpr bool kPromptnessAsserted = true;
+#endif
+    for (int way = 0; way < 2; ++way) {
+      CHECK(late_us[way].front() >= 0);  // never early
+      // The tail: no more 250-µs-late samples than outside arming plus 3% of the
+      // samples (the issue: 6–13% vs ~0%), and the median within 100 µs of it.
+      const bool tail_ok = over_250us(late_us[way]) <= over_250us(late_us[2]) + n * 3 / 100;
+      const bool median_ok = late_us[way][n / 2] <= late_us[2][n / 2] + 100;
+      if (kPromptnessAsserted) {
+        CHECK(tail_ok);
+        CHECK(median_ok);
+      } else if (!tail_ok || !median_ok) {
+        WARN("sanitizer build: " << names[way] << " less prompt than outside arming (not asserted here)");
+      }
+    }
+    probe.send(LateProbe::Stop{});
+    rt.run();
+  });
 }
 
 namespace {
@@ -792,24 +811,27 @@ TEST_CASE("timers fired together run their handlers in deadline order", "[timer]
     OrderLog log;
     coact::SchedulerTuning tuning = coact::test::tuning_for(1);
     tuning.local_time_budget_us = 0;  // valve off
-    coact::Runtime rt(tuning);
-    std::vector<coact::ActorRef<OrderRecorder>> rec;
-    for (int i = 0; i < 3; ++i) rec.push_back(rt.spawn<OrderRecorder>(&log, i));
-    auto armer = rt.spawn<Armer>(rec);
-    armer.send(Mark{-1});
-    REQUIRE(coact::test::wait_until([&] {
-      std::lock_guard lk(log.mu);
-      return log.ran.size() == 3;
-    }, 5000ms));
-    // The own deque is LIFO: before, the latest deadline ran first (2, 1, 0).
-    {
-      std::lock_guard lk(log.mu);
-      if (log.ran == std::vector<int>{0, 1, 2}) ++in_order;
-      UNSCOPED_INFO("round " << round << ": ran " << log.ran[0] << ", " << log.ran[1] << ", " << log.ran[2]);
-    }
-    for (auto& r : rec) r.stop();
-    armer.stop();
-    rt.run();
+    coact::test::run_checked(tuning, [&](coact::Runtime& rt) {
+      std::vector<coact::ActorRef<OrderRecorder>> rec;
+      for (int i = 0; i < 3; ++i) rec.push_back(rt.spawn<OrderRecorder>(&log, i));
+      auto armer = rt.spawn<Armer>(rec);
+      armer.send(Mark{-1});
+      REQUIRE(coact::test::wait_until(
+          [&] {
+            std::lock_guard lk(log.mu);
+            return log.ran.size() == 3;
+          },
+          5000ms));
+      // The own deque is LIFO: before, the latest deadline ran first (2, 1, 0).
+      {
+        std::lock_guard lk(log.mu);
+        if (log.ran == std::vector<int>{0, 1, 2}) ++in_order;
+        UNSCOPED_INFO("round " << round << ": ran " << log.ran[0] << ", " << log.ran[1] << ", " << log.ran[2]);
+      }
+      for (auto& r : rec) r.stop();
+      armer.stop();
+      rt.run();
+    });
   }
   CHECK(in_order == rounds);
 }
