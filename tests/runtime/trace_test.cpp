@@ -28,6 +28,7 @@
 
 #include "support/child.hpp"
 #include "support/temp_dir.hpp"
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 #include "trace/recorder.hpp"
 
@@ -258,12 +259,13 @@ TEST_CASE("trace: the five timestamps give the known spans (burst off and on)") 
   constexpr int kBacklog = 4, kEach = 20;      // mails, ms
   {
     coact::test::Watchdog wd(120, "trace spans");
-    coact::Runtime rt(t);
-    auto r1 = rt.spawn<Sink>(2);
-    auto r2 = rt.spawn<Sink>(kBacklog);
-    rt.spawn<Producer>(r1, kBefore, kBetween).send(Go{});
-    rt.spawn<Backlog>(r2, kBacklog, kEach).send(Go{});
-    rt.run();
+    coact::test::run_checked(t, [&](coact::Runtime& rt) {
+      auto r1 = rt.spawn<Sink>(2);
+      auto r2 = rt.spawn<Sink>(kBacklog);
+      rt.spawn<Producer>(r1, kBefore, kBetween).send(Go{});
+      rt.spawn<Backlog>(r2, kBacklog, kEach).send(Go{});
+      rt.run();
+    });
   }  // shutdown writes the file
   const json doc = read_json(out);
   CHECK(doc["otherData"]["dropped"] == 0);
@@ -330,10 +332,11 @@ TEST_CASE("trace: a sampling rate traces about that fraction of mail") {
   constexpr int kMails = 4000;
   {
     coact::test::Watchdog wd(60, "trace sampling");
-    coact::Runtime rt(t);
-    auto s = rt.spawn<Sink>(kMails);
-    for (int i = 0; i < kMails; ++i) s.send(Work{0});
-    rt.run();
+    coact::test::run_checked(t, [&](coact::Runtime& rt) {
+      auto s = rt.spawn<Sink>(kMails);
+      for (int i = 0; i < kMails; ++i) s.send(Work{0});
+      rt.run();
+    });
   }
   const json doc = read_json(out);
   const size_t traced = mails_to(doc, "Sink::on(").size();
@@ -363,35 +366,38 @@ TEST_CASE("trace: a window records only the mail sent inside it and writes the f
   t.trace_start_ms = 1000;  // late enough that a slow boot (TSan, a loaded machine) is over
   t.trace_duration_ms = 300;
   coact::test::Watchdog wd(60, "trace window");
-  coact::Runtime rt(t);
-  const auto boot = std::chrono::steady_clock::now();  // after the session's boot stamp
-  auto s = rt.spawn<Sink>(1000000);                    // stays live
-  int sent = 0;
-  // A mail every ~1 ms until the file exists (written when the window closes
-  // at 1.3 s, while the runtime is still up), at least until 1.5 s.
-  while (std::chrono::steady_clock::now() - boot < 1500ms || !std::filesystem::exists(out)) {
-    s.send(Work{0});
-    ++sent;
-    std::this_thread::sleep_for(1ms);
-    REQUIRE(std::chrono::steady_clock::now() - boot < 20s);
-  }
-  const json doc = read_json(out);
-  const auto mails = mails_to(doc, "Sink::on(");
-  INFO("sent " << sent << ", " << doc["otherData"].dump() << ", file at "
-               << std::chrono::duration<double>(std::chrono::steady_clock::now() - boot).count() << " s");
-  CHECK(mails.size() > 10);
-  CHECK(int(mails.size()) < sent);  // the mail before and after the window is not in it
-  for (const json& m : mails) {
-    // Times in the file: us since the session booted, before `boot` here.
-    CHECK(m["args"]["t_sent"].get<double>() >= 1000000.0);
-    // The window closes at 1.3 s; a worker that read its gate just before
-    // may still enter that handler (100 ms of slack for preemption).
-    CHECK(m["args"]["t_sent"].get<double>() <= 1400000.0);
-    CHECK(m["args"]["t_received"].get<double>() <= 1400000.0);
-  }
-  s.stop();
-  rt.shutdown();
-  CHECK(mails_to(read_json(out), "Sink::on(").size() == mails.size());  // not rewritten at shutdown
+  size_t in_window = 0;
+  coact::test::run_checked(t, [&](coact::Runtime& rt) {
+    const auto boot = std::chrono::steady_clock::now();  // after the session's boot stamp
+    auto s = rt.spawn<Sink>(1000000);                    // stays live
+    int sent = 0;
+    // A mail every ~1 ms until the file exists (written when the window closes
+    // at 1.3 s, while the runtime is still up), at least until 1.5 s.
+    while (std::chrono::steady_clock::now() - boot < 1500ms || !std::filesystem::exists(out)) {
+      s.send(Work{0});
+      ++sent;
+      std::this_thread::sleep_for(1ms);
+      REQUIRE(std::chrono::steady_clock::now() - boot < 20s);
+    }
+    const json doc = read_json(out);
+    const auto mails = mails_to(doc, "Sink::on(");
+    in_window = mails.size();
+    INFO("sent " << sent << ", " << doc["otherData"].dump() << ", file at "
+                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - boot).count() << " s");
+    CHECK(mails.size() > 10);
+    CHECK(int(mails.size()) < sent);  // the mail before and after the window is not in it
+    for (const json& m : mails) {
+      // Times in the file: us since the session booted, before `boot` here.
+      CHECK(m["args"]["t_sent"].get<double>() >= 1000000.0);
+      // The window closes at 1.3 s; a worker that read its gate just before
+      // may still enter that handler (100 ms of slack for preemption).
+      CHECK(m["args"]["t_sent"].get<double>() <= 1400000.0);
+      CHECK(m["args"]["t_received"].get<double>() <= 1400000.0);
+    }
+    s.stop();
+    rt.run();
+  });                                                                // the destructor shuts the runtime down
+  CHECK(mails_to(read_json(out), "Sink::on(").size() == in_window);  // not rewritten at shutdown
 }
 
 TEST_CASE("trace: bad window knobs are one error naming the key") {
