@@ -268,8 +268,9 @@ TEST_CASE("send_after delivery and cancel for Name<M> and Pid targets; silent dr
 TEST_CASE("cancelling an actor mid sleep(30s) does not keep run() alive", "[timer]") {
   coact::test::Watchdog wd(20, "stop sleeper");
   std::atomic<int64_t> woke{-1};
-  // Not on run_checked: the stopped sleeper's sleep entry stays armed until
-  // its deadline (pending_timers() is 1 after run()), unlike an ask's timeout.
+  // Not on run_checked: a sleep always runs to its deadline (timer_heap.hpp,
+  // cancellable()), so the stopped sleeper's entry is still pending after
+  // run() (pending_timers() is 1), unlike an ask's timeout, which is cancelled.
   coact::Runtime rt(coact::test::tuning_for(2));
   auto t0 = Clock::now();
   auto s = rt.spawn<Sleeper>(&woke, t0, false);
