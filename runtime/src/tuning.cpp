@@ -1,7 +1,7 @@
 // tuning.cpp: the scheduler's view of the resolved options
 // (coact/runtime/tuning.hpp): its option group, each key bound to its
 // SchedulerTuning member; the keys are declared and parsed in
-// calibrate/src/options.cpp.
+// calibrate/src/options_table.cpp.
 #include <coact/runtime/tuning.hpp>
 
 #include <sched.h>

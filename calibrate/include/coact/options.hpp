@@ -24,7 +24,7 @@
 // COACT_SPIN_WINDOW_USEC) is an error that names its new key.
 //
 // Adding a key is a one-place change: add one line to kKeys in
-// calibrate/src/options.cpp (in its subsystem's group), read it where it is
+// calibrate/src/options_table.cpp (in its subsystem's group), read it where it is
 // used with Values::integer/boolean/text/list on process(), and run the
 // options test: it fails until docs/options.md's table (generated from the
 // table by `coact-calibrate --print-config --markdown`) lists the key and

@@ -7,7 +7,7 @@
 // default and validation).
 //
 // The key itself (type, range, default, help line, TOML field) is declared
-// once in the options core's table (calibrate/src/options.cpp, group
+// once in the options core's table (calibrate/src/options_table.cpp, group
 // "causal"), which resolves and validates every value; a binding here names
 // the member and how its value is read and written (options_binding.hpp). The options test checks
 // both directions: every key of group "causal" except COACT_CAUSAL itself
