@@ -9,11 +9,11 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <deque>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>

@@ -9,9 +9,10 @@
 // The key itself (type, range, default, help line, TOML field) is declared
 // once in the options core's table (calibrate/src/options_table.cpp, group
 // "causal"), which resolves and validates every value; a binding here names
-// the member and how its value is read and written (options_binding.hpp). The options test checks
-// both directions: every key of group "causal" except COACT_CAUSAL itself
-// has exactly one binding, and every binding names a declared key.
+// the member and how its value is read and written (options_binding.hpp).
+// The options test checks both directions: every key of group "causal"
+// except COACT_CAUSAL itself has exactly one binding, and every binding
+// names a declared key.
 // Adding a sweep option: its Key line, its Options member, its binding line
 // in option_fields.cpp, and a test; nothing else names it.
 //
