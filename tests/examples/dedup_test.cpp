@@ -25,6 +25,7 @@
 #include "dedup/extract.hpp"
 #include "dedup/fingerprint.hpp"
 #include "dedup/pipeline.hpp"
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 namespace fs = std::filesystem;
@@ -481,7 +482,7 @@ TEST_CASE("special and unreadable files are skipped with a warning; the archive 
 // reorder buffers at the Index and Writer are exercised under every
 // interleaving the pool produces; the archive must come out identical each time.
 TEST_CASE("a wide pipeline under a tight budget always produces the same archive", "[dedup][stress]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u, 8u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts());
   Watchdog wd(300, "dedup stress");
   TempDir tmp("stress");
   const fs::path src = tmp.path / "src";

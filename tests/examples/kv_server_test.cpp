@@ -22,6 +22,7 @@
 
 #include "kv/server.hpp"
 #include "support/loopback.hpp"
+#include "support/runtime_fixture.hpp"
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -95,7 +96,7 @@ struct TestServer {
 }  // namespace
 
 TEST_CASE("kv answers pipelined requests in order across shards", "[kv]") {
-  const uint32_t workers = GENERATE(1u, 2u, 4u);
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
   coact::test::Watchdog wd(60, "kv pipelining");
   TestServer ts({}, workers);
   const int fd = connect_to(ts.server.port);
