@@ -1,5 +1,5 @@
 // causal/src/controller_options.cpp: a sweep's Options from the
-// COACT_CAUSAL_* keys (declared in calibrate/src/options.cpp: defaults,
+// COACT_CAUSAL_* keys (declared in calibrate/src/options_table.cpp: defaults,
 // accepted values, the listing; bound to Options members in
 // option_fields.cpp) and back: options_from (the bindings, then the checks
 // between keys), options_from_env, to_env (the environment a tool gives a
@@ -47,10 +47,7 @@ constexpr std::string_view kJsonOutput = "COACT_CAUSAL_JSON_OUTPUT";
 constexpr std::string_view kProfileOnly = "COACT_CAUSAL_PROFILE_ONLY";
 constexpr std::string_view kUntilSettled = "COACT_CAUSAL_UNTIL_SETTLED";
 
-[[noreturn]] void bad_value(const options::Values& v, std::string_view key, std::string_view value,
-                            std::string_view accepted) {
-  throw options::option_error(fmt::format("{}='{}': expected {}", written_as(v, key), value, accepted));
-}
+using detail::bad_value;
 
 }  // namespace
 

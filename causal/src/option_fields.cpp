@@ -24,10 +24,7 @@ using options::bind;
 using options::member_text;
 using options::read_member;
 
-[[noreturn]] void bad_value(const options::Values& v, std::string_view key, std::string_view value,
-                            std::string_view accepted) {
-  throw options::option_error(fmt::format("{}='{}': expected {}", written_as(v, key), value, accepted));
-}
+using detail::bad_value;
 
 std::string_view to_string(RegionWeight w) {
   switch (w) {
@@ -120,6 +117,12 @@ std::string flag_of(const OptionField& f) {
 }
 
 std::span<const OptionField> option_fields() noexcept { return kFields; }
+
+namespace detail {
+void bad_value(const options::Values& v, std::string_view key, std::string_view value, std::string_view accepted) {
+  throw options::option_error(fmt::format("{}='{}': expected {}", written_as(v, key), value, accepted));
+}
+}  // namespace detail
 
 std::string written_as(const options::Values& v, std::string_view key) {
   const std::string& origin = v.entry(key).origin;

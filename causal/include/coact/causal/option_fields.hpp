@@ -45,4 +45,11 @@ std::span<const OptionField> option_fields() noexcept;
 /// else the key's name.
 std::string written_as(const options::Values& v, std::string_view key);
 
+namespace detail {
+/// Throws option_error "KEY='value': expected ACCEPTED", KEY as written_as
+/// spells it: a value the declaration accepts but the sweep cannot use.
+[[noreturn]] void bad_value(const options::Values& v, std::string_view key, std::string_view value,
+                            std::string_view accepted);
+}  // namespace detail
+
 }  // namespace coact::causal
