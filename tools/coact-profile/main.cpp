@@ -6,7 +6,6 @@
 // This file only parses the command line (CLI11) and dispatches. An unknown
 // option gets a did-you-mean from the command's own options (CLI11 has none),
 // and a program given without the `--` before it gets the corrected command.
-#include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,7 +20,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <coact/causal/option_fields.hpp>
-#include <coact/causal/sampler.hpp>
 #include <coact/options.hpp>
 
 #include "tool.hpp"
