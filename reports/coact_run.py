@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """reports/coact_run.py: the source tree's one launcher of the report package
-(reports/coact_reports/) for the scripts and the build: it puts this
-directory on the import path and calls coact_reports.MODULE.main(ARGS).
-PYTHONPATH is not used for that because the tools run programs (benchmarks,
-compared builds) that would inherit it. `coact-plot` from the source tree is
-reports/coact_plot.py; the installed commands have their own launchers.
+(reports/coact_reports/) for the scripts and the build: it calls
+coact_reports.MODULE.main(ARGS). Run as a script, its directory is first on
+Python's import path, which is how the package is found; PYTHONPATH is not
+used because the tools run programs (benchmarks, compared builds) that would
+inherit it. `coact-plot` from the source tree is reports/coact_plot.py; the
+installed commands are reports/coact-plot and reports/coact-perf-compare.
 
 Usage: coact_run.py [--prog NAME] [--installed] MODULE [ARGS...]
   --prog NAME   the name the tool's messages use (a main that takes prog=)
@@ -12,7 +13,6 @@ Usage: coact_run.py [--prog NAME] [--installed] MODULE [ARGS...]
 Exit status: MODULE's; 2 for an unknown module or option of this launcher.
 """
 import importlib
-import os
 import sys
 
 MODULES = ("bench", "kvbench", "perfcompare", "perfdoc", "estimate", "cli")
@@ -34,9 +34,6 @@ def main(argv):
         print(f"coact_run.py: expected a module of coact_reports ({', '.join(MODULES)}), got {got}",
               file=sys.stderr)
         return 2
-    here = os.path.dirname(os.path.abspath(__file__))
-    if here not in sys.path:
-        sys.path.insert(0, here)
     module = importlib.import_module(f"coact_reports.{argv[0]}")
     return module.main(argv[1:], **kwargs)
 

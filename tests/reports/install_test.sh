@@ -25,7 +25,7 @@ grep -q 'toy.cpp:27' table.txt || { echo "FAIL: ranking table lacks toy.cpp:27" 
 env -u PYTHONPATH "$bin" estimate toy.coz --json >est.json 2>/dev/null
 /usr/bin/python3 -c 'import json,sys; d=json.load(open("est.json")); assert d["regions"] and d["version"]==2' ||
   { echo "FAIL: installed coact-plot estimate --json" >&2; exit 1; }
-# A moved prefix still works (the launcher finds the package relative to itself).
+# A moved prefix still works (bin/coact-plot is a relative link to the script beside the package).
 mv "$prefix" "$work/moved"
 env -u PYTHONPATH "$work/moved/bin/coact-plot" estimate toy.coz >/dev/null 2>&1 ||
   { echo "FAIL: coact-plot in a moved prefix" >&2; exit 1; }

@@ -126,12 +126,14 @@ class GuardedTest(unittest.TestCase):
 
     def test_cli_bug_is_an_internal_error_not_a_usage_error(self):
         # A ValueError from inside the estimator (a bug), through the real entry point.
-        code = ("import sys; sys.path.insert(0, %r)\n"
+        # Run from reports/: `python3 -c` puts the current directory on the import path.
+        code = ("import sys\n"
                 "from coact_reports import cli, estimate\n"
                 "def boom(*a, **k): raise ValueError('operands could not be broadcast')\n"
                 "cli.analyze = boom\n"
-                "sys.exit(cli.main(['profile', %r]))\n") % (REPORTS, TOY_COZ)
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+                "sys.exit(cli.main(['profile', %r]))\n") % (TOY_COZ,)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           cwd=REPORTS)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("internal error", r.stderr)
         self.assertIn("Traceback", r.stderr)

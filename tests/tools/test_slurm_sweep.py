@@ -24,9 +24,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
 
-from slurm_local import LocalSlurm, _gone  # noqa: E402
+from slurm_local import LocalSlurm, _gone  # beside this file: ctest runs it from here
 
 SCRIPT = os.path.join(ROOT, "scripts", "slurm-sweep.sh")
 REGION = "ping_pong::A::on(ping_pong::Ball)"

@@ -12,12 +12,10 @@ Environment (set by tests/trace/CMakeLists.txt): TRTEST_PEERS, TRTEST_DEDUP
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check_trace_format as ctf  # noqa: E402
+import check_trace_format as ctf  # beside this file: ctest runs it from here
 
 PEERS = os.environ.get("TRTEST_PEERS", "")
 DEDUP = os.environ.get("TRTEST_DEDUP", "")
