@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .profile import ProfileWarning, TrialsError
+from .profile import ProfileWarning, TrialsError, json_object_line
 from .util import clean as _clean, pct as _pct
 
 @dataclass(frozen=True)
@@ -81,13 +81,7 @@ def load_trials(path: str) -> List[Trial]:
 
 
 def _parse_trial(line: str, path: str, lineno: int) -> Optional[Trial]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise TrialsError(f"invalid JSON ({e.msg} at column {e.colno})",
-                          path, lineno) from None
-    if not isinstance(obj, dict):
-        raise TrialsError("trial record is not a JSON object", path, lineno)
+    obj = json_object_line(line, path, lineno, TrialsError, "trial record is not a JSON object")
     if "type" in obj and obj.get("type") != "trial":
         return None                      # other record kinds are ignored
     for k in ("variant", "trial", "metric", "value"):

@@ -391,14 +391,22 @@ def _handle_text(line, path, lineno, experiments, current, current_line):
     return current, current_line          # runtime, samples, shutdown, unknown
 
 
-def _handle_json(line, path, lineno, experiments, current, current_line, origin, seen):
+def json_object_line(line: str, path: str, lineno: int, error=ProfileError,
+                     not_object: str = "JSON record is not an object") -> dict:
+    """One JSON-lines record, which must be an object; else ``error`` (a
+    ProfileError class) naming path:lineno, with ``not_object`` as the message
+    for valid JSON that is not an object."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
-        raise ProfileError(f"invalid JSON ({e.msg} at column {e.colno})",
-                           path, lineno) from None
+        raise error(f"invalid JSON ({e.msg} at column {e.colno})", path, lineno) from None
     if not isinstance(obj, dict):
-        raise ProfileError("JSON record is not an object", path, lineno)
+        raise error(not_object, path, lineno)
+    return obj
+
+
+def _handle_json(line, path, lineno, experiments, current, current_line, origin, seen):
+    obj = json_object_line(line, path, lineno)
     rtype = obj.get("type")
     if not isinstance(rtype, str) or not rtype:
         raise ProfileError("JSON record lacks a string field 'type'", path, lineno)

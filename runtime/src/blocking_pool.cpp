@@ -42,6 +42,7 @@
 #include <coact/runtime/blocking.hpp>
 
 #include "detail/blocking_pool.hpp"
+#include "detail/per_scheduler.hpp"
 #include "detail/scheduler.hpp"
 
 namespace coact::detail {
@@ -71,8 +72,7 @@ struct Pool {
 // by its shutdown; the pool itself is what calls lock afterwards. Never
 // destroyed: a Runtime still alive at exit (leaked, or static) keeps its
 // pool's threads parked on the pool's mutex until the process ends.
-std::mutex g_pools_mu;
-auto& g_pools = *new std::vector<std::pair<Scheduler*, std::unique_ptr<Pool>>>;  // guarded by g_pools_mu
+auto& g_pools = *new PerScheduler<Pool>;
 
 // What the causal sweep asks of a pool thread before it runs a call (file
 // comment, "start"). `waited`: the thread sat idle until this call came.
@@ -129,17 +129,12 @@ void* blocking_reserve() {
   COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler,
                   "coact::blocking awaited outside a coact handler coroutine");
   Scheduler* s = w->current->sched;
-  Pool* pool = nullptr;
-  {
-    std::lock_guard lk(g_pools_mu);
-    for (auto& [sched, p] : g_pools) {
-      if (sched == s) pool = p.get();
-    }
-    if (pool == nullptr) {
-      g_pools.emplace_back(s, std::make_unique<Pool>(s->tuning().blocking_threads, s->tuning().blocking_queue));
-      pool = g_pools.back().second.get();
-    }
-  }
+  // Alive until s's shutdown, which waits for every reserved call.
+  Pool* pool =
+      g_pools
+          .get_or_make(s,
+                       [s] { return std::make_shared<Pool>(s->tuning().blocking_threads, s->tuning().blocking_queue); })
+          .get();
   std::lock_guard lk(pool->mu);
   // Every call not finished (running, queued or reserved) against the
   // threads plus the queue's bound: the calls beyond the threads are the
@@ -169,14 +164,8 @@ void blocking_submit(void* p, BlockingJob* job) {
 }
 
 void blocking_pool_shutdown(Scheduler* s) noexcept {
-  std::unique_ptr<Pool> pool;
-  {
-    std::lock_guard lk(g_pools_mu);
-    auto it = std::find_if(g_pools.begin(), g_pools.end(), [s](const auto& e) { return e.first == s; });
-    if (it == g_pools.end()) return;
-    pool = std::move(it->second);
-    g_pools.erase(it);
-  }
+  const std::shared_ptr<Pool> pool = g_pools.take(s);
+  if (pool == nullptr) return;
   std::deque<BlockingJob*> discarded;
   {
     std::unique_lock lk(pool->mu);

@@ -39,7 +39,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <mutex>
@@ -51,6 +50,7 @@
 #include <coact/causal/hooks.hpp>
 #include <coact/runtime/reactor.hpp>
 
+#include "detail/per_scheduler.hpp"
 #include "detail/reactor.hpp"
 #include "detail/scheduler.hpp"
 
@@ -112,8 +112,7 @@ struct Reactor {
 
 // Every live Scheduler's reactor (shared with its watches). Touched by the
 // first watch of a Runtime and by its shutdown.
-std::mutex g_reactors_mu;
-auto& g_reactors = *new std::vector<std::pair<Scheduler*, std::shared_ptr<Reactor>>>;  // guarded by g_reactors_mu
+auto& g_reactors = *new PerScheduler<Reactor>;
 
 uint32_t to_report(uint32_t ev) {
   uint32_t r = 0;
@@ -162,14 +161,11 @@ void Reactor::stop() {
 }
 
 std::shared_ptr<Reactor> reactor_of(Scheduler* s) {
-  std::lock_guard lk(g_reactors_mu);
-  for (auto& [sched, r] : g_reactors) {
-    if (sched == s) return r;
-  }
-  auto r = std::make_shared<Reactor>();
-  r->thread = std::thread([p = r.get()] { p->thread_main(); });
-  g_reactors.emplace_back(s, r);
-  return r;
+  return g_reactors.get_or_make(s, [] {
+    auto r = std::make_shared<Reactor>();
+    r->thread = std::thread([p = r.get()] { p->thread_main(); });
+    return r;
+  });
 }
 
 }  // namespace
@@ -238,14 +234,8 @@ void io_unregister(void* reactor, uint64_t token, int fd) noexcept {
 }
 
 void reactor_shutdown(Scheduler* s) noexcept {
-  std::shared_ptr<Reactor> r;
-  {
-    std::lock_guard lk(g_reactors_mu);
-    auto it = std::find_if(g_reactors.begin(), g_reactors.end(), [s](const auto& e) { return e.first == s; });
-    if (it == g_reactors.end()) return;
-    r = std::move(it->second);
-    g_reactors.erase(it);
-  }
+  const std::shared_ptr<Reactor> r = g_reactors.take(s);
+  if (r == nullptr) return;
   r->stop();
 }
 

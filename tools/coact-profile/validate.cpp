@@ -209,8 +209,8 @@ int validate(ValidateArgs& a) {
     if (!all_known("--stage", a.stages, keys, "no such stage in the selected workloads")) return 2;
   }
 
-  if (const int rc = known_answer_rows(ss); rc != 0) return rc;
-  real_program_rows(ss);
+  if (const int rc = ss.known_answer_rows(); rc != 0) return rc;
+  ss.real_program_rows();
   return report(ss);
 }
 

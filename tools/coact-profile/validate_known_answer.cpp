@@ -6,20 +6,7 @@
 
 namespace coact::profile_tool::validation {
 
-int known_answer_rows(Session& ss) {
-  ValidateArgs& a = ss.a;
-  const std::string& out_dir = ss.out_dir;
-  const std::string& log = ss.log;
-  std::vector<Row>& rows = ss.rows;
-  json& timing = ss.timing;
-  bool& failed = ss.failed;
-  auto say = [&](const std::string& m) { ss.say(m); };
-  const json& list = ss.list;
-  const std::string& ka = ss.ka;
-  const std::string& progress = ss.progress;
-  const std::string& coz = ss.coz;
-  const std::string& ka_coz = ss.ka_coz;
-  const int chunks = ss.chunks;
+int Session::known_answer_rows() {
   // Steps 2-4 per workload.
   for (const auto& w : list.is_object() ? list["workloads"] : json::array()) {
     const std::string name = w.value("name", "");

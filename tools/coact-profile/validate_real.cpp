@@ -31,15 +31,7 @@ std::vector<RealVariant> kv_variants() {
   return {{"Shard", "coact::kv::Shard::on(coact::kv::ShardBatch)", {"--fast-shard"}}};
 }
 
-void real_program_rows(Session& ss) {
-  ValidateArgs& a = ss.a;
-  const std::string& out_dir = ss.out_dir;
-  const std::string& log = ss.log;
-  std::vector<Row>& rows = ss.rows;
-  json& skipped = ss.skipped;
-  json& timing = ss.timing;
-  bool& failed = ss.failed;
-  auto say = [&](const std::string& m) { ss.say(m); };
+void Session::real_program_rows() {
   // Step 5: the real programs, one row per stage variant.
   struct RealProgram {
     std::string workload;  // the rows' workload

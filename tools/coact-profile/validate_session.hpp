@@ -170,12 +170,14 @@ struct Session {
   void say(const std::string& m) const {
     if (!a.json_out || a.verbose) std::fprintf(stderr, "[validate] %s\n", m.c_str());
   }
+
+  /// Steps 2-4 and 6: the known-answer rows (validate_known_answer.cpp). 0,
+  /// or the exit status to stop with.
+  int known_answer_rows();
+  /// Step 5: the real programs' rows (validate_real.cpp).
+  void real_program_rows();
 };
 
-/// Steps 2-4 and 6: the known-answer rows. 0, or the exit status to stop with.
-int known_answer_rows(Session& ss);
-/// Step 5: the real programs' rows.
-void real_program_rows(Session& ss);
 /// Step 7: the table (or --json) and the summary lines. The exit status.
 int report(Session& ss);
 
