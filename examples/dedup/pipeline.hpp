@@ -171,7 +171,7 @@ struct Fingerprinter;
 struct Index;
 struct Compressor;
 struct Writer;
-struct PassContext;
+struct PassContext;  // pass_context.hpp (private to the pipeline's files)
 
 struct Start {  ///< driver -> Reader: wiring, then go
   ActorRef<Chunker> chunker;
