@@ -15,7 +15,7 @@ Exit status: MODULE's; 2 for an unknown module or option of this launcher.
 import importlib
 import sys
 
-MODULES = ("bench", "kvbench", "perfcompare", "perfdoc", "estimate", "cli")
+MODULES = ("bench", "bench_groups", "kvbench", "perfcompare", "perfdoc", "estimate", "cli")
 
 
 def main(argv):

@@ -202,17 +202,25 @@
 #            COACT_BENCH_TRIALS is set).
 #
 # Steps:
-#   1. Check the group name (unknown: exit 2 before building anything).
+#   1. Check the group name and the knobs (bad: exit 2 before building anything;
+#      the groups' own knobs by `bench_groups GROUP --check`).
 #   2. Configure build/release (CMAKE_BUILD_TYPE=Release) if it has no cache;
 #      refuse a build dir configured as another build type.
 #   3. Build only the group's targets (cmake --build -j2 --target ...); cmake's
 #      output goes to stderr.
-#   4. Run the trials; any failing trial (non-zero exit, timeout, no JSON line)
-#      fails the script with a message naming the group, workload and runtime.
-#   5. Aggregate with /usr/bin/python3 (Debian's) and print JSON lines.
+#   4. Run the trials: peers, timers, scaling, slowmode, instructions and sampling
+#      in reports/coact_reports/bench_groups.py and bench_costs.py, every trial
+#      through the one trial runner (reports/coact_reports/trials.py, which
+#      perf-compare uses too); runtime and burst run their one program here, kv
+#      is reports/coact_reports/kvbench.py. Any failing trial (non-zero exit,
+#      timeout, no JSON line) fails the script with a message naming the group,
+#      workload and runtime.
+#   5. Aggregate with /usr/bin/python3 (Debian's; reports/coact_reports/bench.py)
+#      and print JSON lines.
 #
-# Environment knobs (read here only; removed from the environment of the
-# benchmark programs so coact's tuning resolver does not warn about them):
+# Environment knobs (read here, and the groups' own in bench_groups.py's KNOBS;
+# removed from the environment of the benchmark programs so coact's tuning
+# resolver does not warn about them):
 #   COACT_BENCH_BUILD_DIR  build directory (default: <repo>/build/release)
 #   COACT_BENCH_NO_BUILD=1 use the build directory as it is (no configure/build)
 #   COACT_BENCH_TRIALS     trials per runtime for `peers` and `timers` (default 3, minimum 3)
@@ -241,10 +249,12 @@ COACT_SCRIPT=bench.sh
 source "$ROOT/scripts/lib.sh"
 # The groups. To add one: its name in BENCH_GROUPS, a line in usage's list, and a function
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
-# bench_py and the knobs below; arguments after -- are in "${extra[@]}", for
-# the groups in BENCH_GROUPS_TAKING_ARGS).
+# bench_py, group_py and the knobs below; arguments after -- are in "${extra[@]}", for
+# the groups in BENCH_GROUPS_TAKING_ARGS). A group whose trials run in
+# bench_groups.py is also in BENCH_GROUPS_IN_PY (its own knobs are checked there).
 readonly BENCH_GROUPS=(runtime peers timers burst scaling slowmode instructions sampling kv)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime kv)
+readonly BENCH_GROUPS_IN_PY=(peers timers scaling slowmode instructions sampling)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
 
@@ -266,13 +276,15 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              kv       coact-kv vs redis-server 7 under redis-benchmark (ARGS go to kvbench)
   --quick  small sizes for a CI smoke run
 Knobs (environment): COACT_BENCH_BUILD_DIR, COACT_BENCH_NO_BUILD=1, COACT_BENCH_TRIALS,
-  COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S (the script's header
-  says what each does).
+  COACT_BENCH_WORKERS, COACT_BENCH_WORKLOADS, COACT_BENCH_TIMEOUT_S, COACT_BENCH_WRAP,
+  COACT_BENCH_RUNTIMES, COACT_BENCH_SCALING_WORKERS, COACT_BENCH_SLOWMODE_WRAPS,
+  COACT_BENCH_BASE_PEERS, COACT_BENCH_SAMPLING_BUILD_DIR (the script's header says
+  what each does).
 stdout: one JSON object per workload; stderr: progress.
 EOF
 }
 
-# ---- 1. arguments -------------------------------------------------------------
+# ---- 1. arguments and knobs ----------------------------------------------------
 in_list() { local x=$1 y; shift; for y in "$@"; do [[ $x == "$y" ]] && return 0; done; return 1; }
 group=""
 quick=0
@@ -321,6 +333,19 @@ if ((${#WRAP[@]})) && ! command -v "${WRAP[0]}" >/dev/null; then
   die 2 "COACT_BENCH_WRAP='${COACT_BENCH_WRAP}': '${WRAP[0]}' is not a command"
 fi
 
+# group_py ARGS...: reports/coact_reports/bench_groups.py for this group: its
+# trials through the one trial runner, then the aggregation; fails as it does.
+group_py() {
+  local q=()
+  ((quick)) && q=(--quick)
+  "$PY" -B "$ROOT/reports/coact_run.py" --prog bench.sh bench_groups "$group" "${q[@]}" \
+    --trials "$TRIALS" --workers "$WORKERS" --timeout-s "$TIMEOUT_S" --wrap "${WRAP[*]}" "$@"
+}
+# The group's own knobs (COACT_BENCH_WORKLOADS, _RUNTIMES, ...), before building.
+if in_list "$group" "${BENCH_GROUPS_IN_PY[@]}"; then
+  group_py --check
+fi
+
 # The benchmark programs run without our COACT_BENCH_* knobs in their environment.
 child_env=(env)
 while IFS= read -r var; do
@@ -349,6 +374,16 @@ find_binary() { coact_find_binary "$BUILD_DIR" "$1" "$2"; }
 bench_py() {
   "$PY" -B "$ROOT/reports/coact_run.py" bench "$@"
 }
+# need_caf GROUP: fails when BUILD_DIR was configured without CAF (checked
+# before building, so the message says why rather than a missing target).
+need_caf() {
+  [[ ${COACT_BENCH_NO_BUILD:-0} == 1 ]] && return 0
+  if grep -q '^CAF_CORE_LIBRARY:FILEPATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null ||
+     grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+    die 1 "group $1: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
+  fi
+}
+readonly NO_TOKIO="(cargo or librust-tokio-dev missing at configure time? run scripts/bootstrap.sh, then reconfigure)"
 
 # ---- group runtime --------------------------------------------------------------
 run_runtime_group() {
@@ -370,226 +405,37 @@ run_runtime_group() {
   bench_py runtime "$tmp/runtime.json"
 }
 
-# ---- group peers ----------------------------------------------------------------
-# n per workload: the issue's sizes, or small ones for --quick.
-peer_n() {
-  local wl=$1
-  if ((quick)); then
-    case $wl in ping_pong) echo 20000 ;; fan_out) echo 20000 ;; thread_ring) echo 50000 ;; skynet) echo 10000 ;; esac
-  else
-    echo 1000000  # ping_pong round trips, fan_out requests, thread_ring hops, skynet leaves
-  fi
-}
-
-# The tokio variants every peers trial runs (bench/tokio/src/bin/tokio-peers.rs
-# says what each is): the actor emulation with bounded and unbounded channels,
-# and the idiomatic program (fan_out and skynet: their JoinHandle shape, the
-# faster of their two); at 1 worker also the idiomatic program on tokio's current-thread
-# scheduler, a one-thread tokio program's idiom.
-tokio_variants() {
-  local v=(tokio-actor_bounded tokio-actor_unbounded tokio-idiomatic)
-  ((WORKERS == 1)) && v+=(tokio-idiomatic_current_thread)
-  echo "${v[@]}"
-}
-
-# run_peer_trial RUNTIME WORKLOAD N TRIAL OUTFILE: one run, its JSON line appended to OUTFILE.
-# RUNTIME: coact, caf or tokio-VARIANT (tokio_variants). Every run goes under
-# COACT_BENCH_WRAP's command, if set (e.g. "setarch -R" or "taskset -c 0,1").
-run_peer_trial() {
-  local rt=$1 wl=$2 n=$3 t=$4 outfile=$5 bin rc=0 line variant=() idiom=idiomatic
-  [[ $wl == skynet || $wl == fan_out ]] && idiom=join
-  case $rt in
-    coact) bin=$COACT_BIN ;;
-    caf) bin=$CAF_BIN ;;
-    tokio-actor_bounded) bin=$TOKIO_BIN variant=(--style actor --channel bounded) ;;
-    tokio-actor_unbounded) bin=$TOKIO_BIN variant=(--style actor --channel unbounded) ;;
-    tokio-idiomatic) bin=$TOKIO_BIN variant=(--style "$idiom") ;;
-    tokio-idiomatic_current_thread) bin=$TOKIO_BIN variant=(--style "$idiom" --flavor current_thread) ;;
-    *) die 1 "peers/$wl: unknown runtime '$rt' (a bug in bench.sh)" ;;
-  esac
-  # The program's own watchdog reports a hang with the runtime's counters (exit
-  # 3); `timeout` is the backstop should the process not even manage that.
-  line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "${WRAP[@]}" "$bin" --workload "$wl" --n "$n" \
-           --workers "$WORKERS" --watchdog-s "$TIMEOUT_S" "${variant[@]}") || rc=$?
-  if ((rc == 3 || rc == 124)); then
-    die 1 "peers/$wl: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s (n=$n)"
-  elif ((rc != 0)); then
-    die 1 "peers/$wl: $rt trial $t/$TRIALS failed (exit $rc, n=$n)"
-  fi
-  line=$(tail -n 1 <<<"$line")
-  [[ $line == \{*\} ]] || die 1 "peers/$wl: $rt trial $t/$TRIALS printed no JSON line (got '$line')"
-  echo "$line" >>"$outfile"
-  log "peers/$wl: $rt trial $t/$TRIALS: $line"
-}
-
-run_peers_group() {
-  local selected=("${PEER_WORKLOADS[@]}")
-  if [[ -n ${COACT_BENCH_WORKLOADS:-} ]]; then
-    IFS=, read -r -a selected <<<"$COACT_BENCH_WORKLOADS"
-    local w ok known
-    for w in "${selected[@]}"; do
-      ok=0
-      for known in "${PEER_WORKLOADS[@]}"; do [[ $w == "$known" ]] && ok=1; done
-      ((ok)) || die 2 "COACT_BENCH_WORKLOADS: unknown workload '$w' (known: ${PEER_WORKLOADS[*]})"
-    done
-  fi
+# ---- groups peers and slowmode (bench_groups.py) ---------------------------------
+# peers_bins: builds and finds coact-peers, caf-peers and tokio-peers into bins.
+peers_bins() {
   configure_build_dir
-  if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
-    if grep -q '^CAF_CORE_LIBRARY:FILEPATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null ||
-       grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
-      die 1 "group peers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
-    fi
-    build_targets coact-peers caf-peers tokio-bench
-  fi
-  COACT_BIN=$(find_binary coact-peers bench/peers/coact-peers)
-  CAF_BIN=$(find_binary caf-peers bench/peers/caf-peers)
-  TOKIO_BIN=$(find_binary tokio-peers bench/tokio/tokio-peers)
-  [[ -n $COACT_BIN ]] || die 1 "group peers: coact-peers not found in $BUILD_DIR"
-  [[ -n $CAF_BIN ]] || die 1 "group peers: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
-  [[ -n $TOKIO_BIN ]] || die 1 "group peers: tokio-peers not found in $BUILD_DIR (cargo or librust-tokio-dev missing at configure time? run scripts/bootstrap.sh, then reconfigure)"
-
-  local wl n t rt runtimes=(coact) tv want
-  IFS=, read -r -a want <<<"${COACT_BENCH_RUNTIMES:-coact,caf,tokio}"
-  for rt in "${want[@]}"; do
-    in_list "$rt" coact caf tokio || die 2 "COACT_BENCH_RUNTIMES: unknown runtime '$rt' (known: coact, caf, tokio)"
-  done
-  in_list coact "${want[@]}" || die 2 "COACT_BENCH_RUNTIMES='${COACT_BENCH_RUNTIMES}': coact is required"
-  in_list caf "${want[@]}" && runtimes+=(caf)
-  if in_list tokio "${want[@]}"; then
-    read -r -a tv <<<"$(tokio_variants)"
-    runtimes+=("${tv[@]}")
-  fi
-  for wl in "${selected[@]}"; do
-    n=$(peer_n "$wl")
-    : >"$tmp/$wl.coact"
-    : >"$tmp/$wl.caf"
-    : >"$tmp/$wl.tokio"
-    log "peers/$wl: n=$n, workers=$WORKERS, $TRIALS trials per runtime, alternating ${runtimes[*]}${WRAP[*]:+ under '${WRAP[*]}'}"
-    for ((t = 1; t <= TRIALS; t++)); do
-      for rt in "${runtimes[@]}"; do
-        run_peer_trial "$rt" "$wl" "$n" "$t" "$tmp/$wl.${rt%%-*}"
-      done
-    done
-    bench_py peers "$wl" "$n" "$WORKERS" "$quick" "$tmp/$wl.coact" "$tmp/$wl.caf" "$tmp/$wl.tokio" "${WRAP[*]}" ||
-      die 1 "peers/$wl: aggregating the trials failed"
-  done
+  need_caf peers
+  build_targets coact-peers caf-peers tokio-bench
+  local coact caf tokio
+  coact=$(find_binary coact-peers bench/peers/coact-peers)
+  caf=$(find_binary caf-peers bench/peers/caf-peers)
+  tokio=$(find_binary tokio-peers bench/tokio/tokio-peers)
+  [[ -n $coact ]] || die 1 "group peers: coact-peers not found in $BUILD_DIR"
+  [[ -n $caf ]] || die 1 "group peers: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
+  [[ -n $tokio ]] || die 1 "group peers: tokio-peers not found in $BUILD_DIR $NO_TOKIO"
+  bins=(--bin coact-peers="$coact" --bin caf-peers="$caf" --bin tokio-peers="$tokio")
 }
+run_peers_group() { local bins; peers_bins; group_py "${bins[@]}"; }
+run_slowmode_group() { local bins; peers_bins; group_py "${bins[@]}"; }
 
-# ---- group timers ---------------------------------------------------------------
-# run_timer_trial RUNTIME LABEL TRIAL OUTFILE ARGS...: one run of the runtime's
-# timers program with ARGS, its JSON line appended to OUTFILE. LABEL names the
-# configuration in messages (e.g. lateness/load=self).
-run_timer_trial() {
-  local rt=$1 label=$2 t=$3 outfile=$4 bin rc=0 line guard=()
-  shift 4
-  case $rt in
-    coact) bin=$COACT_TIMERS_BIN ;;
-    caf) bin=$CAF_TIMERS_BIN ;;
-    # tokio 1.24 starves its timers under the saturating pairs load (a chain's timers
-    # fire ~0.5 s late, so 10^4 timers would take ~10 minutes): its runs end after
-    # 60 s and the timers not fired by then count as unfired.
-    tokio) bin=$TOKIO_TIMERS_BIN guard=(--max-run-s 60) ;;
-  esac
-  # The program's own watchdog reports a hang (exit 3); `timeout` is the backstop.
-  line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$bin" "$@" --workers "$WORKERS" \
-           --watchdog-s "$TIMEOUT_S" "${guard[@]}") || rc=$?
-  if ((rc == 3 || rc == 124)); then
-    die 1 "timers/$label: $rt trial $t/$TRIALS hung: not done after ${TIMEOUT_S}s ($*)"
-  elif ((rc != 0)); then
-    die 1 "timers/$label: $rt trial $t/$TRIALS failed (exit $rc; $*)"
-  fi
-  line=$(tail -n 1 <<<"$line")
-  [[ $line == \{*\} ]] || die 1 "timers/$label: $rt trial $t/$TRIALS printed no JSON line (got '$line')"
-  echo "$line" >>"$outfile"
-  local what
-  if what=$(bench_py get - fired p99_us <<<"$line" 2>/dev/null); then
-    what="fired ${what% *}, p99 ${what#* } us"
-  elif what=$(bench_py get - cpu_pct <<<"$line" 2>/dev/null); then
-    what="cpu $what %"
-  else
-    what="$(bench_py get - pairs_per_s <<<"$line" 2>/dev/null) pairs/s"
-  fi
-  log "timers/$label: $rt trial $t/$TRIALS: $what"
-}
-
-# run_timer_config LABEL KEY ARGS...: TRIALS alternating coact/caf runs of one
-# configuration; the rows land in $tmp/timers.KEY.{coact,caf}.
-run_timer_config() {
-  local label=$1 key=$2 t
-  shift 2
-  : >"$tmp/timers.$key.coact"
-  : >"$tmp/timers.$key.caf"
-  : >"$tmp/timers.$key.tokio"
-  log "timers/$label: workers=$WORKERS, $TRIALS trials per runtime, alternating coact/caf/tokio"
-  for ((t = 1; t <= TRIALS; t++)); do
-    run_timer_trial coact "$label" "$t" "$tmp/timers.$key.coact" "$@"
-    run_timer_trial caf "$label" "$t" "$tmp/timers.$key.caf" "$@"
-    run_timer_trial tokio "$label" "$t" "$tmp/timers.$key.tokio" "$@"
-  done
-}
-
-# aggregate_timers SCENARIO KEY PARAMS_JSON: prints the configuration's JSON object.
-aggregate_timers() {
-  bench_py timers "$1" "$2" "$3" "$WORKERS" "$quick" "$tmp/timers.$2.coact" "$tmp/timers.$2.caf" \
-    "$tmp/timers.$2.tokio" ||
-    die 1 "timers/$1($2): aggregating the trials failed"
-}
-
+# ---- group timers (bench_groups.py) ----------------------------------------------
 run_timers_group() {
-  local selected=("${TIMER_SCENARIOS[@]}")
-  if [[ -n ${COACT_BENCH_WORKLOADS:-} ]]; then
-    IFS=, read -r -a selected <<<"$COACT_BENCH_WORKLOADS"
-    local w ok known
-    for w in "${selected[@]}"; do
-      ok=0
-      for known in "${TIMER_SCENARIOS[@]}"; do [[ $w == "$known" ]] && ok=1; done
-      ((ok)) || die 2 "COACT_BENCH_WORKLOADS: unknown timers scenario '$w' (known: ${TIMER_SCENARIOS[*]})"
-    done
-  fi
   configure_build_dir
-  if [[ ${COACT_BENCH_NO_BUILD:-0} != 1 ]]; then
-    if grep -q '^CAF_CORE_LIBRARY:FILEPATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null ||
-       grep -q '^CAF_INCLUDE_DIR:PATH=.*NOTFOUND' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
-      die 1 "group timers: CAF not found when $BUILD_DIR was configured (install libcaf-dev, then reconfigure)"
-    fi
-    build_targets coact-timers caf-timers tokio-bench
-  fi
-  TOKIO_TIMERS_BIN=$(find_binary tokio-timers bench/tokio/tokio-timers)
-  [[ -n $TOKIO_TIMERS_BIN ]] || die 1 "group timers: tokio-timers not found in $BUILD_DIR (cargo or librust-tokio-dev missing at configure time? run scripts/bootstrap.sh, then reconfigure)"
-  COACT_TIMERS_BIN=$(find_binary coact-timers bench/timers/coact-timers)
-  CAF_TIMERS_BIN=$(find_binary caf-timers bench/timers/caf-timers)
-  [[ -n $COACT_TIMERS_BIN ]] || die 1 "group timers: coact-timers not found in $BUILD_DIR"
-  [[ -n $CAF_TIMERS_BIN ]] || die 1 "group timers: caf-timers not found in $BUILD_DIR (CAF missing at configure time?)"
-
-  local timers=10000 idle_ms=5000 cancel_ms=1000
-  ((quick)) && timers=1000 idle_ms=500 cancel_ms=200
-  local chains=10 period_us=1000 grace_ms=2000 busy_actors=4 busy_us=100 delay_ms=10
-  local sc load period ba
-  for sc in "${selected[@]}"; do
-    case $sc in
-      lateness)
-        for load in idle self pairs; do
-          ba=$busy_actors
-          [[ $load == idle ]] && ba=0
-          run_timer_config "lateness/load=$load" "lateness.$load" --scenario lateness --load "$load" \
-            --timers "$timers" --chains "$chains" --period-us "$period_us" --grace-ms "$grace_ms" \
-            --busy-actors "$busy_actors" --busy-us "$busy_us"
-          aggregate_timers lateness "lateness.$load" \
-            "{\"load\":\"$load\",\"timers\":$timers,\"chains\":$chains,\"period_us\":$period_us,\"grace_ms\":$grace_ms,\"busy_actors\":$ba,\"busy_us\":$busy_us}"
-        done ;;
-      idle_cpu)
-        for period in 5 20 100; do
-          run_timer_config "idle_cpu/period_ms=$period" "idle_cpu.$period" --scenario idle_cpu \
-            --period-ms "$period" --duration-ms "$idle_ms"
-          aggregate_timers idle_cpu "idle_cpu.$period" "{\"period_ms\":$period,\"duration_ms\":$idle_ms}"
-        done ;;
-      cancel_rate)
-        run_timer_config "cancel_rate" "cancel_rate" --scenario cancel_rate --delay-ms "$delay_ms" \
-          --duration-ms "$cancel_ms"
-        aggregate_timers cancel_rate cancel_rate \
-          "{\"delay_ms\":$delay_ms,\"duration_ms\":$cancel_ms,\"pairs_per_handler\":256}" ;;
-    esac
-  done
+  need_caf timers
+  build_targets coact-timers caf-timers tokio-bench
+  local coact caf tokio
+  tokio=$(find_binary tokio-timers bench/tokio/tokio-timers)
+  [[ -n $tokio ]] || die 1 "group timers: tokio-timers not found in $BUILD_DIR $NO_TOKIO"
+  coact=$(find_binary coact-timers bench/timers/coact-timers)
+  caf=$(find_binary caf-timers bench/timers/caf-timers)
+  [[ -n $coact ]] || die 1 "group timers: coact-timers not found in $BUILD_DIR"
+  [[ -n $caf ]] || die 1 "group timers: caf-timers not found in $BUILD_DIR (CAF missing at configure time?)"
+  group_py --bin coact-timers="$coact" --bin caf-timers="$caf" --bin tokio-timers="$tokio"
 }
 
 # ---- group burst ----------------------------------------------------------------
@@ -611,179 +457,29 @@ run_burst_group() {
   bench_py burst "$tmp/burst.jsonl" || die 1 "group burst: aggregating the rows failed"
 }
 
-# ---- group scaling --------------------------------------------------------------
-# scaling_workers: COACT_BENCH_SCALING_WORKERS, or those of 1,2,4,8,16 at most
-# twice the cores (so the same command covers 16 on a machine of 8 or more).
-scaling_workers() {
-  local list=${COACT_BENCH_SCALING_WORKERS:-} k cores out=()
-  if [[ -z $list ]]; then
-    cores=$(nproc)
-    for k in 1 2 4 8 16; do ((k <= 2 * cores)) && out+=("$k"); done
-    echo "${out[@]}"
-    return
-  fi
-  IFS=, read -r -a out <<<"$list"
-  for k in "${out[@]}"; do
-    if ! is_uint "$k" || ((10#$k < 1 || 10#$k > 1024)); then
-      die 2 "COACT_BENCH_SCALING_WORKERS='$list': want comma-separated worker counts in 1..1024"
-    fi
-  done
-  echo "${out[@]}"
-}
-
+# ---- group scaling (bench_groups.py) ---------------------------------------------
 run_scaling_group() {
-  local ks
-  read -r -a ks <<<"$(scaling_workers)"
   configure_build_dir
   build_targets coact-burst-bench coact-peers tokio-bench
-  local bin peers tokio_bin
+  local bin peers tokio
   bin=$(find_binary coact-burst-bench bench/burst/coact-burst-bench)
   peers=$(find_binary coact-peers bench/peers/coact-peers)
-  tokio_bin=$(find_binary tokio-peers bench/tokio/tokio-peers)
+  tokio=$(find_binary tokio-peers bench/tokio/tokio-peers)   # optional: no tokio rows without it
   [[ -n $bin && -n $peers ]] || die 1 "group scaling: coact-burst-bench or coact-peers not found in $BUILD_DIR"
-  local rows="$tmp/scaling.burst" trows="$tmp/scaling.tokio" k wl n t rc line style
-  : >"$rows"
-  : >"$trows"
-  for k in "${ks[@]}"; do
-    # coact: burst on / off in ABBA pairs (coact-burst-bench), fan-out width 512 and the
-    # four peers workloads (its peers rows: n = 3x the peers group's, skynet 10^6).
-    local args=(--trials "$TRIALS" --workers "$k" --rows fan_out,peers --widths 512 --handler-us 0
-                --peers "$peers")
-    ((quick)) && args+=(--quick)
-    log "scaling: workers=$k: $bin ${args[*]}"
-    rc=0
-    timeout $((TIMEOUT_S * 10)) "${child_env[@]}" "$bin" "${args[@]}" >>"$rows" || rc=$?
-    ((rc == 0)) || die 1 "scaling/workers=$k: coact-burst-bench failed (exit $rc)"
-    [[ -n $tokio_bin ]] || continue
-    # tokio: its idiomatic variant (multi-thread scheduler at every k), the same n.
-    for wl in "${PEER_WORKLOADS[@]}"; do
-      n=3000000 style=idiomatic
-      [[ $wl == skynet ]] && n=1000000
-      [[ $wl == skynet || $wl == fan_out ]] && style=join
-      ((quick)) && { [[ $wl == skynet ]] && n=1000 || n=$((n / 100)); }
-      for ((t = 1; t <= TRIALS; t++)); do
-        rc=0
-        line=$(timeout $((TIMEOUT_S + 30)) "${child_env[@]}" "$tokio_bin" --workload "$wl" --n "$n" \
-                 --workers "$k" --style "$style" --watchdog-s "$TIMEOUT_S") || rc=$?
-        ((rc == 0)) || die 1 "scaling/$wl: tokio trial $t/$TRIALS at $k workers failed (exit $rc, n=$n)"
-        tail -n 1 <<<"$line" >>"$trows"
-      done
-      log "scaling/$wl: tokio, $TRIALS trials at $k workers done"
-    done
-  done
-  bench_py scaling "$rows" "$trows" "$quick" || die 1 "group scaling: aggregating the rows failed"
+  group_py --bin coact-burst-bench="$bin" --bin coact-peers="$peers" --bin tokio-peers="$tokio"
 }
 
-# ---- group slowmode ---------------------------------------------------------------
-run_slowmode_group() {
-  local conds cond rows="$tmp/slowmode.jsonl"
-  IFS=';' read -r -a conds <<<"${COACT_BENCH_SLOWMODE_WRAPS:-none;setarch -R;taskset -c 0;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1}"
-  ((${#conds[@]})) || die 2 "COACT_BENCH_SLOWMODE_WRAPS is empty (want ';'-separated commands, or none)"
-  for cond in "${conds[@]}"; do
-    read -r -a WRAP <<<"$cond"
-    [[ ${WRAP[*]} == none ]] && WRAP=()
-    if ((${#WRAP[@]})) && ! command -v "${WRAP[0]}" >/dev/null; then
-      die 2 "COACT_BENCH_SLOWMODE_WRAPS: '${WRAP[0]}' is not a command (condition '$cond')"
-    fi
-  done
-  : >"$rows"
-  # Not exported: the benchmark programs' environment stays free of COACT_BENCH_*.
-  COACT_BENCH_RUNTIMES=${COACT_BENCH_RUNTIMES:-coact}
-  for cond in "${conds[@]}"; do
-    read -r -a WRAP <<<"$cond"
-    [[ ${WRAP[*]} == none ]] && WRAP=()
-    log "slowmode: condition '${cond}'"
-    run_peers_group | tee -a "$rows"
-  done
-  bench_py slowmode "$rows" "$WORKERS" || die 1 "group slowmode: aggregating the rows failed"
-}
-
-# ---- group instructions -----------------------------------------------------------
-# count_run KIND OUT BIN WORKLOAD N [ENV...]: runs BIN once under callgrind (KIND=ir)
-# or strace -c (KIND=sys); appends "msgs count" to OUT.
-count_run() {
-  local kind=$1 out=$2 bin=$3 wl=$4 n=$5 line msgs count rc=0
-  shift 5
-  local log="$tmp/count.$kind.log"
-  if [[ $kind == ir ]]; then
-    line=$(timeout $((TIMEOUT_S * 20)) "${child_env[@]}" "$@" valgrind --tool=callgrind \
-      --callgrind-out-file="$log" "$bin" --workload "$wl" --n "$n" --workers 1 2>/dev/null) || rc=$?
-    count=$(sed -n 's/^summary: \([0-9]*\)$/\1/p' "$log" 2>/dev/null)
-  else
-    line=$(timeout "$TIMEOUT_S" "${child_env[@]}" "$@" strace -f -c -o "$log" \
-      "$bin" --workload "$wl" --n "$n" --workers "$WORKERS" 2>/dev/null) || rc=$?
-    count=$(awk '$NF == "total" {print $4 + 0}' "$log" 2>/dev/null)
-  fi
-  ((rc == 0)) || die 1 "instructions/$wl: $bin under $kind failed (exit $rc, n=$n)"
-  msgs=$(bench_py get - msgs <<<"$line" 2>/dev/null) || msgs=
-  [[ -n $msgs && -n $count ]] || die 1 "instructions/$wl: no message count or no $kind total from $bin (n=$n)"
-  echo "$msgs $count" >>"$out"
-}
-# per_msg FILE: (count2 - count1) / (msgs2 - msgs1) of the two lines of FILE.
-per_msg() { awk 'NR==1{m=$1;c=$2} NR==2{printf "%.1f", ($2-c)/($1-m)}' "$1"; }
-
+# ---- group instructions (bench_costs.py) -----------------------------------------
 run_instructions_group() {
-  command -v valgrind >/dev/null || die 1 "group instructions: valgrind not found (apt-get install valgrind)"
-  command -v strace >/dev/null || die 1 "group instructions: strace not found (apt-get install strace)"
   configure_build_dir
   build_targets coact-peers
-  local peers base=${COACT_BENCH_BASE_PEERS:-}
+  local peers
   peers=$(find_binary coact-peers bench/peers/coact-peers)
   [[ -n $peers ]] || die 1 "group instructions: coact-peers not found in $BUILD_DIR"
-  [[ -z $base || -x $base ]] || die 2 "COACT_BENCH_BASE_PEERS='$base': not an executable"
-  local wls=("${PEER_WORKLOADS[@]}")
-  [[ -n ${COACT_BENCH_WORKLOADS:-} ]] && IFS=, read -r -a wls <<<"$COACT_BENCH_WORKLOADS"
-  local wl n1 n2 burst f kind
-  for wl in "${wls[@]}"; do
-    in_list "$wl" "${PEER_WORKLOADS[@]}" || die 2 "COACT_BENCH_WORKLOADS: unknown workload '$wl' (known: ${PEER_WORKLOADS[*]})"
-    case $wl in
-      skynet) n1=10000 n2=100000 ;;
-      thread_ring) n1=200000 n2=600000 ;;
-      *) n1=100000 n2=300000 ;;
-    esac
-    ((quick)) && { n1=$((n1 / 10)); n2=$((n2 / 10)); }
-    for burst in off on; do
-      log "instructions/$wl: burst $burst, n=$n1 and $n2"
-      declare -A val=()
-      for kind in ir sys; do
-        f="$tmp/$wl.$burst.$kind"; : >"$f"
-        count_run "$kind" "$f" "$peers" "$wl" "$n1" env COACT_BURST="$burst"
-        count_run "$kind" "$f" "$peers" "$wl" "$n2" env COACT_BURST="$burst"
-        val[$kind]=$(per_msg "$f")
-        if [[ $kind == ir && $burst == off ]]; then
-          local progress
-          case $wl in
-            ping_pong) progress=pong_msg ;;
-            fan_out) progress=rep_msg ;;
-            thread_ring) progress=token_msg ;;
-            skynet) progress=skynet_reply ;;
-          esac
-          f="$tmp/$wl.sweep.ir"; : >"$f"
-          local sweep_env=(env COACT_BURST=off COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0
-                           COACT_CAUSAL_PROGRESS_HANDLER="$progress" COACT_CAUSAL_OUTPUT="$tmp/sweep.coz")
-          count_run ir "$f" "$peers" "$wl" "$n1" "${sweep_env[@]}"
-          count_run ir "$f" "$peers" "$wl" "$n2" "${sweep_env[@]}"
-          val[sweep_ir]=$(per_msg "$f")
-        fi
-        if [[ -n $base && $burst == off ]]; then
-          f="$tmp/$wl.base.$kind"; : >"$f"
-          count_run "$kind" "$f" "$base" "$wl" "$n1" env
-          count_run "$kind" "$f" "$base" "$wl" "$n2" env
-          val[base_$kind]=$(per_msg "$f")
-        fi
-      done
-      local msgs
-      msgs=$(cut -d' ' -f1 "$tmp/$wl.$burst.ir" | paste -sd,)
-      bench_py object group=instructions workload="$wl" workers=1 burst="$burst" n="[$n1,$n2]" msgs="[$msgs]" \
-        instr_per_msg="${val[ir]}" syscalls_per_msg="${val[sys]}" syscall_workers="$WORKERS" \
-        sweep_instr_per_msg="${val[sweep_ir]:-}" base_instr_per_msg="${val[base_ir]:-}" \
-        base_syscalls_per_msg="${val[base_sys]:-}" base_bin="${val[base_ir]:+$base}"
-      unset val
-    done
-  done
+  group_py --bin coact-peers="$peers"
 }
 
-# ---- group sampling -------------------------------------------------------------
+# ---- group sampling (bench_costs.py) ---------------------------------------------
 run_sampling_group() {
   # Its own build with debug information (RelWithDebInfo): line sampling needs
   # the program's line table. A Release build has none: its drainer attributed
@@ -799,53 +495,7 @@ run_sampling_group() {
   dedup=$(find_binary coact-dedup examples/dedup/coact-dedup)
   cost=$(find_binary coact-sample-cost bench/causal/coact-sample-cost)
   [[ -n $dedup && -n $cost ]] || die 1 "group sampling: coact-dedup or coact-sample-cost not found in $BUILD_DIR"
-  local passes=6 samples=2000 dir=/usr/share/doc
-  ((quick)) && passes=1 samples=200
-  local shm=/dev/shm
-  [[ -w $shm ]] || shm=$tmp
-  local archive="$shm/coact-bench-sampling-$$.cdar" rows="$tmp/sampling.jsonl"
-  local sweep0=(COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0 COACT_CAUSAL_PROGRESS=chunks
-                COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
-  local profile=(COACT_CAUSAL=1 COACT_CAUSAL_PROFILE_ONLY=1 COACT_CAUSAL_OUTPUT="$tmp/profile.coz")
-  local sides=(plain sweep0 sampling profile_only sampling_no_sweep) t i side env_side t0 t1 rc last later ran cpu
-  local nsides=${#sides[@]}
-  : >"$rows"
-  for ((t = 1; t <= TRIALS; t++)); do
-    for ((i = 0; i < nsides; i++)); do
-      side=${sides[$(((i + t) % nsides))]}
-      case $side in
-        plain) env_side=() ;;
-        sweep0) env_side=("${sweep0[@]}") ;;
-        sampling) env_side=("${sweep0[@]}" COACT_CAUSAL_SAMPLING=1) ;;
-        profile_only) env_side=("${profile[@]}") ;;
-        sampling_no_sweep) env_side=("${profile[@]}" COACT_CAUSAL_SAMPLING=1) ;;
-      esac
-      rm -f "$tmp/profile.coz" "$tmp/profile.jsonl"
-      t0=$(date +%s%N)
-      rc=0
-      timeout "$TIMEOUT_S" /usr/bin/time -f "%U %S" -o "$tmp/cpu" "${child_env[@]}" "${env_side[@]}" "$dedup" archive \
-        "$dir" --passes "$passes" -o "$archive" --summary-json "$tmp/summary.json" >"$tmp/summary" 2>&1 || rc=$?
-      t1=$(date +%s%N)
-      ((rc == 0)) || die 1 "sampling/archiver: $side trial $t/$TRIALS failed (exit $rc): $(tail -n 3 "$tmp/summary")"
-      # The archiver's --summary-json: the passes after the first are the steady state (the
-      # first pays the start-up: with sampling, the symbolizer reading the line tables it
-      # needs). --quick's one pass has no later passes.
-      read -r last later ran < <(bench_py get "$tmp/summary.json" last_pass_seconds later_pass_seconds passes) ||
-        die 1 "sampling/archiver: $side trial $t/$TRIALS: no summary JSON from the archiver ($tmp/summary.json)"
-      ((ran > 1)) || later=
-      cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { print $1 + $2 }' "$tmp/cpu" | tail -n 1)
-      [[ -n $cpu ]] || die 1 "sampling/archiver: $side trial $t/$TRIALS: no CPU time from /usr/bin/time"
-      bench_py object side="$side" trial="$t" wall_s="$(((t1 - t0) / 1000000)).0e-3" last_pass_s="$last" \
-        later_pass_s="$later" cpu_s="$cpu" >>"$rows"
-      log "sampling/archiver: $side trial $t/$TRIALS: $(((t1 - t0) / 1000000)) ms, later passes ${later:-none} s, last pass $last s, CPU $cpu s"
-    done
-  done
-  rm -f "$archive"
-  log "sampling/sample_cost: $cost --samples $samples"
-  timeout "$TIMEOUT_S" "${child_env[@]}" "$cost" --samples "$samples" >"$tmp/cost.json" ||
-    die 1 "sampling/sample_cost: coact-sample-cost failed"
-  bench_py sampling "{\"dir\":\"$dir\",\"passes\":$passes,\"trials\":$TRIALS,\"samples\":$samples}" \
-    "$rows" "$tmp/cost.json"
+  group_py --bin coact-dedup="$dedup" --bin coact-sample-cost="$cost"
 }
 
 # ---- group kv ---------------------------------------------------------------------

@@ -8,13 +8,14 @@ the JSON lines bench.sh prints (one object per workload). Called as
   python3 -m coact_reports.bench burst BURST_ROWS
   python3 -m coact_reports.bench scaling BURST_ROWS TOKIO_ROWS QUICK
   python3 -m coact_reports.bench slowmode PEERS_ROWS WORKERS
-  python3 -m coact_reports.bench get FILE KEY...        (bench.sh reads JSON through these two)
-  python3 -m coact_reports.bench object KEY=JSON_VALUE...
 
 (QUICK is 0 or 1; *_ROWS are files of the programs' JSON lines, one per
 trial; TOKIO_ROWS of peers holds every tokio variant, told apart by their
 "variant" member (or, in older rows, "channel"); CAF_ROWS of peers may be empty). An error exits non-zero with one line naming the group and workload.
-The output formats are documented in scripts/bench.sh's header.
+bench.sh calls runtime and burst; bench_groups and bench_costs, which run
+the other groups' trials, call these functions directly (an exit raises
+SystemExit there). The output formats are documented in scripts/bench.sh's
+header.
 """
 
 import json
@@ -564,47 +565,7 @@ def sampling(argv):
           flush=True)
 
 
-def get(argv):
-    """get FILE KEY...: the first JSON object line of FILE ("-": stdin) that
-    has every KEY; prints their values, space-separated (lists joined by
-    commas; null, true and numbers as JSON writes them). Exits 1 naming the keys when no line has them all."""
-    path, keys = argv[0], argv[1:]
-    text = sys.stdin.read() if path == "-" else open(path).read()
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and all(k in obj for k in keys):
-            vals = [obj[k] for k in keys]
-            text = lambda v: v if isinstance(v, str) else json.dumps(v)  # null, true, 12.5
-            print(" ".join(",".join(map(text, v)) if isinstance(v, list) else text(v) for v in vals))
-            return
-    sys.exit(f"bench.sh: no JSON line with {', '.join(keys)} in {path}")
-
-
-def object_(argv):
-    """object KEY=VALUE...: one JSON object line; each VALUE is parsed as
-    JSON (a number, a list, true) and taken as a string where it is not
-    valid JSON. An empty VALUE leaves the key out."""
-    out = {}
-    for a in argv:
-        k, sep, v = a.partition("=")
-        if not sep:
-            sys.exit(f"bench.sh: object: expected KEY=VALUE, got '{a}'")
-        if v == "":
-            continue
-        try:
-            out[k] = json.loads(v)
-        except ValueError:
-            out[k] = v
-    print(json.dumps(out, separators=(",", ":")))
-
-
-COMMANDS = {"get": get, "object": object_, "runtime": runtime, "peers": peers, "timers": timers, "sampling": sampling, "burst": burst,
+COMMANDS = {"runtime": runtime, "peers": peers, "timers": timers, "sampling": sampling, "burst": burst,
             "scaling": scaling, "slowmode": slowmode}
 
 

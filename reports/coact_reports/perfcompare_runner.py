@@ -1,9 +1,10 @@
-"""perf-compare: the trial runner. Runs each side's program as a fresh
-process (under /usr/bin/time for its max RSS, wall time measured around
-it, a timeout, the environment sampled around it), reads the trial's metric
+"""perf-compare: the trials. Runs each side's program as a fresh process
+through the benchmark tools' one trial runner (trials.Runner: a timeout,
+wall time measured around it; here under /usr/bin/time for its max RSS,
+the environment sampled around it), reads the trial's metric
 values from its output, and appends each trial to OUT/trials.jsonl as soon
 as it ends. run_group runs one group's warm-ups and its pairs in balanced
-random order (pair_orders), with the ETA line (Eta). A trial that fails,
+random order (trials.pair_orders), with the ETA line (Eta). A trial that fails,
 hangs or prints no metric raises Failure naming it.
 """
 
@@ -12,16 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shlex
-import signal
-import subprocess
 import tempfile
 import time
 from datetime import datetime
 from typing import Dict, List, Optional
 
 from . import perfstats as ps
+from . import trials
+from .trials import pair_orders
 from .perfcompare_common import BUILTIN_METRICS, Failure, log
 from .perfcompare_env import load1, read_text, sample_environment
 
@@ -42,17 +42,13 @@ class Runner:
         self.stdout_log = os.path.join(out, "stdout.log")
         self.done = 0
         self.tmp = tempfile.mkdtemp(prefix="perf-compare.")
-        self.child: Optional[subprocess.Popen] = None
+        self.proc = trials.Runner()
         self.seen_warnings = set()
         self.env_samples: Dict[str, Dict[str, List[dict]]] = {}
         self.run_id = datetime.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
-        base = {k: v for k, v in os.environ.items()
-                if k not in ("PERF_BASE_ENV", "PERF_CAND_ENV") and not k.startswith("COACT_BENCH_")}
-        self.envs = {}
-        for side in ("base", "cand"):
-            e = dict(base)
-            e.update(x.split("=", 1) for x in getattr(a, side + "_env"))
-            self.envs[side] = e
+        self.envs = {side: trials.child_environ(dict(x.split("=", 1) for x in getattr(a, side + "_env")),
+                                                drop=("PERF_BASE_ENV", "PERF_CAND_ENV"))
+                     for side in ("base", "cand")}
 
     def argv(self, side: str, workload: Optional[str]) -> List[str]:
         a = self.a
@@ -81,32 +77,14 @@ class Runner:
         # as its high-water mark; time's own fork is ~1 MB.
         rss_file = os.path.join(self.tmp, "maxrss")
         timed = [TIME, "-o", rss_file, "-f", "%M", "--"] if TIME else []
-        with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
-            t0 = time.monotonic()
-            try:
-                self.child = subprocess.Popen(timed + argv, stdout=fo, stderr=fe,
-                                              env=self.envs[side], start_new_session=True)
-            except OSError as e:
-                raise Failure(f"FAILED: {what}: cannot start {argv[0]}: {e.strerror}")
-            rc, timed_out = None, False
-            limit = a.timeout_s + (30 if a.mode == "peers" else 0)
-            while rc is None:
-                pid, status, _ = os.wait4(self.child.pid, os.WNOHANG)
-                if pid:
-                    rc = os.waitstatus_to_exitcode(status)
-                    self.child.returncode = rc
-                    break
-                if time.monotonic() - t0 > limit:
-                    timed_out = True
-                    self.kill_child()
-                    rc = -9
-                    break
-                time.sleep(0.002)
-            wall = time.monotonic() - t0
-            self.child = None
-            fo.seek(0)
-            fe.seek(0)
-            stdout, stderr = fo.read(), fe.read()
+        limit = a.timeout_s + (30 if a.mode == "peers" else 0)
+        try:
+            fin = self.proc.run(timed + argv, what, limit, self.envs[side],
+                                stdout=trials.CAPTURE, stderr=trials.CAPTURE)
+        except trials.TrialFailed as e:        # it could not start
+            raise Failure(f"FAILED: {e}")
+        rc, timed_out, wall = fin.rc, fin.timed_out, fin.wall_s
+        stdout, stderr = fin.stdout, fin.stderr
         sample["load1_after"] = load1()
         max_rss_kb = None
         if TIME:
@@ -144,28 +122,15 @@ class Runner:
                 "env": sample, "fail": fail, "env_str": env_str}
 
     def kill_child(self) -> None:
-        c = self.child
-        if c is not None and c.returncode is None:
-            try:
-                os.killpg(c.pid, signal.SIGTERM)
-                for _ in range(200):
-                    pid, status, _ = os.wait4(c.pid, os.WNOHANG)
-                    if pid:
-                        c.returncode = os.waitstatus_to_exitcode(status)
-                        return
-                    time.sleep(0.01)
-                os.killpg(c.pid, signal.SIGKILL)
-                os.wait4(c.pid, 0)
-                c.returncode = -9
-            except (ProcessLookupError, ChildProcessError):
-                pass
+        """Ends the trial being run, if any (trials.Runner.kill)."""
+        self.proc.kill()
 
     def metrics_of(self, r: dict, workload: Optional[str]) -> Dict[str, float]:
         """The trial's metric values (name -> value), or r["fail"](why)."""
         a = self.a
         if a.mode == "peers":
-            doc = ps.json_output(r["stdout"].strip().splitlines()[-1] if r["stdout"].strip() else "")
-            if not isinstance(doc, dict):
+            doc = trials.last_json(r["stdout"])
+            if doc is None:
                 last = (r["stdout"].strip().splitlines() or [""])[-1]
                 r["fail"](f"printed no JSON line (last stdout line: '{last[:200]}')")
             try:
@@ -220,20 +185,6 @@ class Runner:
         with open(self.trials_file, "a") as f:       # one write: a kill keeps whole lines
             f.write("".join(lines))
         self.done += 1
-
-
-def pair_orders(trials: int, seed: int) -> List[tuple]:
-    """Balanced random order: blocks of two pairs, one AB and one BA, which
-    comes first drawn from the seed."""
-    rng = random.Random(seed)
-    out, first = [], "base"
-    for t in range(trials):
-        if t % 2 == 0:
-            first = "cand" if rng.random() < 0.5 else "base"
-        else:
-            first = "cand" if first == "base" else "base"
-        out.append((first, "cand" if first == "base" else "base"))
-    return out
 
 
 class Eta:

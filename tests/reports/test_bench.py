@@ -293,36 +293,5 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertEqual(row["coact_breakdown"]["floor_late_p50_us"], 60.0)
 
 
-class BenchJsonHelpersTest(unittest.TestCase):
-    """bench.sh reads and writes JSON only through `get` and `object`."""
-
-    def test_get_reads_the_first_line_with_every_key(self):
-        out = "start-up text\n{\"x\": 1}\n{\"msgs\": [3, 4], \"ok\": true, \"p99_us\": 12.5}\n"
-        p = subprocess.run([sys.executable, "-m", "coact_reports.bench", "get", "-", "msgs", "p99_us"],
-                           cwd=REPORTS, input=out, capture_output=True, text=True, timeout=60)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(p.stdout, "3,4 12.5\n")
-
-    def test_get_names_the_missing_keys(self):
-        p = subprocess.run([sys.executable, "-m", "coact_reports.bench", "get", "-", "fired"],
-                           cwd=REPORTS, input="{\"cpu_pct\": 1}\nnot json {\n", capture_output=True, text=True,
-                           timeout=60)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("no JSON line with fired", p.stderr)
-
-    def test_object_types_its_values_and_drops_empty_ones(self):
-        p = bench("object", "group=instructions", "n=[1,2]", "wall_s=1500.0e-3", "later_pass_s=",
-                  "base_bin=/tmp/peers", "burst=off")
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(json.loads(p.stdout), {"group": "instructions", "n": [1, 2], "wall_s": 1.5,
-                                                "base_bin": "/tmp/peers", "burst": "off"})
-        self.assertEqual(list(json.loads(p.stdout)), ["group", "n", "wall_s", "base_bin", "burst"])
-
-    def test_object_without_equals_is_an_error(self):
-        p = bench("object", "group")
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("expected KEY=VALUE, got 'group'", p.stderr)
-
-
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,225 @@
+"""The one trial runner of the benchmark tools: scripts/bench.sh's groups
+(bench_groups, bench_costs) and perf-compare (perfcompare_runner) run every
+trial through it.
+
+It provides:
+
+* child_environ(): this process's environment less the COACT_BENCH_* knobs
+  (and any other names given), plus extra entries: what a benchmark program
+  runs with, so coact's tuning resolver never sees the tools' own knobs;
+* Runner: runs one program at a time as a fresh process in its own session
+  (a timeout or an interrupt ends its whole process group), with a wall-clock
+  limit; Runner.trial also checks its exit status and returns its last JSON
+  line; Runner.kill ends the running child (for signal handlers);
+* last_json(): the last line of a program's stdout as a JSON object;
+* the trial orders: alternating (each round runs every side once, in the
+  given order), rotating (the first side of round t moves by one each
+  round) and pair_orders (perf-compare's balanced AB/BA blocks).
+
+A trial that cannot start, runs past its limit, exits non-zero or prints no
+JSON line raises TrialFailed, whose message starts with the trial's name
+(the caller's `what`, e.g. "peers/ping_pong: coact trial 2/3"). The runner
+itself writes nothing to stderr; the child's stderr goes where the caller
+says (inherited by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+KNOB_PREFIX = "COACT_BENCH_"
+
+# Where a child's stream goes: captured (returned as text), inherited from
+# this process, or discarded.
+CAPTURE, INHERIT, DISCARD = "capture", "inherit", "discard"
+
+
+class TrialFailed(Exception):
+    """A trial failed; the message names it and says how (one or more lines)."""
+
+
+@dataclass
+class Finished:
+    """One finished (or ended) run: its exit status (negative: the signal
+    that ended it), whether the limit ended it, its wall time in seconds and
+    its captured output (None where not captured)."""
+    rc: int
+    timed_out: bool
+    wall_s: float
+    stdout: Optional[str]
+    stderr: Optional[str]
+
+
+def child_environ(extra: Optional[Dict[str, str]] = None, drop: Iterable[str] = ()) -> Dict[str, str]:
+    """This process's environment without COACT_BENCH_* and the names in
+    `drop`, updated with `extra`."""
+    drop = set(drop)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(KNOB_PREFIX) and k not in drop}
+    env.update(extra or {})
+    return env
+
+
+def last_json(stdout: Optional[str]) -> Optional[dict]:
+    """The last line of `stdout` (trailing blank lines ignored) parsed as a
+    JSON object, or None if it is not one."""
+    lines = (stdout or "").rstrip().splitlines()
+    if not lines:
+        return None
+    line = lines[-1].strip()
+    if not (line.startswith("{") and line.endswith("}")):
+        return None
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def alternating(trials: int, sides: Sequence[str]) -> List[Tuple[int, str]]:
+    """(trial, side) for trials 1..trials, each round running every side
+    once in the order given: a, b, c, a, b, c, ..."""
+    return [(t, side) for t in range(1, trials + 1) for side in sides]
+
+
+def rotating(trials: int, sides: Sequence[str]) -> List[Tuple[int, str]]:
+    """(trial, side) for trials 1..trials, round t running the sides from
+    sides[t % len(sides)] on: every side takes each position in turn."""
+    n = len(sides)
+    return [(t, sides[(i + t) % n]) for t in range(1, trials + 1) for i in range(n)]
+
+
+def pair_orders(trials: int, seed: int) -> List[tuple]:
+    """Balanced random order of base/cand pairs: blocks of two pairs, one AB
+    and one BA, which comes first drawn from the seed."""
+    rng = random.Random(seed)
+    out, first = [], "base"
+    for t in range(trials):
+        if t % 2 == 0:
+            first = "cand" if rng.random() < 0.5 else "base"
+        else:
+            first = "cand" if first == "base" else "base"
+        out.append((first, "cand" if first == "base" else "base"))
+    return out
+
+
+class Runner:
+    """Runs trials one at a time. Not thread-safe; kill() may be called from
+    a signal handler of the thread that runs them."""
+
+    def __init__(self) -> None:
+        self.child: Optional[subprocess.Popen] = None
+
+    def run(self, argv: Sequence[str], what: str, limit_s: float, env: Optional[Dict[str, str]] = None,
+            stdout=CAPTURE, stderr=INHERIT) -> Finished:
+        """Runs argv (env: child_environ() when None) until it exits or
+        limit_s seconds pass (then its process group gets SIGTERM, SIGKILL
+        after 2 s). stdout / stderr: CAPTURE, INHERIT, DISCARD or an open
+        file (stderr also subprocess.STDOUT). Raises TrialFailed only when
+        the program cannot start; an exception here (KeyboardInterrupt)
+        ends the child first."""
+        env = child_environ() if env is None else env
+        files = []
+        try:
+            streams = []
+            for s in (stdout, stderr):
+                if s == CAPTURE:
+                    f = tempfile.TemporaryFile("w+")
+                    files.append(f)
+                    streams.append(f)
+                elif s == INHERIT:
+                    streams.append(None)
+                elif s == DISCARD:
+                    streams.append(subprocess.DEVNULL)
+                else:
+                    streams.append(s)
+            t0 = time.monotonic()
+            try:
+                self.child = subprocess.Popen(list(argv), stdout=streams[0], stderr=streams[1],
+                                              env=env, start_new_session=True)
+            except OSError as e:
+                raise TrialFailed(f"{what}: cannot start {argv[0]}: {e.strerror}")
+            rc, timed_out = None, False
+            try:
+                while rc is None:
+                    pid, status, _ = os.wait4(self.child.pid, os.WNOHANG)
+                    if pid:
+                        rc = os.waitstatus_to_exitcode(status)
+                        self.child.returncode = rc
+                        break
+                    if time.monotonic() - t0 > limit_s:
+                        timed_out = True
+                        self.kill()
+                        rc = self.child.returncode if self.child.returncode is not None else -9
+                        break
+                    time.sleep(0.002)
+            except BaseException:
+                self.kill()
+                raise
+            wall = time.monotonic() - t0
+            self.child = None
+            out = []
+            for s, f in ((stdout, files[0] if stdout == CAPTURE else None),
+                         (stderr, files[-1] if stderr == CAPTURE else None)):
+                if f is None:
+                    out.append(None)
+                else:
+                    f.seek(0)
+                    out.append(f.read())
+            return Finished(rc, timed_out, wall, out[0], out[1])
+        finally:
+            for f in files:
+                f.close()
+
+    def kill(self) -> None:
+        """Ends the running child's process group, if a child runs: SIGTERM,
+        then SIGKILL after 2 s; reaps it."""
+        c = self.child
+        if c is None or c.returncode is not None:
+            return
+        try:
+            os.killpg(c.pid, signal.SIGTERM)
+            for _ in range(200):
+                pid, status, _ = os.wait4(c.pid, os.WNOHANG)
+                if pid:
+                    c.returncode = os.waitstatus_to_exitcode(status)
+                    return
+                time.sleep(0.01)
+            os.killpg(c.pid, signal.SIGKILL)
+            os.wait4(c.pid, 0)
+            c.returncode = -9
+        except (ProcessLookupError, ChildProcessError):
+            c.returncode = -9
+
+    def trial(self, argv: Sequence[str], what: str, limit_s: float, env: Optional[Dict[str, str]] = None,
+              watchdog_s: Optional[float] = None, detail: str = "", want_json: bool = True,
+              stdout=CAPTURE, stderr=INHERIT) -> Tuple[Optional[dict], Finished]:
+        """run(), then checks the outcome; returns (its last JSON line as a
+        dict, or None without want_json; the Finished). Raises TrialFailed:
+        "WHAT hung: not done after Ws (DETAIL)" when watchdog_s is given and
+        the program's watchdog fired (exit 3) or the limit ended it; "WHAT
+        timed out after Ls (DETAIL)" for the limit otherwise; "WHAT failed
+        (exit N, DETAIL)"; "WHAT printed no JSON line (got 'LINE')"."""
+        fin = self.run(argv, what, limit_s, env, stdout=stdout, stderr=stderr)
+        note = f" ({detail})" if detail else ""
+        if watchdog_s is not None and (fin.timed_out or fin.rc == 3):
+            raise TrialFailed(f"{what} hung: not done after {watchdog_s:g}s{note}")
+        if fin.timed_out:
+            raise TrialFailed(f"{what} timed out after {limit_s:g}s{note}")
+        if fin.rc != 0:
+            how = f"exit {fin.rc}" if fin.rc > 0 else f"killed by signal {-fin.rc}"
+            raise TrialFailed(f"{what} failed ({how}{', ' + detail if detail else ''})")
+        if not want_json:
+            return None, fin
+        doc = last_json(fin.stdout)
+        if doc is None:
+            last = ((fin.stdout or "").rstrip().splitlines() or [""])[-1]
+            raise TrialFailed(f"{what} printed no JSON line (got '{last[:200]}')")
+        return doc, fin
