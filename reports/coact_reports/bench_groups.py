@@ -397,40 +397,35 @@ def parse(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str], prog: str = PROG) -> int:
+    """The command line (module docstring); the exit status: 0, 1 (a trial,
+    a needed tool or the aggregation failed), 2 (a bad knob), 130
+    (interrupted)."""
     global PROG
     PROG = prog
     a = parse(argv)
+    # SIGTERM ends the running trial too (trials.Runner.run kills its child on
+    # any exception), as SIGINT does through KeyboardInterrupt.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         check_knobs(a.group)
+        if a.check:
+            return 0
+        bins = {}
+        for b in a.bin:
+            name, sep, path = b.partition("=")
+            if not sep:
+                raise Usage(f"--bin '{b}': want NAME=PATH")
+            bins[name] = path
+        with tempfile.TemporaryDirectory(prefix="coact-bench.") as tmp:
+            groups()[a.group](Group(a.group, a.quick, a.trials, a.workers, a.timeout_s, a.wrap.split(),
+                                    bins, tmp))
     except Usage as e:
         log(str(e))
         return 2
     except GroupFailed as e:
         log(str(e))
         return 1
-    if a.check:
-        return 0
-    bins = {}
-    for b in a.bin:
-        name, sep, path = b.partition("=")
-        if not sep:
-            log(f"--bin '{b}': want NAME=PATH")
-            return 2
-        bins[name] = path
-    # SIGTERM ends the running trial too (trials.Runner.run kills its child on
-    # any exception), as SIGINT does through KeyboardInterrupt.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    with tempfile.TemporaryDirectory(prefix="coact-bench.") as tmp:
-        g = Group(a.group, a.quick, a.trials, a.workers, a.timeout_s, a.wrap.split(), bins, tmp)
-        try:
-            groups()[a.group](g)
-        except GroupFailed as e:
-            log(str(e))
-            return 1
-        except Usage as e:
-            log(str(e))
-            return 2
-        except KeyboardInterrupt:
-            log(f"group {a.group}: interrupted")
-            return 130
+    except KeyboardInterrupt:
+        log(f"group {a.group}: interrupted")
+        return 130
     return 0
