@@ -31,6 +31,7 @@ import random
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -121,7 +122,7 @@ class Runner:
             stdout=CAPTURE, stderr=INHERIT) -> Finished:
         """Runs argv (env: child_environ() when None) until it exits or
         limit_s seconds pass (then its process group gets SIGTERM, SIGKILL
-        after 2 s). stdout / stderr: CAPTURE, INHERIT, DISCARD or an open
+        after 2 s, and run waits for the program's exit). stdout / stderr: CAPTURE, INHERIT, DISCARD or an open
         file (stderr also subprocess.STDOUT). Raises TrialFailed only when
         the program cannot start; an exception here (KeyboardInterrupt)
         ends the child first."""
@@ -146,24 +147,27 @@ class Runner:
                                               env=env, start_new_session=True)
             except OSError as e:
                 raise TrialFailed(f"{what}: cannot start {argv[0]}: {e.strerror}")
-            rc, timed_out = None, False
+            # This thread blocks in wait4 (no polling, so the runner takes no
+            # CPU from the program it measures, and the wall time is exact); a
+            # timer thread ends the process group at the limit.
+            expired = threading.Event()
+            timer = threading.Timer(limit_s, self._expire, (self.child.pid, expired))
+            timer.daemon = True
+            timer.start()
             try:
-                while rc is None:
-                    pid, status, _ = os.wait4(self.child.pid, os.WNOHANG)
-                    if pid:
-                        rc = os.waitstatus_to_exitcode(status)
-                        self.child.returncode = rc
-                        break
-                    if time.monotonic() - t0 > limit_s:
-                        timed_out = True
-                        self.kill()
-                        rc = self.child.returncode if self.child.returncode is not None else -9
-                        break
-                    time.sleep(0.002)
+                try:
+                    _, status, _ = os.wait4(self.child.pid, 0)
+                    self.child.returncode = os.waitstatus_to_exitcode(status)
+                except ChildProcessError:  # reaped by kill() from a signal handler
+                    pass
+                rc = self.child.returncode if self.child.returncode is not None else -9
             except BaseException:
                 self.kill()
                 raise
+            finally:
+                timer.cancel()
             wall = time.monotonic() - t0
+            timed_out = expired.is_set()
             self.child = None
             out = []
             for s, f in ((stdout, files[0] if stdout == CAPTURE else None),
@@ -177,6 +181,20 @@ class Runner:
         finally:
             for f in files:
                 f.close()
+
+    @staticmethod
+    def _expire(pgid: int, expired: threading.Event) -> None:
+        """The limit passed (timer thread): SIGTERM to the process group,
+        SIGKILL after 2 s if any of it is left. Reaping stays with run()."""
+        expired.set()
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+            for _ in range(200):
+                time.sleep(0.01)
+                os.killpg(pgid, 0)  # ProcessLookupError once the group is gone
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def kill(self) -> None:
         """Ends the running child's process group, if a child runs: SIGTERM,
