@@ -168,6 +168,8 @@ class Runner:
                 timer.cancel()
             wall = time.monotonic() - t0
             timed_out = expired.is_set()
+            if timed_out:
+                timer.join()  # what is left of the group (the child is gone) is ended too
             self.child = None
             out = []
             for s, f in ((stdout, files[0] if stdout == CAPTURE else None),
@@ -183,38 +185,43 @@ class Runner:
                 f.close()
 
     @staticmethod
-    def _expire(pgid: int, expired: threading.Event) -> None:
-        """The limit passed (timer thread): SIGTERM to the process group,
-        SIGKILL after 2 s if any of it is left. Reaping stays with run()."""
-        expired.set()
+    def _end_group(pgid: int, child: Optional[subprocess.Popen] = None) -> None:
+        """SIGTERM to the process group, then SIGKILL after 2 s if any of it
+        is left (a member that ignores SIGTERM). With `child`, also reaps it
+        (its returncode set); without, reaping stays with run()."""
         try:
             os.killpg(pgid, signal.SIGTERM)
             for _ in range(200):
-                time.sleep(0.01)
+                if child is not None and child.returncode is None:
+                    pid, status, _ = os.wait4(child.pid, os.WNOHANG)
+                    if pid:
+                        child.returncode = os.waitstatus_to_exitcode(status)
                 os.killpg(pgid, 0)  # ProcessLookupError once the group is gone
+                time.sleep(0.01)
             os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, ChildProcessError):
             pass
+        if child is not None and child.returncode is None:
+            try:
+                os.wait4(child.pid, 0)
+            except ChildProcessError:
+                pass
+            child.returncode = -9
+
+    def _expire(self, pgid: int, expired: threading.Event) -> None:
+        """The limit passed (timer thread): the process group is ended."""
+        expired.set()
+        self._end_group(pgid)
 
     def kill(self) -> None:
-        """Ends the running child's process group, if a child runs: SIGTERM,
-        then SIGKILL after 2 s; reaps it."""
+        """Ends the running child's process group, if a child runs (SIGTERM,
+        then SIGKILL after 2 s for what is left of it), and reaps the child."""
         c = self.child
-        if c is None or c.returncode is not None:
+        if c is None:
             return
-        try:
-            os.killpg(c.pid, signal.SIGTERM)
-            for _ in range(200):
-                pid, status, _ = os.wait4(c.pid, os.WNOHANG)
-                if pid:
-                    c.returncode = os.waitstatus_to_exitcode(status)
-                    return
-                time.sleep(0.01)
-            os.killpg(c.pid, signal.SIGKILL)
-            os.wait4(c.pid, 0)
-            c.returncode = -9
-        except (ProcessLookupError, ChildProcessError):
-            c.returncode = -9
+        # Also after the child's exit (reaped, the limit's group ending still
+        # under way): members of its group may be left.
+        self._end_group(c.pid, c if c.returncode is None else None)
 
     def trial(self, argv: Sequence[str], what: str, limit_s: float, env: Optional[Dict[str, str]] = None,
               watchdog_s: Optional[float] = None, detail: str = "", want_json: bool = True,
