@@ -187,7 +187,8 @@ class Runner:
     @staticmethod
     def _end_group(pgid: int, child: Optional[subprocess.Popen] = None) -> None:
         """SIGTERM to the process group, then SIGKILL after 2 s if any of it
-        is left (a member that ignores SIGTERM). With `child`, also reaps it
+        is left (a member that ignores SIGTERM), and up to 1 s more for it
+        to be gone. With `child`, also reaps it
         (its returncode set); without, reaping stays with run()."""
         try:
             os.killpg(pgid, signal.SIGTERM)
@@ -199,6 +200,9 @@ class Runner:
                 os.killpg(pgid, 0)  # ProcessLookupError once the group is gone
                 time.sleep(0.01)
             os.killpg(pgid, signal.SIGKILL)
+            for _ in range(100):  # SIGKILL takes effect soon after, not at once
+                time.sleep(0.01)
+                os.killpg(pgid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
         if child is not None and child.returncode is None:

@@ -20,6 +20,15 @@ from coact_reports import bench_costs, trials
 PY = sys.executable
 
 
+def alive(pid):
+    """Whether pid runs (a zombie, waiting for its reaper, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 class RunnerTest(TempDirCase):
     def trial(self, code, **kw):
         return trials.Runner().trial([PY, "-c", code], "peers/ping_pong: coact trial 2/3", **kw)
@@ -38,6 +47,22 @@ class RunnerTest(TempDirCase):
             self.trial(code, limit_s=0.5, detail="n=10")
         self.assertLess(time.monotonic() - t0, 10)
         self.assertEqual(str(e.exception), "peers/ping_pong: coact trial 2/3 timed out after 0.5s (n=10)")
+
+    def test_timeout_ends_a_grandchild_that_ignores_sigterm(self):
+        # The child dies at SIGTERM (as /usr/bin/time does under perf-compare); its
+        # grandchild ignores it: SIGKILL ends it before the trial's failure is raised.
+        pid_file = os.path.join(self.tmp, "grandchild.pid")
+        code = ("import signal, subprocess, time\n"
+                "g = subprocess.Popen(['sleep', '30'], preexec_fn=lambda: signal.signal(signal.SIGTERM, "
+                "signal.SIG_IGN))\n"
+                f"open({pid_file!r}, 'w').write(str(g.pid))\n"
+                "time.sleep(30)\n")
+        with self.assertRaises(trials.TrialFailed) as e:
+            self.trial(code, limit_s=1)
+        self.assertIn("timed out after 1s", str(e.exception))
+        with open(pid_file) as f:
+            grandchild = int(f.read())
+        self.assertFalse(alive(grandchild), f"grandchild {grandchild} outlived the trial")
 
     def test_watchdog_exit_or_limit_is_a_hang(self):
         with self.assertRaises(trials.TrialFailed) as e:
