@@ -35,8 +35,9 @@
 #   scaling  coact with burst dispatch on and off, and tokio's idiomatic variant, at
 #            each worker count of COACT_BENCH_SCALING_WORKERS (default: those of
 #            1,2,4,8,16 at most twice the cores): the four peers workloads and the
-#            fan-out of width 512 (bench/burst's fan_out row, 0 us handlers).
-#            COACT_BENCH_TRIALS pairs (on / off, ABBA) per row; at each worker count
+#            fan-out of width 512 (bench/burst's fan_out row, 0 us handlers), run as the
+#            burst group runs its rows: COACT_BENCH_TRIALS pairs (on / off, ABBA) per
+#            row, one coact-burst-bench process per run; at each worker count
 #            tokio's COACT_BENCH_TRIALS trials per workload run after coact's rows
 #            (multi-thread scheduler at every count; same n as coact's peers rows).
 #            One object per workload and worker count:
@@ -96,9 +97,12 @@
 #   burst    burst dispatch on vs off (bench/burst/burst_bench.cpp): fan-out widths 1, 8,
 #            64, 512 with 0 and 20 us handlers, a 64-actor chain (0 / 20 us), and the four
 #            peers workloads (coact-peers with COACT_BURST=on / off). COACT_BENCH_TRIALS
-#            pairs (on and off, which first alternating in ABBA blocks; fresh runtime
-#            or process per run); medians, ratio = the median of the pairs' on/off.
-#            One object per row:
+#            pairs per row (on and off, which first alternating in ABBA blocks: on off,
+#            off on, off on, on off, ...), each run one coact-burst-bench process
+#            (`--side on|off --row ...`) through the trial runner
+#            (reports/coact_reports/bench_burst.py; COACT_BENCH_TIMEOUT_S: the limit on
+#            one run); medians (of an even count, the higher middle trial), ratio = the
+#            median of the pairs' on/off. One object per row:
 #            {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
 #             "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":R,"ratio_of_medians":R,
 #             "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T}
@@ -208,11 +212,11 @@
 #      refuse a build dir configured as another build type.
 #   3. Build only the group's targets (cmake --build -j2 --target ...); cmake's
 #      output goes to stderr.
-#   4. Run the trials: peers, timers, scaling, slowmode, instructions and sampling
-#      in reports/coact_reports/bench_groups.py and bench_costs.py, every trial
-#      through the one trial runner (reports/coact_reports/trials.py, which
-#      perf-compare uses too); runtime and burst run their one program here, kv
-#      is reports/coact_reports/kvbench.py. Any failing trial (non-zero exit,
+#   4. Run the trials: peers, timers, burst, scaling, slowmode, instructions and
+#      sampling in reports/coact_reports/bench_groups.py, bench_burst.py and
+#      bench_costs.py, every trial through the one trial runner
+#      (reports/coact_reports/trials.py, which perf-compare uses too); runtime
+#      runs its one program here, kv is reports/coact_reports/kvbench.py. Any failing trial (non-zero exit,
 #      timeout, no JSON line) fails the script with a message naming the group,
 #      workload and runtime.
 #   5. Aggregate with /usr/bin/python3 (Debian's; reports/coact_reports/bench.py)
@@ -251,10 +255,11 @@ source "$ROOT/scripts/lib.sh"
 # run_NAME_group (it may use configure_build_dir, build_targets, find_binary,
 # bench_py, group_py and the knobs below; arguments after -- are in "${extra[@]}", for
 # the groups in BENCH_GROUPS_TAKING_ARGS). A group whose trials run in
-# bench_groups.py is also in BENCH_GROUPS_IN_PY (its own knobs are checked there).
+# bench_groups.py (or a module it calls: bench_burst, bench_costs) is also in
+# BENCH_GROUPS_IN_PY (its own knobs are checked there).
 readonly BENCH_GROUPS=(runtime peers timers burst scaling slowmode instructions sampling kv)
 readonly BENCH_GROUPS_TAKING_ARGS=(runtime kv)
-readonly BENCH_GROUPS_IN_PY=(peers timers scaling slowmode instructions sampling)
+readonly BENCH_GROUPS_IN_PY=(peers timers burst scaling slowmode instructions sampling)
 readonly PEER_WORKLOADS=(ping_pong fan_out thread_ring skynet)
 readonly TIMER_SCENARIOS=(lateness idle_cpu cancel_rate)
 
@@ -438,7 +443,7 @@ run_timers_group() {
   group_py --bin coact-timers="$coact" --bin caf-timers="$caf" --bin tokio-timers="$tokio"
 }
 
-# ---- group burst ----------------------------------------------------------------
+# ---- group burst (bench_burst.py) ------------------------------------------------
 run_burst_group() {
   configure_build_dir
   build_targets coact-burst-bench coact-peers
@@ -446,15 +451,7 @@ run_burst_group() {
   bin=$(find_binary coact-burst-bench bench/burst/coact-burst-bench)
   peers=$(find_binary coact-peers bench/peers/coact-peers)
   [[ -n $bin && -n $peers ]] || die 1 "group burst: coact-burst-bench or coact-peers not found in $BUILD_DIR"
-  local args=(--trials "$TRIALS" --workers "$WORKERS" --peers "$peers")
-  ((quick)) && args+=(--quick)
-  log "burst: $bin ${args[*]}"
-  local rc=0 limit=${COACT_BENCH_TIMEOUT_S:+$TIMEOUT_S}
-  limit=${limit:-3600}  # the whole run (every row)
-  timeout "$limit" "${child_env[@]}" "$bin" "${args[@]}" >"$tmp/burst.jsonl" || rc=$?
-  ((rc != 124)) || die 1 "group burst: coact-burst-bench timed out after ${limit}s"
-  ((rc == 0)) || die 1 "group burst: coact-burst-bench failed (exit $rc)"
-  bench_py burst "$tmp/burst.jsonl" || die 1 "group burst: aggregating the rows failed"
+  group_py --bin coact-burst-bench="$bin" --bin coact-peers="$peers"
 }
 
 # ---- group scaling (bench_groups.py) ---------------------------------------------

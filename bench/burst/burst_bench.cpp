@@ -1,32 +1,35 @@
-// bench/burst/burst_bench.cpp: burst dispatch on vs off (COACT_BURST), side by
-// side in one run, behind `scripts/bench.sh burst`.
+// bench/burst/burst_bench.cpp: one timed run of a burst dispatch row with
+// burst on or off (COACT_BURST), for `scripts/bench.sh burst` and the coact
+// rows of `scripts/bench.sh scaling`.
 //
-//   coact-burst-bench [--workers 2] [--trials 3] [--quick] [--peers PATH] [--rows fan_out,chain,peers]
-//                     [--widths 1,8,64,512] [--handler-us 0,20] [--sides on,off]
+//   coact-burst-bench --side on|off [--workers 2] [--quick]
+//                     --row fan_out --width N [--handler-us U]
+//                   | --row chain [--handler-us U]
+//                   | --row peers --workload W --peers PATH
 //
-// Rows (one JSON line each on stdout):
-//   fan_out  width 1, 8, 64, 512 x handler_us 0, 20: a fan actor sends one
-//            request to each of `width` workers and starts the next round when
+// Rows:
+//   fan_out  a fan actor sends one request to each of `width` workers (each
+//            spins handler_us in its handler) and starts the next round when
 //            all replied (msgs = 2 x width x rounds).
-//   chain    handler_us 0, 20: a token relayed along a ring of 64 actors
+//   chain    a token relayed along a ring of 64 actors, handler_us each hop
 //            (width 1; msgs = hops).
-//   peers    the four workloads of `scripts/bench.sh peers` (ping_pong,
-//            fan_out, thread_ring, skynet), run as the coact-peers program at
-//            --peers PATH with COACT_BURST=on / off in its environment.
-// Each row runs --trials pairs (on and off, which first alternating in ABBA
-// blocks), a fresh runtime (or process) per run, and reports medians; ratio
-// is the median of the pairs' on/off (the pairs share the machine's drift),
-// ratio_of_medians the medians' quotient:
+//   peers    a peers workload (ping_pong, fan_out, thread_ring, skynet) run as
+//            the coact-peers program at --peers PATH with COACT_BURST=on|off in
+//            its environment (width 0, handler_us 0).
+// The sizes are fixed per row (--quick: small ones for a smoke run). The
+// in-process rows run a fresh runtime made by resolve_tuning() (COACT_* knobs
+// apply) with `workers` and `burst` forced.
+//
+// Output: one JSON line on stdout,
 //   {"group":"burst","workload":W,"width":N,"handler_us":U,"workers":K,
-//    "on_msgs_per_s":M,"off_msgs_per_s":M,"ratio":R,"ratio_of_medians":R,
-//    "syncs_on":S,"syncs_off":S,"sync_ratio":off/on,"trials":T,
-//    "on_trials":[...],"off_trials":[...],"pair_ratios":[...]}  (every trial, run order)
+//    "side":"on"|"off","msgs":M,"msgs_per_s":R,"syncs":S}
 // syncs = scheduling synchronizations of the timed run: wakes of parked
 // workers + injector pushes + own-deque pushes (RuntimeStats::syncs(); for
 // peers rows, the whole process's, printed by coact-peers on stderr).
-// The in-process rows use resolve_tuning() (COACT_* knobs apply) with
-// `workers` and `burst` forced. Exit: 0; 1 on a wrong result or a failed
-// coact-peers run; 2 on bad usage.
+// The pairs of runs, their order and the medians and ratios of a row are the
+// caller's: reports/coact_reports/bench_burst.py runs them through the one
+// trial runner (scripts/bench.sh's header documents the rows it prints).
+// Exit: 0; 1 on a wrong result or a failed coact-peers run; 2 on bad usage.
 #include <coact/runtime/runtime.hpp>
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -116,7 +120,9 @@ struct link : coact::Actor<link> {
   }
 };
 
+// One timed run: its messages, rate and scheduling synchronizations.
 struct trial {
+  uint64_t msgs;
   double msgs_per_s;
   uint64_t syncs;
 };
@@ -140,7 +146,8 @@ trial run_fan_out(uint32_t workers, bool burst, uint32_t width, uint32_t us, uin
   rt.run();
   const coact::RuntimeStats after = rt.stats();
   const double s = double(end.load() - t0) * 1e-9;
-  return {double(2ull * width * rounds) / s, after.syncs() - before.syncs()};
+  const uint64_t msgs = 2ull * width * rounds;
+  return {msgs, double(msgs) / s, after.syncs() - before.syncs()};
 }
 
 trial run_chain(uint32_t workers, bool burst, uint32_t us, uint64_t hops) {
@@ -157,11 +164,11 @@ trial run_chain(uint32_t workers, bool burst, uint32_t us, uint64_t hops) {
   rt.run();
   const coact::RuntimeStats after = rt.stats();
   const double s = double(end.load() - t0) * 1e-9;
-  return {double(hops + 1) / s, after.syncs() - before.syncs()};
+  return {hops + 1, double(hops + 1) / s, after.syncs() - before.syncs()};
 }
 
-// One coact-peers run with COACT_BURST=on|off: its msgs_per_s (stdout JSON)
-// and syncs (stderr stats line).
+// One coact-peers run with COACT_BURST=on|off: its msgs and msgs_per_s
+// (stdout JSON) and syncs (stderr stats line).
 trial run_peer(const std::string& bin, const std::string& workload, uint64_t n, uint32_t workers, bool burst) {
   const std::string cmd = std::string("COACT_BURST=") + (burst ? "on" : "off") + " '" + bin + "' --workload " +
                           workload + " --n " + std::to_string(n) + " --workers " + std::to_string(workers) +
@@ -173,7 +180,7 @@ trial run_peer(const std::string& bin, const std::string& workload, uint64_t n, 
   size_t k;
   while ((k = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, k);
   const int rc = pclose(p);
-  trial t{0, 0};
+  trial t{0, 0, 0};
   bool have_rate = false, have_syncs = false;
   size_t pos = 0;
   while (pos < out.size()) {
@@ -185,6 +192,7 @@ trial run_peer(const std::string& bin, const std::string& workload, uint64_t n, 
       auto j = nlohmann::json::parse(line, nullptr, false);
       if (!j.is_discarded() && j.contains("msgs_per_s")) {
         t.msgs_per_s = j["msgs_per_s"].get<double>();
+        t.msgs = j.value("msgs", uint64_t{0});
         have_rate = true;
       }
     } else if (line.rfind("coact-peers stats:", 0) == 0) {
@@ -201,176 +209,77 @@ trial run_peer(const std::string& bin, const std::string& workload, uint64_t n, 
   return t;
 }
 
-template <class T>
-T median(std::vector<T> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Which sides a row runs (--sides): both by default; one alone for profiling
-// (the other side's fields are then 0 and the ratios omitted).
-bool g_run_on = true, g_run_off = true;
-
-// Parses "1,8,64" into numbers; false on anything else.
-bool parse_u32_list(const std::string& text, std::vector<uint32_t>& out) {
-  out.clear();
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(pos, comma - pos);
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 9) return false;
-    out.push_back(uint32_t(std::stoul(item)));
-    pos = comma + 1;
-  }
-  return !out.empty();
-}
-
-template <class F>
-void row(const char* workload, uint32_t width, uint32_t us, uint32_t workers, uint32_t trials, F run) {
-  std::vector<double> on_r, off_r;
-  std::vector<uint64_t> on_s, off_s;
-  std::vector<double> pair_r;  // on / off of each trial's pair
-  for (uint32_t i = 0; i < trials; ++i) {
-    // Which side runs first alternates (on, off, off, on, on, off, ...: ABBA
-    // blocks, as perf-compare's pairs): a fixed order gave the side that ran
-    // first a consistent ~1-3 % on rows that burst does not change.
-    const bool on_first = (i % 4 == 0 || i % 4 == 3);
-    for (int k = 0; k < 2; ++k) {
-      const bool on = (k == 0) == on_first;
-      if (on && g_run_on) {
-        const trial a = run(true);
-        on_r.push_back(a.msgs_per_s);
-        on_s.push_back(a.syncs);
-      } else if (!on && g_run_off) {
-        const trial b = run(false);
-        off_r.push_back(b.msgs_per_s);
-        off_s.push_back(b.syncs);
-      }
-    }
-    if (g_run_on && g_run_off) pair_r.push_back(on_r.back() / off_r.back());
-  }
-  if (!g_run_on || !g_run_off) {
-    const bool on_side = g_run_on;
-    coact::bench::print_json_line({{"group", "burst"},
-                                   {"workload", workload},
-                                   {"width", width},
-                                   {"handler_us", us},
-                                   {"workers", workers},
-                                   {on_side ? "on_msgs_per_s" : "off_msgs_per_s",
-                                    coact::bench::rounded(median(on_side ? on_r : off_r), 1)},
-                                   {on_side ? "syncs_on" : "syncs_off", median(on_side ? on_s : off_s)},
-                                   {"trials", trials}});
-    std::fflush(stdout);
-    return;
-  }
-  const double on = median(on_r), off = median(off_r);
-  const uint64_t son = median(on_s), soff = median(off_s);
-  // Every trial, in run order (pair i = on_trials[i] / off_trials[i]): the
-  // interval of the ratio is computed from these (scripts/bench.sh burst).
-  auto every = [](const std::vector<double>& v, int places) {
-    nlohmann::json a = nlohmann::json::array();
-    for (double x : v) a.push_back(coact::bench::rounded(x, places));
-    return a;
-  };
-  coact::bench::print_json_line({{"group", "burst"},
-                                 {"workload", workload},
-                                 {"width", width},
-                                 {"handler_us", us},
-                                 {"workers", workers},
-                                 {"on_msgs_per_s", coact::bench::rounded(on, 1)},
-                                 {"off_msgs_per_s", coact::bench::rounded(off, 1)},
-                                 {"ratio", coact::bench::rounded(median(pair_r), 3)},
-                                 {"ratio_of_medians", coact::bench::rounded(on / off, 3)},
-                                 {"syncs_on", son},
-                                 {"syncs_off", soff},
-                                 {"sync_ratio", coact::bench::rounded(double(soff) / double(std::max<uint64_t>(son, 1)), 2)},
-                                 {"trials", trials},
-                                 {"on_trials", every(on_r, 1)},
-                                 {"off_trials", every(off_r, 1)},
-                                 {"pair_ratios", every(pair_r, 5)}});
-  std::fflush(stdout);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t workers = 2, trials = 3;
+  uint32_t workers = 2, width = 0, handler_us = 0;
   bool quick = false;
-  std::string peers, rows = "fan_out,chain,peers", widths_arg = "1,8,64,512", us_arg = "0,20", sides = "on,off";
-  CLI::App app{"Burst dispatch on vs off, side by side (bench/burst/burst_bench.cpp)."};
-  app.add_option("--workers", workers, "worker threads")->check(CLI::Range(1u, 1024u));
-  app.add_option("--trials", trials, "trials per side (alternating on, off)")->check(CLI::Range(1u, 1000u));
+  std::string side, row, workload, peers;
+  CLI::App app{"One timed run of a burst dispatch row, burst on or off (bench/burst/burst_bench.cpp)."};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--side", side, "burst dispatch on or off for this run")
+      ->required()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--row", row, "fan_out, chain or peers")
+      ->required()
+      ->check(CLI::IsMember({"fan_out", "chain", "peers"}));
+  coact::bench::add_uint_option(app, "--workers", workers, 1, 1024, "worker threads");
+  coact::bench::add_uint_option(app, "--width", width, 1, 1000000, "fan_out: workers the fan sends to (required)");
+  coact::bench::add_uint_option(app, "--handler-us", handler_us, 0, 1000000,
+                                "fan_out and chain: microseconds each handler spins");
+  app.add_option("--workload", workload, "peers: the coact-peers workload (required)")
+      ->check(CLI::IsMember({"ping_pong", "fan_out", "thread_ring", "skynet"}));
+  app.add_option("--peers", peers, "peers: path of the coact-peers program (required)");
   app.add_flag("--quick", quick, "small sizes (smoke test; the numbers then mean little)");
-  app.add_option("--peers", peers, "path of the coact-peers program (for the peers rows)");
-  app.add_option("--rows", rows, "comma-separated subset of fan_out, chain, peers");
-  app.add_option("--widths", widths_arg, "comma-separated fan_out widths (default 1,8,64,512)");
-  app.add_option("--handler-us", us_arg, "comma-separated handler times in us for fan_out and chain (default 0,20)");
-  app.add_option("--sides", sides, "on,off (default), on or off: which burst settings to run (a single side for profiling)");
+  app.final_callback([&] {
+    const bool in_process = row != "peers";
+    if (row == "fan_out" && width == 0) throw CLI::ValidationError("--row fan_out needs --width N (N >= 1)");
+    if (row != "fan_out" && app.count("--width") > 0)
+      throw CLI::ValidationError("--width is for --row fan_out only (chain is width 1, peers width 0)");
+    if (!in_process && (workload.empty() || peers.empty()))
+      throw CLI::ValidationError("--row peers needs --workload W and --peers PATH (the coact-peers program)");
+    if (in_process && (app.count("--workload") > 0 || app.count("--peers") > 0))
+      throw CLI::ValidationError("--workload and --peers are for --row peers only");
+    if (!in_process && app.count("--handler-us") > 0)
+      throw CLI::ValidationError("--handler-us is for --row fan_out and chain only");
+  });
   coact::bench::parse_or_exit(app, argc, argv);
-  auto want = [&](const char* r) { return ("," + rows + ",").find(std::string(",") + r + ",") != std::string::npos; };
   try {
     (void)coact::resolve_tuning();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "coact-burst-bench: %s\n", e.what());
     return 2;
   }
-  std::vector<uint32_t> widths, handler_us;
-  if (!parse_u32_list(widths_arg, widths) || std::count(widths.begin(), widths.end(), 0u) > 0) {
-    std::fprintf(stderr, "coact-burst-bench: --widths '%s': expected a comma-separated list of widths >= 1\n",
-                 widths_arg.c_str());
-    return 2;
-  }
-  if (!parse_u32_list(us_arg, handler_us)) {
-    std::fprintf(stderr, "coact-burst-bench: --handler-us '%s': expected a comma-separated list of microseconds\n",
-                 us_arg.c_str());
-    return 2;
-  }
-  if (sides == "on") {
-    g_run_off = false;
-  } else if (sides == "off") {
-    g_run_on = false;
-  } else if (sides != "on,off" && sides != "off,on") {
-    std::fprintf(stderr, "coact-burst-bench: --sides '%s': expected on,off, on or off\n", sides.c_str());
-    return 2;
-  }
+  const bool on = side == "on";
   const uint32_t scale = quick ? 20 : 1;
-  if (want("fan_out")) {
-    for (uint32_t us : handler_us) {
-      for (uint32_t width : widths) {
-        // About 2*10^6 messages for zero-work rows (~0.1 s at 2 workers),
-        // 10^5 for 20 us rows (~1 s of handler time; w512: ~97 rounds), so
-        // that the start-up and the last round's stragglers are a small part
-        // of a run (with ten times fewer they were most of it, and the on/off
-        // ratios scattered for rows perf-compare finds unchanged).
-        const uint64_t msgs = us == 0 ? 2000000 : 100000;
-        const uint32_t rounds = std::max<uint32_t>(2, uint32_t(msgs / (2ull * width) / scale));
-        row("fan_out", width, us, workers, trials,
-            [&](bool on) { return run_fan_out(workers, on, width, us, rounds); });
-      }
-    }
-  }
-  if (want("chain")) {
-    for (uint32_t us : handler_us) {
-      const uint64_t hops = (us == 0 ? 3000000 : 20000) / scale;  // ~0.1 s / ~0.4 s
-      row("chain", 1, us, workers, trials, [&](bool on) { return run_chain(workers, on, us, hops); });
-    }
-  }
-  if (want("peers")) {
-    if (peers.empty()) {
-      std::fprintf(stderr, "coact-burst-bench: --rows peers needs --peers PATH (the coact-peers program)\n");
-      return 2;
-    }
-    struct peer_wl {
-      const char* name;
-      uint64_t n;
-    };
+  trial t{};
+  if (row == "fan_out") {
+    // About 2*10^6 messages for zero-work rows (~0.1 s at 2 workers),
+    // 10^5 for 20 us rows (~1 s of handler time; w512: ~97 rounds), so
+    // that the start-up and the last round's stragglers are a small part
+    // of a run (with ten times fewer they were most of it, and the on/off
+    // ratios scattered for rows perf-compare finds unchanged).
+    const uint64_t msgs = handler_us == 0 ? 2000000 : 100000;
+    const uint32_t rounds = std::max<uint32_t>(2, uint32_t(msgs / (2ull * width) / scale));
+    t = run_fan_out(workers, on, width, handler_us, rounds);
+  } else if (row == "chain") {
+    width = 1;
+    const uint64_t hops = (handler_us == 0 ? 3000000 : 20000) / scale;  // ~0.1 s / ~0.4 s
+    t = run_chain(workers, on, handler_us, hops);
+  } else {
     // Three times scripts/bench.sh peers' n (skynet the same): ~0.1-0.3 s a run.
-    for (const peer_wl& p : {peer_wl{"ping_pong", 3000000}, peer_wl{"fan_out", 3000000},
-                             peer_wl{"thread_ring", 3000000}, peer_wl{"skynet", 1000000}}) {
-      const uint64_t n = quick ? (std::string(p.name) == "skynet" ? 1000 : p.n / 100) : p.n;
-      row(p.name, 0, 0, workers, trials, [&](bool on) { return run_peer(peers, p.name, n, workers, on); });
-    }
+    const uint64_t full = workload == "skynet" ? 1000000 : 3000000;
+    const uint64_t n = quick ? (workload == "skynet" ? 1000 : full / 100) : full;
+    t = run_peer(peers, workload, n, workers, on);
   }
+  coact::bench::print_json_line({{"group", "burst"},
+                                 {"workload", row == "peers" ? workload : row},
+                                 {"width", width},
+                                 {"handler_us", handler_us},
+                                 {"workers", workers},
+                                 {"side", side},
+                                 {"msgs", t.msgs},
+                                 {"msgs_per_s", t.msgs_per_s},
+                                 {"syncs", t.syncs}});
   return 0;
 }

@@ -10,10 +10,10 @@ the JSON lines bench.sh prints (one object per workload). Called as
   python3 -m coact_reports.bench slowmode PEERS_ROWS WORKERS
 
 (QUICK is 0 or 1; *_ROWS are files of the programs' JSON lines, one per
-trial; TOKIO_ROWS of peers holds every tokio variant, told apart by their
+trial, except BURST_ROWS: burst_row's objects, one per row; TOKIO_ROWS of peers holds every tokio variant, told apart by their
 "variant" member (or, in older rows, "channel"); CAF_ROWS of peers may be empty). An error exits non-zero with one line naming the group and workload.
-bench.sh calls runtime and burst; bench_groups and bench_costs, which run
-the other groups' trials, call these functions directly (an exit raises
+bench.sh calls runtime; bench_groups, bench_burst and bench_costs, which
+run the other groups' trials, call these functions directly (an exit raises
 SystemExit there). The output formats are documented in scripts/bench.sh's
 header.
 """
@@ -247,8 +247,43 @@ def ratio_intervals(pairs, seed=1):
     return gmean, t_ci, boot
 
 
+def rounded(x, places):
+    """x printed with `places` decimals and read back (as the benchmark
+    programs' rounded(): bench/common/bench_support.hpp)."""
+    return float(f"{x:.{places}f}")
+
+
+def median_high(xs):
+    """The middle value of xs sorted, the higher of the two middle ones for an
+    even count (an observed value: the medians coact-burst-bench reported)."""
+    return sorted(xs)[len(xs) // 2]
+
+
+def burst_row(workload, width, handler_us, workers, on, off):
+    """One burst row from its pairs: on[i] and off[i] are pair i's runs as
+    (msgs_per_s, syncs), pairs in run order. The medians are median_high;
+    ratio is the median of the pairs' on/off (the pairs share the machine's
+    drift), ratio_of_medians the medians' quotient; every run is kept
+    (on_trials, off_trials, pair_ratios) for the intervals burst() adds.
+    The row scripts/bench.sh's header documents for the burst group."""
+    if not on or len(on) != len(off):
+        raise ValueError(f"burst row {workload}/w{width}/{handler_us}us: want the same number (>= 1) of on "
+                         f"and off runs, got {len(on)} and {len(off)}")
+    on_r, off_r = [r for r, _ in on], [r for r, _ in off]
+    pairs = [a / b for a, b in zip(on_r, off_r)]
+    m_on, m_off = median_high(on_r), median_high(off_r)
+    s_on, s_off = median_high([s for _, s in on]), median_high([s for _, s in off])
+    return {"group": "burst", "workload": workload, "width": width, "handler_us": handler_us, "workers": workers,
+            "on_msgs_per_s": rounded(m_on, 1), "off_msgs_per_s": rounded(m_off, 1),
+            "ratio": rounded(median_high(pairs), 3), "ratio_of_medians": rounded(m_on / m_off, 3),
+            "syncs_on": s_on, "syncs_off": s_off, "sync_ratio": rounded(s_off / max(s_on, 1), 2),
+            "trials": len(on), "on_trials": [rounded(x, 1) for x in on_r],
+            "off_trials": [rounded(x, 1) for x in off_r], "pair_ratios": [rounded(x, 5) for x in pairs]}
+
+
 def burst(argv):
-    """Reads coact-burst-bench's rows (ROWS file), prints each with its ratio's
+    """Reads the burst group's rows (ROWS file: burst_row's objects, one a
+    line), prints each with its ratio's
     intervals and verdict, then one summary row."""
     path, = argv
     rows = load_jsonl(path, "burst")
@@ -299,8 +334,8 @@ def load_jsonl(path, label):
 
 # ---- scaling: coact burst on / off and tokio's idiomatic variant by worker count ----
 def scaling(argv):
-    """BURST_ROWS: coact-burst-bench's rows at every worker count (fan_out width
-    512 and the peers rows); TOKIO_ROWS: tokio-peers' rows (any worker counts).
+    """BURST_ROWS: the burst rows (burst_row) at every worker count (fan_out
+    width 512 and the peers rows); TOKIO_ROWS: tokio-peers' rows (any worker counts).
     Prints one row per (workload, workers) and a summary of the speedups."""
     burst_path, tokio_path, quick = argv
     rows = load_jsonl(burst_path, "scaling")

@@ -1,6 +1,7 @@
 """scripts/bench.sh's trial-running groups: peers, timers, scaling and
-slowmode here, instructions and sampling in bench_costs. bench.sh checks
-the common knobs, builds and finds the programs, then calls
+slowmode here, burst in bench_burst, instructions and sampling in
+bench_costs. bench.sh checks the common knobs, builds and finds the
+programs, then calls
 
   coact_run.py bench_groups GROUP --check
   coact_run.py bench_groups GROUP [--quick] --trials T --workers K --timeout-s S
@@ -10,11 +11,12 @@ the common knobs, builds and finds the programs, then calls
 line naming the knob, its value and what is accepted (bench.sh runs it
 before building). Without it the group's trials run, each through the one
 trial runner (trials.Runner), in the order bench.sh's header documents
-(alternating runtimes per round; sampling's rotation), and the rows are
-aggregated by coact_reports.bench, whose JSON lines are printed on stdout.
-Progress goes to stderr as "bench.sh: ..."; the programs run without
-COACT_BENCH_* in their environment (trials.child_environ). A failed trial
-ends the group with one line naming it and exit status 1.
+(alternating runtimes per round; sampling's rotation; burst's ABBA
+pairs), and the rows are aggregated by coact_reports.bench, whose JSON
+lines are printed on stdout. Progress goes to stderr as "bench.sh: ...";
+the programs run without COACT_BENCH_* in their environment
+(trials.child_environ). A failed trial ends the group with one line
+naming it and exit status 1.
 
 The JSON each group prints is documented in scripts/bench.sh's header.
 """
@@ -339,21 +341,19 @@ def run_timers(g: Group) -> None:
 
 # ---- group scaling -------------------------------------------------------------------------
 def run_scaling(g: Group) -> None:
-    """At each worker count: coact-burst-bench's burst on / off rows (fan-out
-    width 512 and the four peers workloads), then tokio's idiomatic variant
-    (multi-thread scheduler), TRIALS trials per workload; then the rows."""
-    burst_bin, peers_bin, tokio_bin = g.bin("coact-burst-bench"), g.bin("coact-peers"), g.bin("tokio-peers")
+    """At each worker count: the burst on / off rows of the fan-out of width
+    512 (0 us handlers) and the four peers workloads (bench_burst.run_row:
+    TRIALS pairs each), then tokio's idiomatic variant (multi-thread
+    scheduler), TRIALS trials per workload; then the rows."""
+    from .bench_burst import fan_out, peers_rows, run_row
+    tokio_bin = g.bin("tokio-peers")
     burst_rows: List[str] = []
     tokio_rows: List[str] = []
     for k in scaling_workers():
-        # coact: burst on / off in ABBA pairs (coact-burst-bench), fan-out width 512 and the
-        # four peers workloads (its peers rows: n = 3x the peers group's, skynet 10^6).
-        args = ["--trials", str(g.trials), "--workers", str(k), "--rows", "fan_out,peers", "--widths", "512",
-                "--handler-us", "0", "--peers", peers_bin] + (["--quick"] if g.quick else [])
-        log(f"scaling: workers={k}: {burst_bin} {' '.join(args)}")
-        _, fin = g.trial([burst_bin, *args], f"scaling/workers={k}: coact-burst-bench", g.timeout_s * 10,
-                         want_json=False)
-        burst_rows += [x for x in fin.stdout.splitlines() if x.strip()]
+        # coact: its peers rows run coact-peers at n = 3x the peers group's (skynet 10^6).
+        log(f"scaling: workers={k}: burst on / off, {g.trials} pairs per row (ABBA)")
+        for row in [fan_out(512, 0)] + peers_rows():
+            burst_rows.append(json.dumps(run_row(g, row, k, "scaling"), separators=(",", ":")))
         if not tokio_bin:
             continue
         # tokio: its idiomatic variant (multi-thread scheduler at every k), the same n.
@@ -377,8 +377,10 @@ def run_scaling(g: Group) -> None:
 # ---- the command line ----------------------------------------------------------------------
 def groups() -> Dict[str, Callable[[Group], None]]:
     from .bench_costs import run_instructions, run_sampling
-    return {"peers": lambda g: run_peers(g, g.wrap), "timers": run_timers, "scaling": run_scaling,
-            "slowmode": run_slowmode, "instructions": run_instructions, "sampling": run_sampling}
+    from .bench_burst import run_burst
+    return {"peers": lambda g: run_peers(g, g.wrap), "timers": run_timers, "burst": run_burst,
+            "scaling": run_scaling, "slowmode": run_slowmode, "instructions": run_instructions,
+            "sampling": run_sampling}
 
 
 def parse(argv: List[str]) -> argparse.Namespace:

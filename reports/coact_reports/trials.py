@@ -14,7 +14,8 @@ It provides:
 * last_json(): the last line of a program's stdout as a JSON object;
 * the trial orders: alternating (each round runs every side once, in the
   given order), rotating (the first side of round t moves by one each
-  round) and pair_orders (perf-compare's balanced AB/BA blocks).
+  round), pair_orders (perf-compare's balanced AB/BA blocks, which first
+  drawn at random) and abba (the same blocks in a fixed order: AB BA BA AB).
 
 A trial that cannot start, runs past its limit, exits non-zero or prints no
 JSON line raises TrialFailed, whose message starts with the trial's name
@@ -25,6 +26,7 @@ says (inherited by default).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -97,18 +99,34 @@ def rotating(trials: int, sides: Sequence[str]) -> List[Tuple[int, str]]:
     return [(t, sides[(i + t) % n]) for t in range(1, trials + 1) for i in range(n)]
 
 
-def pair_orders(trials: int, seed: int) -> List[tuple]:
-    """Balanced random order of base/cand pairs: blocks of two pairs, one AB
-    and one BA, which comes first drawn from the seed."""
-    rng = random.Random(seed)
-    out, first = [], "base"
+def balanced_pairs(trials: int, a: str, b: str, block_starts_with_a) -> List[tuple]:
+    """`trials` pairs of sides a and b in blocks of two pairs, one AB and one
+    BA: block_starts_with_a() is asked once per block (before its first
+    pair) whether that block runs AB first. A side that runs first gains
+    or loses the same in every block, so it cancels within each block."""
+    out, first = [], a
     for t in range(trials):
         if t % 2 == 0:
-            first = "cand" if rng.random() < 0.5 else "base"
+            first = a if block_starts_with_a() else b
         else:
-            first = "cand" if first == "base" else "base"
-        out.append((first, "cand" if first == "base" else "base"))
+            first = b if first == a else a
+        out.append((first, b if first == a else a))
     return out
+
+
+def pair_orders(trials: int, seed: int) -> List[tuple]:
+    """Balanced random order of base/cand pairs (perf-compare's): blocks of
+    two pairs, one AB and one BA, which comes first drawn from the seed."""
+    rng = random.Random(seed)
+    return balanced_pairs(trials, "cand", "base", lambda: rng.random() < 0.5)
+
+
+def abba(trials: int, a: str, b: str) -> List[tuple]:
+    """The fixed balanced order of a/b pairs: (a, b), (b, a), (b, a), (a, b),
+    (a, b), (b, a), ... (balanced_pairs with the blocks starting AB and BA
+    in turn; the burst group's on/off pairs)."""
+    starts = itertools.cycle((True, False))
+    return balanced_pairs(trials, a, b, lambda: next(starts))
 
 
 class Runner:
