@@ -126,9 +126,9 @@ void Pool::thread_main() {
 
 void* blocking_reserve() {
   Worker* w = Scheduler::current_worker();
-  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler,
+  COACT_INVARIANT(w != nullptr && w->dispatch.current != nullptr && w->dispatch.in_handler,
                   "coact::blocking awaited outside a coact handler coroutine");
-  Scheduler* s = w->current->sched;
+  Scheduler* s = w->dispatch.current->sched;
   // Alive until s's shutdown, which waits for every reserved call.
   Pool* pool =
       g_pools

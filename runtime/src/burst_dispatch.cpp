@@ -50,11 +50,11 @@ void Scheduler::discard_burst(Burst* b) {
   // t_ring_armed: this invocation buffered a send with the ring on (only
   // then can a region be open or the ring have refused; only a worker with
   // a ring, i.e. burst on, sets it); a handler whose sends all went direct
-  // (w.batched clear) skips the seal.
-  if (w.batched && t_ring_armed) {
+  // (w.dispatch.batched clear) skips the seal.
+  if (w.dispatch.batched && t_ring_armed) {
     w.ring.seal();  // lock = mail count, before any mail leaves this thread
     t_ring_armed = false;
-    w.ring_refused = false;
+    w.dispatch.ring_refused = false;
   }
 }
 
@@ -89,12 +89,12 @@ void Scheduler::flush_traced(Worker& w, ActorCell* producer) {
 // Inlined into flush (out of line it would add the call, and registers saved
 // twice, to every flush).
 [[gnu::always_inline]] inline void Scheduler::flush_route(Worker& w, ActorCell* producer) {
-  // w.batched: some send of this invocation was buffered (buffer_send). If
+  // w.dispatch.batched: some send of this invocation was buffered (buffer_send). If
   // none was, every entry is a direct send that took its recipient's
   // run-token ({t, nullptr}): burst on or off, all that is left is to
   // schedule them (the loop below), at the cost of this one check.
-  if (w.batched) [[unlikely]] {
-    w.batched = false;
+  if (w.dispatch.batched) [[unlikely]] {
+    w.dispatch.batched = false;
     if (tuning_.burst && producer != nullptr && !w.outbound.empty()) {
       if (w.outbound.size() > 1) {
         flush_burst(w, producer);
@@ -207,7 +207,7 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
     confident = false;
     return 0;
   };
-  std::vector<uint64_t>& work = w.group_work;  // per staged group, ns
+  std::vector<uint64_t>& work = w.scratch.group_work;  // per staged group, ns
   work.clear();
   for (auto& [t, e] : out) {
     if (e == nullptr) {  // a direct send (post) took t's run-token
@@ -275,11 +275,11 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
     bp->index.clear();
     return;
   }
-  bump(w.bursts);
+  bump(w.stats.bursts);
   // Keep warm: one drainer on this worker's own deque.
   b->add_ref();
   spill_next(w);                // the hand-off slot counts as the deque's top
-  w.burst_mark = w.own.size();  // run_burst's depth-first yield (requeue_under)
+  w.dispatch.burst_mark = w.own.size();  // run_burst's depth-first yield (requeue_under)
   schedule_job(w, job_of(b));
   // Recruit: K from the cost estimates of the fresh groups, or the width gate.
   uint32_t extra = 0;
@@ -300,7 +300,7 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
   // burst restarts the cascade clock: the valve spills only a cascade that
   // runs on past its own period after this (without it, a wide zero-work
   // fan-out's rounds woke a parked sibling and ran cold there).
-  if (confident && extra == 0) w.cascade_start_ns = w.clock_ns;
+  if (confident && extra == 0) w.dispatch.cascade_start_ns = w.dispatch.clock_ns;
   extra = std::min(extra, tuning_.burst_recruit_max);
   if (w.tracing()) [[unlikely]]
     trace::on_recruit(w, p, staged, extra, !confident);
@@ -310,7 +310,7 @@ void Scheduler::flush_burst_groups(Worker& w, ActorCell* p, ActorCell*& direct) 
       injector_.push(job_of(b));
     }
     injector_pushes_.fetch_add(extra, std::memory_order_relaxed);
-    w.recruited.fetch_add(extra, std::memory_order_relaxed);
+    w.stats.recruited.fetch_add(extra, std::memory_order_relaxed);
     // Recruitment wakes siblings directly: one spinner cannot drain K drainers.
     spin_park_.wake_workers(extra);
   }
@@ -348,10 +348,10 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
       // (deliver_claimed) that reaches its budget is published, not given
       // another batch here (nothing_waits), so an actor that keeps itself
       // busy cannot hold them back longer than one budget.
-      w.claimed_left = run.n - i - 1;
+      w.dispatch.claimed_left = run.n - i - 1;
       Group& g = b->groups()[run.first + i];
       ActorCell* t = g.target;  // the group's reference keeps t alive through its drain
-      const uint64_t bursts_before = w.bursts.load(std::memory_order_relaxed);
+      const uint64_t bursts_before = w.stats.bursts.load(std::memory_order_relaxed);
       // Drain in send order until the group is found empty, which closes it
       // (the FIFO barrier for the producer's later pushes).
       while (Envelope* e = g.take_or_close()) {
@@ -362,10 +362,10 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
         }
       }
       t->release();
-      if (w.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]]
+      if (w.stats.bursts.load(std::memory_order_relaxed) != bursts_before) [[unlikely]]
         yield = true;
     }
-    w.claimed_left = 0;
+    w.dispatch.claimed_left = 0;
     // Depth first: a recipient run here that published a burst of its own
     // (a spawn tree's node) left that burst's drainer (and its direct
     // first send's recipient) on top of the own deque. Claiming the next
@@ -393,7 +393,7 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
 
 // run_burst's yield: if b still has unclaimed groups and 1..kMaxUnder jobs
 // sit above the own deque's length before the last burst's drainer was
-// pushed (Worker::burst_mark: that drainer, its direct first send's
+// pushed (Worker::dispatch.burst_mark: that drainer, its direct first send's
 // recipient, anything pushed after), puts b's drainer (the caller's
 // reference) under them, their order kept, and returns true. A spill
 // (schedule_backlog) that moved them to the injector leaves nothing above
@@ -401,7 +401,7 @@ void Scheduler::run_burst(Worker& w, Burst* b) {
 bool Scheduler::requeue_under(Worker& w, Burst* b) {
   constexpr int64_t kMaxUnder = 4;
   spill_next(w);  // the hand-off slot counts as the deque's top
-  const int64_t k = w.own.size() - w.burst_mark;
+  const int64_t k = w.own.size() - w.dispatch.burst_mark;
   if (k <= 0 || k > kMaxUnder) return false;
   const Lifecycle::Snapshot s = b->life.snapshot();
   if (s.cursor >= s.len) return false;  // nothing left to claim: finish here
@@ -420,7 +420,7 @@ bool Scheduler::requeue_under(Worker& w, Burst* b) {
 // The burst lifecycle step 6: seize the recipient and run it here, or deposit.
 void Scheduler::deliver_claimed(Worker& w, ActorCell* t, Envelope* e) {
   if (t->inbox.seize()) {
-    bump(w.seized);
+    bump(w.stats.seized);
     // We hold t's run-token, so its consumer state is ours to read. Older
     // mail in the inbox (an earlier deposit, possibly from this very
     // producer) or a suspended coroutine goes first: then this mail queues
@@ -433,7 +433,7 @@ void Scheduler::deliver_claimed(Worker& w, ActorCell* t, Envelope* e) {
     }
     return;
   }
-  bump(w.seize_lost);
+  bump(w.stats.seize_lost);
   causal::on_pay_point();  // the deposit may make t runnable
   deposit(t, e, &w);
 }

@@ -29,23 +29,23 @@ namespace coact::detail {
 // wake as in spin_window.hpp.
 Job Scheduler::idle(Worker& w) {
   const uint64_t ceiling = uint64_t(tuning_.spin_window_us) * 1000;
-  if (w.check_done) {  // this worker stopped an actor since: was it the last?
-    w.check_done = false;
+  if (w.idle.check_done) {  // this worker stopped an actor since: was it the last?
+    w.idle.check_done = false;
     notify_if_done();
   }
   // Memory back after a backlog: this worker delivered at least
   // Mailbox::kTrimBacklog mails since it was last idle, so the envelopes
   // they freed may hold pages (backlog_drained trims, rate-limited). Here,
   // not per dequeue: the drain loop pays nothing for it.
-  if (const uint64_t d = w.delivered.load(std::memory_order_relaxed); d - w.delivered_at_idle != 0) {
-    if (d - w.delivered_at_idle >= Mailbox::kTrimBacklog) [[unlikely]]
-      backlog_drained(d - w.delivered_at_idle);
-    w.delivered_at_idle = d;
+  if (const uint64_t d = w.stats.delivered.load(std::memory_order_relaxed); d - w.idle.delivered_at_idle != 0) {
+    if (d - w.idle.delivered_at_idle >= Mailbox::kTrimBacklog) [[unlikely]]
+      backlog_drained(d - w.idle.delivered_at_idle);
+    w.idle.delivered_at_idle = d;
   }
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;
-    const uint64_t spin_ns = w.spin_window.window_ns(ceiling);
+    const uint64_t spin_ns = w.idle.spin_window.window_ns(ceiling);
     // An empty window (the adaptive window of a worker whose spins found
     // nothing: an idle pool's timekeeper every tick) skips step 1 and its
     // scan: acquire() or the wake's own checks scanned a moment ago, and
@@ -68,8 +68,8 @@ Job Scheduler::idle(Worker& w) {
           // the publisher paid before publishing, so credit (causal resume).
           causal::on_resume();
           if (more) spin_park_.notify();
-          w.clock_ns = sync::now_ns();
-          w.spin_window.found(w.clock_ns - spin_start, ceiling);
+          w.dispatch.clock_ns = sync::now_ns();
+          w.idle.spin_window.found(w.dispatch.clock_ns - spin_start, ceiling);
           return c;
         }
         if (stopping_.load(std::memory_order_acquire)) {
@@ -80,11 +80,11 @@ Job Scheduler::idle(Worker& w) {
         // (spin_window.hpp): deadlines are the timekeeper's business.
         if (timers_due(now)) {
           spin_park_.end_spin();
-          w.clock_ns = now;
-          w.cascade_start_ns = now;  // an idle worker's fire starts a new cascade
+          w.dispatch.clock_ns = now;
+          w.dispatch.cascade_start_ns = now;  // an idle worker's fire starts a new cascade
           fire_due(&w, now);
           if (Job c = pop_own(w)) {
-            w.clock_ns = now;
+            w.dispatch.clock_ns = now;
             return c;
           }
           spin_park_.begin_spin();
@@ -103,15 +103,15 @@ Job Scheduler::idle(Worker& w) {
       spin_park_.unregister_idle(w.index);
       causal::on_resume();
       if (more) spin_park_.notify();
-      w.clock_ns = sync::now_ns();
-      w.spin_window.found(spin_ns == 0 ? 0 : w.clock_ns - spin_start, ceiling);
+      w.dispatch.clock_ns = sync::now_ns();
+      w.idle.spin_window.found(spin_ns == 0 ? 0 : w.dispatch.clock_ns - spin_start, ceiling);
       return c;
     }
     if (stopping_.load(std::memory_order_seq_cst)) {
       spin_park_.unregister_idle(w.index);
       return nullptr;
     }
-    bump(w.parks);
+    bump(w.stats.parks);
     const uint64_t trace_park = w.tracing() ? sync::now_ns() : 0;
     // 5. At most one parked worker holds the earliest timer deadline (an
     // expiry wakes one worker, not a herd); the others park indefinitely.
@@ -137,21 +137,21 @@ Job Scheduler::idle(Worker& w) {
       const uint64_t woke = sync::now_ns(), sent = spin_park_.parker(w.index).last_unpark_ns();
       if (sent != 0 && woke > sent) handoff_->observe(std::chrono::nanoseconds(woke - sent));
     }
-    w.spin_window.parked(spun, slept, !timed_out && !injector_.empty(), uint64_t(handoff_->wake_break_even().count()),
-                         ceiling);
+    w.idle.spin_window.parked(spun, slept, !timed_out && !injector_.empty(),
+                              uint64_t(handoff_->wake_break_even().count()), ceiling);
     causal::on_resume();  // woken by a thread that paid: credit
     if (trace_park != 0) [[unlikely]]
       trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
     // A timed-out timekeeper reuses keep_time's last clock read (it ended
     // its spin on it, a moment ago); any other wake reads the clock.
-    w.clock_ns = timed_out ? kept_now : sync::now_ns();
+    w.dispatch.clock_ns = timed_out ? kept_now : sync::now_ns();
     // What runs next starts a new local cascade (the keep-local valve counts
     // from here): otherwise the valve, still counting from before the park,
     // trips on the second of several timers fired at once and spills them to
     // the injector with a sibling wake on the fire's path.
-    w.cascade_start_ns = w.clock_ns;
-    now = w.clock_ns;
+    w.dispatch.cascade_start_ns = w.dispatch.clock_ns;
+    now = w.dispatch.clock_ns;
     if (const uint64_t next = timers_.next_deadline(); next != TimerHeap::kNone && now >= next) fire_due(&w, now);
     if (keeper && !timed_out && !injector_.empty() && timers_.next_deadline() != TimerHeap::kNone &&
         spin_park_.idle() > 0) {
@@ -180,14 +180,14 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
   // The spin starts at the wake's clock read (one read serves both).
   uint64_t spin_start = now;
   if (wake_at > now) {
-    bump(w.timed_parks);
+    bump(w.stats.timed_parks);
     const bool woken = spin_park_.park_until(w.index, wake_at);  // absolute: no clock read inside
     const uint64_t woke = sync::now_ns();
     slept_ns = woke - now;
     if (woken) return false;
     const uint64_t late = woke > wake_at ? woke - wake_at : 0;
     wake_latency_->observe(late);
-    w.wake_late_ns.store(w.wake_late_ns.load(std::memory_order_relaxed) + late, std::memory_order_relaxed);
+    w.stats.wake_late_ns.store(w.stats.wake_late_ns.load(std::memory_order_relaxed) + late, std::memory_order_relaxed);
     spin_start = woke;
   }
   // Still on the idle list and still timekeeper while spinning: a notify
@@ -205,8 +205,8 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
     for (int i = 0; i < 16; ++i) sync::cpu_relax();
   }
   if (t > spin_start)
-    w.early_spin_ns.store(w.early_spin_ns.load(std::memory_order_relaxed) + (t - spin_start),
-                          std::memory_order_relaxed);
+    w.stats.early_spin_ns.store(w.stats.early_spin_ns.load(std::memory_order_relaxed) + (t - spin_start),
+                                std::memory_order_relaxed);
   now_ns = t;
   return true;
 }

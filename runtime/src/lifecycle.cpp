@@ -71,12 +71,12 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
                                   tuning_.trace_export_deadline_ms * 1'000'000};
     trace_ = std::make_unique<trace::Session>(info, tuning_.trace_buffer, tuning_.trace_output);
     for (auto& w : workers_) {
-      w->trace_ring = &trace_->ring(w->index);
-      w->trace_session = trace_.get();
-      w->trace_rng = (uint64_t(w->index) + 1) * 0x9E3779B97F4A7C15ull;
+      w->trace.ring = &trace_->ring(w->index);
+      w->trace.session = trace_.get();
+      w->trace.rng = (uint64_t(w->index) + 1) * 0x9E3779B97F4A7C15ull;
     }
     trace_->start([this](bool on) {  // the gates (at once, or on the window's thread)
-      for (auto& w : workers_) w->trace.store(on ? w->trace_ring : nullptr, std::memory_order_relaxed);
+      for (auto& w : workers_) w->trace.gate.store(on ? w->trace.ring : nullptr, std::memory_order_relaxed);
     });
   }
   futex_wakes_at_boot_ = sync::g_futex_wakes.load(std::memory_order_relaxed);
@@ -167,12 +167,12 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
   }
   if (c->actor != nullptr) {
     if (w != nullptr) {
-      w->current = c;
-      w->in_handler =
+      w->dispatch.current = c;
+      w->dispatch.in_handler =
           w->tracing() ? kInTracedHandler : kInHandler;  // sends from the destructor are flushed like a handler's
       c->destroy_actor(c);
-      w->in_handler = kNotInHandler;
-      w->current = nullptr;
+      w->dispatch.in_handler = kNotInHandler;
+      w->dispatch.current = nullptr;
       if (!w->outbound.empty() || w->ring.building()) flush(*w, c);
     } else {
       c->destroy_actor(c);
@@ -194,8 +194,8 @@ void Scheduler::finalize_stop(Worker* w, ActorCell* c) {
     // The worker's own line: no shared RMW per actor (the live count is the
     // counters' difference; see all_stopped). This worker checks for the end
     // of the run when it next runs out of work (idle()).
-    w->stopped.store(w->stopped.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    w->check_done = true;
+    w->stats.stopped.store(w->stats.stopped.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    w->idle.check_done = true;
   } else {
     stopped_.fetch_add(1, std::memory_order_seq_cst);
     notify_if_done();
@@ -212,7 +212,7 @@ void Scheduler::register_spawn(ActorCell* c) {
   // Counted before the actor can run (it is scheduled only after this), so
   // its stop's count never precedes its spawn's (all_stopped).
   if (ours) {
-    bump(w->spawned);  // a spawn from a handler: the worker's own line
+    bump(w->stats.spawned);  // a spawn from a handler: the worker's own line
   } else {
     spawned_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -250,9 +250,9 @@ void Scheduler::abort_spawn(ActorCell* c) noexcept {
 // while run() waits races the end of the run, as it did with one counter.)
 bool Scheduler::all_stopped() const noexcept {
   uint64_t stopped = stopped_.load(std::memory_order_acquire) + aborted_.load(std::memory_order_acquire);
-  for (const auto& w : workers_) stopped += w->stopped.load(std::memory_order_acquire);
+  for (const auto& w : workers_) stopped += w->stats.stopped.load(std::memory_order_acquire);
   uint64_t spawned = spawned_.load(std::memory_order_acquire);
-  for (const auto& w : workers_) spawned += w->spawned.load(std::memory_order_acquire);
+  for (const auto& w : workers_) spawned += w->stats.spawned.load(std::memory_order_acquire);
   return stopped == spawned;
 }
 
@@ -294,23 +294,23 @@ RuntimeStats Scheduler::stats() const noexcept {
   // Stops first, then spawns (all_stopped's order), so live is never negative.
   const uint64_t aborted = aborted_.load(std::memory_order_acquire);
   s.stopped = stopped_.load(std::memory_order_acquire);
-  for (const auto& w : workers_) s.stopped += w->stopped.load(std::memory_order_acquire);
+  for (const auto& w : workers_) s.stopped += w->stats.stopped.load(std::memory_order_acquire);
   s.spawned = spawned_.load(std::memory_order_acquire);
-  for (const auto& w : workers_) s.spawned += w->spawned.load(std::memory_order_acquire);
+  for (const auto& w : workers_) s.spawned += w->stats.spawned.load(std::memory_order_acquire);
   s.live = s.spawned >= aborted + s.stopped ? s.spawned - aborted - s.stopped : 0;
   s.spawned -= aborted;  // an aborted spawn is neither spawned nor stopped
   for (const auto& w : workers_) {
-    s.delivered += w->delivered.load(std::memory_order_relaxed);
-    s.parks += w->parks.load(std::memory_order_relaxed);
-    s.deque_pushes += w->deque_pushes.load(std::memory_order_relaxed);
-    s.bursts += w->bursts.load(std::memory_order_relaxed);
-    s.recruited += w->recruited.load(std::memory_order_relaxed);
-    s.seized += w->seized.load(std::memory_order_relaxed);
-    s.seize_lost += w->seize_lost.load(std::memory_order_relaxed);
-    s.ring_fallbacks += w->ring_fallbacks.load(std::memory_order_relaxed);
-    s.timed_parks += w->timed_parks.load(std::memory_order_relaxed);
-    s.early_wake_spin_ns += w->early_spin_ns.load(std::memory_order_relaxed);
-    s.wake_late_ns += w->wake_late_ns.load(std::memory_order_relaxed);
+    s.delivered += w->stats.delivered.load(std::memory_order_relaxed);
+    s.parks += w->stats.parks.load(std::memory_order_relaxed);
+    s.deque_pushes += w->stats.deque_pushes.load(std::memory_order_relaxed);
+    s.bursts += w->stats.bursts.load(std::memory_order_relaxed);
+    s.recruited += w->stats.recruited.load(std::memory_order_relaxed);
+    s.seized += w->stats.seized.load(std::memory_order_relaxed);
+    s.seize_lost += w->stats.seize_lost.load(std::memory_order_relaxed);
+    s.ring_fallbacks += w->stats.ring_fallbacks.load(std::memory_order_relaxed);
+    s.timed_parks += w->stats.timed_parks.load(std::memory_order_relaxed);
+    s.early_wake_spin_ns += w->stats.early_spin_ns.load(std::memory_order_relaxed);
+    s.wake_late_ns += w->stats.wake_late_ns.load(std::memory_order_relaxed);
   }
   s.wakes = spin_park_.unparks();
   s.dropped_dead = dropped_dead_.load(std::memory_order_relaxed);

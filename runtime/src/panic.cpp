@@ -134,7 +134,7 @@ CxaThrow next_cxa_throw() noexcept {
 /// noinline: the frames it skips are its own and __cxa_throw's.
 [[gnu::noinline]] void record_throw_site(void* object) noexcept {
   Worker* w = Scheduler::current_worker();
-  if (w == nullptr || w->current == nullptr) return;
+  if (w == nullptr || w->dispatch.current == nullptr) return;
   ThrowSite& t = t_throw_site;
   void* ips[kMaxFrames];
   const int n = unw_backtrace(ips, kMaxFrames);
@@ -150,8 +150,8 @@ CxaThrow next_cxa_throw() noexcept {
   Worker* w = Scheduler::current_worker();
   std::fprintf(stderr, "coact: panic: %s", what);
   if (detail) std::fprintf(stderr, " (%s)", detail);
-  if (w != nullptr && w->current != nullptr) {
-    const ActorCell* c = w->current;
+  if (w != nullptr && w->dispatch.current != nullptr) {
+    const ActorCell* c = w->dispatch.current;
     std::string type = demangle(*c->type);
     std::fprintf(stderr, "\n  in actor %s pid %u.%u on worker %u\n", type.c_str(), c->pid.id, c->pid.epoch, w->index);
   } else if (w != nullptr) {

@@ -40,7 +40,7 @@ namespace coact::detail {
 }
 
 // The direct hint (burst on), at an invocation's first send, gone direct:
-// whether the invocation's later sends go direct too (Worker::direct_left),
+// whether the invocation's later sends go direct too (Worker::dispatch.direct_left),
 // as burst off does, instead of buffering for a burst. Yes when the
 // producer's last burst was narrow and cheap (BurstProducer::direct_hint,
 // set by flush_burst_groups), except one invocation in 16, which bursts to
@@ -50,18 +50,19 @@ namespace coact::detail {
 // an inbox push, so a narrow, cheap burst is slower than direct sends.
 // Inline: it is on post_on's first-send path, which every reply and chain
 // hop takes with burst on. bp is the running
-// producer's (w->current->producer, loaded once by the caller: after the
+// producer's (w->dispatch.current->producer, loaded once by the caller: after the
 // in_handler store the compiler must load it again): this worker's to
-// touch. Worker::direct_left = the width gate - 1: the invocation's sends
+// touch. Worker::dispatch.direct_left = the width gate - 1: the invocation's sends
 // up to the gate's less one go direct, and the one at the gate clears the
 // hint (direct_later).
 [[gnu::always_inline]] inline void Scheduler::start_direct(Worker* w, BurstProducer* bp) noexcept {
-  w->direct_left = bp != nullptr && bp->direct_hint && (++bp->hint_age & 15u) != 0 ? tuning_.burst_recruit_min - 1 : 0;
+  w->dispatch.direct_left =
+      bp != nullptr && bp->direct_hint && (++bp->hint_age & 15u) != 0 ? tuning_.burst_recruit_min - 1 : 0;
 }
 
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
-  if (w != nullptr && w->in_handler == kInHandler) {
+  if (w != nullptr && w->dispatch.in_handler == kInHandler) {
     // Direct send (burst off, untraced, and a pay point would pay nothing
     // now): push now; if the push took the recipient's run-token, the
     // recipient is held by this handler's outbound list and is scheduled
@@ -88,7 +89,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
           push_direct(w, target, e);
           return;
         }
-      } else if (burst_direct_ && w->outbound.empty() && no_live_burst(w->current)) [[likely]] {
+      } else if (burst_direct_ && w->outbound.empty() && no_live_burst(w->dispatch.current)) [[likely]] {
         // Burst on: the invocation's first send, when the producer has no
         // live burst (so no open group anywhere to order behind) and a pay
         // point would pay nothing (the same argument as above), takes the
@@ -97,8 +98,8 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
         // buffered (kInHandlerSent) and batched by the flush; they land
         // behind this one (a claimed group's mail seizes or deposits behind
         // what the inbox holds).
-        start_direct(w, w->current->producer);
-        w->in_handler = kInHandlerSent;
+        start_direct(w, w->dispatch.current->producer);
+        w->dispatch.in_handler = kInHandlerSent;
         push_direct(w, target, e);
         return;
       }
@@ -106,19 +107,19 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     buffer_send(w, target, e);
     return;
   }
-  if (w != nullptr && w->in_handler == kInHandlerSent) {  // burst on: a later send of the invocation
-    if (w->direct_left != 0 && direct_later(w)) {
+  if (w != nullptr && w->dispatch.in_handler == kInHandlerSent) {  // burst on: a later send of the invocation
+    if (w->dispatch.direct_left != 0 && direct_later(w)) {
       push_direct(w, target, e);  // (drops mail to a dead recipient)
       return;
     }
     buffer_send(w, target, e);
     return;
   }
-  if (w != nullptr && w->in_handler == kInTracedHandler) [[unlikely]] {  // the same, traced
+  if (w != nullptr && w->dispatch.in_handler == kInTracedHandler) [[unlikely]] {  // the same, traced
     target->add_ref();
     trace::on_send(*w);  // t_construct_start; the flush samples and tags
     w->outbound.emplace_back(target, e);
-    w->batched = true;
+    w->dispatch.batched = true;
     if (w->ring_on) t_ring_armed = true;
     return;
   }
@@ -126,7 +127,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     const bool ours = w != nullptr && w->sched == this;
     const trace::RootSend rs = trace::on_root_send_begin(*trace_, ours ? w : nullptr, target, e);
     deposit(target, e, w);
-    trace::on_root_send_end(ours ? *w->trace_ring : trace_->external(), rs);
+    trace::on_root_send_end(ours ? *w->trace.ring : trace_->external(), rs);
     return;
   }
   deposit(target, e, w);  // root door (or a worker outside a handler)
@@ -135,7 +136,7 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
 inline bool Scheduler::post_direct(Worker* w, ActorCell* target, Envelope* e) {
   // post()'s first case, its conditions in the order cheapest first (all
   // plain reads; post() reads them afresh when this declines).
-  if (w == nullptr || w->in_handler != kInHandler || w->sched != this || !direct_sends_) return false;
+  if (w == nullptr || w->dispatch.in_handler != kInHandler || w->sched != this || !direct_sends_) return false;
   if (!w->outbound.empty() && w->outbound.back().second != nullptr) return false;
   if (!pay_point_is_noop() || target->is_dead()) return false;
   if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
@@ -147,18 +148,18 @@ inline bool Scheduler::post_burst(Worker* w, ActorCell* target, Envelope* e) {
   // them afresh when this declines, and drops mail to a dead recipient, so
   // that no call is made here: the frame stays small).
   if (w == nullptr) return false;
-  const uint8_t h = w->in_handler;
+  const uint8_t h = w->dispatch.in_handler;
   if (h == kInHandler) {  // the invocation's first send: direct under post()'s burst_direct_ conditions
     if (w->sched != this || !burst_direct_ || !w->outbound.empty()) return false;
-    BurstProducer* const bp = w->current->producer;  // no_live_burst's, loaded once
+    BurstProducer* const bp = w->dispatch.current->producer;  // no_live_burst's, loaded once
     if (!pay_point_is_noop() || (bp != nullptr && !bursts_retired(bp)) || target->is_dead()) return false;
     start_direct(w, bp);
-    w->in_handler = kInHandlerSent;
+    w->dispatch.in_handler = kInHandlerSent;
     if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
     return true;
   }
   if (h == kInHandlerSent) {  // a later send of the invocation: buffered for the flush, or direct (the hint)
-    if (w->direct_left != 0) [[unlikely]] {
+    if (w->dispatch.direct_left != 0) [[unlikely]] {
       if (target->is_dead() || !direct_later(w)) return false;  // post() drops it, or buffers
       if (target->inbox.push(e)) w->outbound.emplace_back(target, nullptr);
       return true;
@@ -201,7 +202,7 @@ void Scheduler::post_on(ActorCell* target, Envelope* e) {
 inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
   target->add_ref();  // keeps the cell alive until the flush deposits the mail
   w->outbound.emplace_back(target, e);
-  w->batched = true;
+  w->dispatch.batched = true;
   if (w->ring_on) t_ring_armed = true;  // the invocation's later sends go to the ring
 }
 
@@ -209,7 +210,7 @@ inline void Scheduler::buffer_send(Worker* w, ActorCell* target, Envelope* e) {
 // direct push overtakes nothing of p's). Only p's own flush creates bursts,
 // so this holds from the send to the flush; retired() is an acquire, so
 // everything a closed group delivered is in its recipient's inbox before.
-// p is the running actor (Worker::current), never null while a handler (or
+// p is the running actor (Worker::dispatch.current), never null while a handler (or
 // a destructor) runs: every writer of kInHandler sets current first.
 inline bool Scheduler::no_live_burst(const ActorCell* p) noexcept {
   const BurstProducer* bp = p->producer;
@@ -220,7 +221,7 @@ inline bool Scheduler::bursts_retired(const BurstProducer* bp) noexcept {
   return (bp->active == nullptr || bp->active->life.retired()) && (bp->prev == nullptr || bp->prev->life.retired());
 }
 
-// A later send of an invocation under the direct hint (Worker::direct_left):
+// A later send of an invocation under the direct hint (Worker::dispatch.direct_left):
 // direct iff post()'s direct conditions still hold (this runtime's actor, a
 // pay point would pay nothing) and the invocation stays narrow (fewer sends
 // than the width gate); otherwise this send and every later one of the
@@ -229,13 +230,13 @@ inline bool Scheduler::bursts_retired(const BurstProducer* bp) noexcept {
 // burst sets it afresh). Per-recipient FIFO: the direct sends precede any
 // buffered one, and a claimed group's mail lands behind the inbox's.
 bool Scheduler::direct_later(Worker* w) noexcept {
-  const bool narrow = w->direct_left > 1;
+  const bool narrow = w->dispatch.direct_left > 1;
   if (narrow && w->sched == this && pay_point_is_noop()) {
-    --w->direct_left;
+    --w->dispatch.direct_left;
     return true;
   }
-  if (!narrow) w->current->producer->direct_hint = false;  // set by a burst of it: not null
-  w->direct_left = 0;
+  if (!narrow) w->dispatch.current->producer->direct_hint = false;  // set by a burst of it: not null
+  w->dispatch.direct_left = 0;
   return false;
 }
 
@@ -258,7 +259,7 @@ void Scheduler::deposit(ActorCell* t, Envelope* e, Worker* w) {
 void* alloc_envelope(size_t bytes, RingRegion** region) {
   *region = nullptr;
   Worker* w = t_worker;
-  if (w != nullptr && w->in_handler && w->ring_on) {
+  if (w != nullptr && w->dispatch.in_handler && w->ring_on) {
     // Only from the second send of an invocation on (make_envelope's
     // t_ring_armed): the first takes a small-object envelope (a thread-local
     // free-list pop): a one-mail handler - a chain hop, a reply - gains
@@ -268,11 +269,11 @@ void* alloc_envelope(size_t bytes, RingRegion** region) {
     // live): the later sends skip the attempt, each a seal, a reclaim walk
     // and a failed open (a breadth-first spawn tree keeps old regions live,
     // so its ring is full for nearly every send).
-    if (!w->ring_refused) {
+    if (!w->dispatch.ring_refused) {
       if (void* p = w->ring.alloc(bytes, region)) return p;
-      w->ring_refused = true;
+      w->dispatch.ring_refused = true;
     }
-    bump(w->ring_fallbacks);  // the ring is full: an owned heap envelope
+    bump(w->stats.ring_fallbacks);  // the ring is full: an owned heap envelope
   }
   return small_alloc(bytes);
 }
@@ -287,8 +288,9 @@ void abandon_envelope(void* mem, size_t bytes, RingRegion* region) noexcept {
 
 void keep_until_resumed(Envelope* e) {
   Worker* w = t_worker;
-  COACT_INVARIANT(w != nullptr && w->current != nullptr, "a coroutine handler suspended outside a coact handler");
-  w->current->waiting_env = e;
+  COACT_INVARIANT(w != nullptr && w->dispatch.current != nullptr,
+                  "a coroutine handler suspended outside a coact handler");
+  w->dispatch.current->waiting_env = e;
 }
 
 }  // namespace coact::detail

@@ -40,10 +40,10 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   ++c->wait_epoch;  // any other wake for this wait is now stale
   const uint32_t kind = c->waiting_env != nullptr ? c->waiting_env->kind : 0;
   void* const causal_token = causal::on_handler_enter(c->type, kind);
-  w.current = c;
+  w.dispatch.current = c;
   const uint64_t trace_received = w.tracing() ? sync::now_ns() : 0;
-  w.in_handler = trace_received != 0 ? kInTracedHandler : kInHandler;
-  if (trace_received != 0) w.trace_kind = kind;
+  w.dispatch.in_handler = trace_received != 0 ? kInTracedHandler : kInHandler;
+  if (trace_received != 0) w.trace.kind = kind;
   try {
     h.resume();
   } catch (const std::exception& ex) {
@@ -52,8 +52,8 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   } catch (...) {
     panic("non-standard exception escaped a coroutine handler");
   }
-  w.in_handler = kNotInHandler;
-  w.current = nullptr;
+  w.dispatch.in_handler = kNotInHandler;
+  w.dispatch.current = nullptr;
   if (trace_received != 0) [[unlikely]]
     trace::on_handler(w, c, 0, kind, trace_received, true);
   causal::on_handler_exit(
@@ -67,7 +67,7 @@ void Scheduler::resume_waiting(Worker& w, ActorCell* c) {
   } else {
     COACT_INVARIANT(c->waiting == h.address(), "a coroutine handler suspended on something other than a coact wait");
   }
-  bump(w.delivered);
+  bump(w.stats.delivered);
   if (!w.outbound.empty() || w.ring.building()) flush(w, c);
 }
 
@@ -117,12 +117,12 @@ uint64_t Scheduler::arm_wait(ActorCell* c, uint64_t delay_ns, Anchor anchor, Tim
 
 bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
   causal::on_pay_point();  // pay before making others runnable
-  std::vector<TimerEntry>& due = w->due;
+  std::vector<TimerEntry>& due = w->scratch.due;
   due.clear();
   timers_.pop_due(now_ns, due);
   spill_next(*w);  // the hand-off slot is not one of the fired: below the fired jobs
   const int64_t own_before = w->own.size();
-  const uint64_t pushes_before = w->deque_pushes.load(std::memory_order_relaxed);
+  const uint64_t pushes_before = w->stats.deque_pushes.load(std::memory_order_relaxed);
   for (TimerEntry& e : due) fire(w, e);
   if (due.size() > 1) run_fired_in_deadline_order(*w, own_before, pushes_before);
   const bool any = !due.empty();
@@ -141,9 +141,9 @@ bool Scheduler::fire_due(Worker* w, uint64_t now_ns) {
 // runs first changes, which no contract fixes.
 void Scheduler::run_fired_in_deadline_order(Worker& w, int64_t own_before, uint64_t pushes_before) {
   if (tuning_.peer_steal) return;
-  const uint64_t k = w.deque_pushes.load(std::memory_order_relaxed) - pushes_before;
+  const uint64_t k = w.stats.deque_pushes.load(std::memory_order_relaxed) - pushes_before;
   if (k < 2 || w.own.size() != own_before + int64_t(k)) return;
-  std::vector<Job>& fired = w.spill;  // scratch: empty outside schedule_job's spill
+  std::vector<Job>& fired = w.scratch.spill;  // scratch: empty outside schedule_job's spill
   fired.clear();
   for (uint64_t i = 0; i < k; ++i) fired.push_back(w.own.pop_unshared());  // latest deadline first
   for (Job j : fired) w.own.push(j);                                       // earliest ends on top
@@ -171,8 +171,8 @@ namespace {
 // a new wait epoch (the wait identity, with the pid) and the suspended frame.
 ActorCell* begin_wait(std::coroutine_handle<> h, const char* what) {
   Worker* w = t_worker;
-  COACT_INVARIANT(w != nullptr && w->current != nullptr && w->in_handler, what);
-  ActorCell* c = w->current;
+  COACT_INVARIANT(w != nullptr && w->dispatch.current != nullptr && w->dispatch.in_handler, what);
+  ActorCell* c = w->dispatch.current;
   ++c->wait_epoch;
   c->waiting = h.address();
   return c;

@@ -33,7 +33,7 @@ inline Job Scheduler::acquire(Worker& w) {
   if (timers_due(now)) [[unlikely]]
     fire_due(&w, now);
   if (Job c = pop_own(w)) [[likely]] {
-    if (++w.own_streak >= tuning_.local_chain_backstop) [[unlikely]]
+    if (++w.dispatch.own_streak >= tuning_.local_chain_backstop) [[unlikely]]
       return acquire_backstop(w, c);
     return c;
   }
@@ -43,7 +43,7 @@ inline Job Scheduler::acquire(Worker& w) {
 // Chain backstop: a self-sustaining relay never visits the injector on its
 // own; probe it once so shared work waits at most K own pops.
 Job Scheduler::acquire_backstop(Worker& w, Job c) {
-  w.own_streak = 0;
+  w.dispatch.own_streak = 0;
   if (Job x = injector_.try_pop()) {
     w.own.push(c);
     return x;
@@ -53,8 +53,8 @@ Job Scheduler::acquire_backstop(Worker& w, Job c) {
 
 // Step 1 with the own deque empty: shared work, else idle.
 Job Scheduler::acquire_shared(Worker& w) {
-  w.own_streak = 0;
-  w.cascade_start_ns = w.clock_ns;  // shared work starts a new cascade
+  w.dispatch.own_streak = 0;
+  w.dispatch.cascade_start_ns = w.dispatch.clock_ns;  // shared work starts a new cascade
   bool more = false;
   if (Job c = take_shared(w, more)) {
     if (more) spin_park_.notify();  // chain rule: surplus runs in parallel
@@ -83,7 +83,7 @@ Job Scheduler::take_shared(Worker& w, bool& more) {
 }
 
 inline void Scheduler::run_job(Worker& w, Job j) {
-  w.trace_pickup = 0;  // t_enqueue: the job's first traced handler stamps it (trace::on_handler)
+  w.trace.pickup = 0;  // t_enqueue: the job's first traced handler stamps it (trace::on_handler)
   if (is_burst(j)) {
     run_burst(w, burst_of(j));
   } else {
@@ -98,8 +98,8 @@ void Scheduler::worker_main(Worker& w) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   causal::register_thread();          // owes every delay injected from now on (L = G)
   causal::register_sampled_thread();  // CPU-time samples for line regions (armed only while sampling)
-  w.clock_ns = sync::now_ns();
-  w.cascade_start_ns = w.clock_ns;
+  w.dispatch.clock_ns = sync::now_ns();
+  w.dispatch.cascade_start_ns = w.dispatch.clock_ns;
   // Shutdown must stop busy workers too, not only idle ones: a
   // self-sustaining cascade never reaches idle(). One relaxed load per loop.
   while (!stopping_.load(std::memory_order_relaxed)) {
@@ -117,7 +117,7 @@ void Scheduler::run_cell(Worker& w, ActorCell* c) {
 }
 
 void Scheduler::drain_cell(Worker& w, ActorCell* c, Envelope* first) {
-  uint64_t batch_start = w.clock_ns;
+  uint64_t batch_start = w.dispatch.clock_ns;
   uint32_t mails = 0;
   if (first != nullptr) {  // a claimed mail run in place (burst step 6)
     dispatch_claimed(w, c, first);
@@ -192,10 +192,10 @@ drain:
       return;
     }
     bool over_time = false;
-    if (++w.stride_count >= tuning_.clock_check_stride) {
-      w.stride_count = 0;
-      w.clock_ns = sync::now_ns();
-      over_time = w.clock_ns - batch_start >= batch_max_ns_;
+    if (++w.dispatch.stride_count >= tuning_.clock_check_stride) {
+      w.dispatch.stride_count = 0;
+      w.dispatch.clock_ns = sync::now_ns();
+      over_time = w.dispatch.clock_ns - batch_start >= batch_max_ns_;
     }
     if (mails >= tuning_.batch_max_mails || over_time) [[unlikely]] {  // 4. (the token stays Held)
       // A burst drainer's held-back region releases (mailbox.hpp
@@ -216,8 +216,8 @@ drain:
         // would run cold there). A new batch starts here instead (fairness is unchanged: anything
         // that arrives in the injector or is pushed locally ends it).
         mails = 0;
-        w.clock_ns = sync::now_ns();
-        batch_start = w.clock_ns;
+        w.dispatch.clock_ns = sync::now_ns();
+        batch_start = w.dispatch.clock_ns;
         causal::on_pay_point();  // between dispatches
         continue;
       }
@@ -262,14 +262,14 @@ void Scheduler::dispatch_traced(Worker& w, ActorCell* c, Envelope* e) { dispatch
 // sampled, so never trusted (the direct hint's test under
 // ThreadSanitizer at 1 worker: the bounce kind stuck at 3 of 4 samples).
 void Scheduler::dispatch_claimed(Worker& w, ActorCell* c, Envelope* e) {
-  if (++w.cost_stride >= w.cost_next && !w.tracing()) {
-    w.cost_stride = 0;
-    uint32_t x = w.cost_rng;
+  if (++w.cost.stride >= w.cost.next && !w.tracing()) {
+    w.cost.stride = 0;
+    uint32_t x = w.cost.rng;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    w.cost_rng = x;
-    w.cost_next = 8 + (x & 15u);
+    w.cost.rng = x;
+    w.cost.next = 8 + (x & 15u);
     dispatch_sampled(w, c, e);
     return;
   }
@@ -289,12 +289,12 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
   }
   const uint32_t kind = e->kind;
   void* const causal_token = causal::on_handler_enter(c->type, kind);
-  w.current = c;
-  w.in_handler = kTraced ? kInTracedHandler : kInHandler;
+  w.dispatch.current = c;
+  w.dispatch.in_handler = kTraced ? kInTracedHandler : kInHandler;
   uint64_t trace_mail = 0, trace_received = 0;
   if constexpr (kTraced) {
     trace_mail = trace::mail_key(e);  // before invoke destroys e
-    w.trace_kind = kind;
+    w.trace.kind = kind;
     trace_received = sync::now_ns();
   }
   uint64_t t0 = 0;
@@ -309,16 +309,16 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
     panic(what.c_str());
   }
   if constexpr (kSampled) costs_.observe(kind, sync::now_ns() - t0);
-  w.in_handler = kNotInHandler;
-  w.current = nullptr;
+  w.dispatch.in_handler = kNotInHandler;
+  w.dispatch.current = nullptr;
   if constexpr (kTraced) trace::on_handler(w, c, trace_mail, kind, trace_received, false);
   causal::on_handler_exit(
       causal_token, [c] { return c->type; }, kind);
-  bump(w.delivered);
+  bump(w.stats.delivered);
   if (!w.outbound.empty() || w.ring.building()) {
     if constexpr (kTraced) {
       flush_traced(w, c);
-    } else if (w.outbound.size() == 1 && !w.batched && w.outbound[0].second == nullptr) [[likely]] {
+    } else if (w.outbound.size() == 1 && !w.dispatch.batched && w.outbound[0].second == nullptr) [[likely]] {
       // flush_untraced's commonest case inline (a reply, a chain hop): one
       // direct send that took its recipient's run-token, nothing buffered
       // (so no seal, no burst: flush_seal and flush_route do just this).
@@ -338,13 +338,13 @@ void Scheduler::schedule_backlog(Worker& w, int64_t n) {
   // The valve is at least 6 µs unless pinned: a younger cascade cannot trip
   // it, so the estimate is read only when it could (every spawn-and-send in a
   // fan-out handler lands here, and valve_ns() is not free).
-  const uint64_t elapsed = w.clock_ns - w.cascade_start_ns;
+  const uint64_t elapsed = w.dispatch.clock_ns - w.dispatch.cascade_start_ns;
   const uint64_t valve = valve_pin_ns_ || elapsed > kMinValveNs ? valve_ns() : 0;
   const bool valve_tripped = valve != 0 && elapsed > valve;
   if (valve_tripped || n >= int64_t(tuning_.local_sticky_max)) {
     // Spill the backlog (all but the freshest) so a heavy cascade
     // parallelizes: oldest first, pushed under one injector lock.
-    std::vector<Job>& spill = w.spill;
+    std::vector<Job>& spill = w.scratch.spill;
     spill.clear();
     for (int64_t i = 0; i < n - 1; ++i) {
       Job x = tuning_.peer_steal ? w.own.take_oldest() : w.own.take_oldest_unshared();
@@ -355,7 +355,7 @@ void Scheduler::schedule_backlog(Worker& w, int64_t n) {
       injector_.push_many(spill.data(), spill.size());
       injector_pushes_.fetch_add(spill.size(), std::memory_order_relaxed);
     }
-    w.cascade_start_ns = w.clock_ns;
+    w.dispatch.cascade_start_ns = w.dispatch.clock_ns;
     spin_park_.notify();
   } else if (tuning_.peer_steal) {
     spin_park_.notify();  // a sibling may steal the surplus

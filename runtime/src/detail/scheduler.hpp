@@ -80,7 +80,7 @@ inline Burst* burst_of(Job j) noexcept {
   return reinterpret_cast<Burst*>(reinterpret_cast<uintptr_t>(j) & ~uintptr_t(1));
 }
 
-/// Worker::in_handler: whether a handler runs on the worker, and whether the
+/// Worker::dispatch.in_handler: whether a handler runs on the worker, and whether the
 /// per-mail trace is on for it (post() takes the untraced send path on one
 /// compare; a traced handler's sends take the second).
 inline constexpr uint8_t kNotInHandler = 0;
@@ -132,6 +132,9 @@ class OutboundList {
   size_t cap_;
 };
 
+// One pool thread's state, grouped by concern. The flat fields are the
+// worker's identity and its queues (every scheduler path names them; a group
+// would only add a prefix); each group states who writes it and who reads it.
 struct Worker {
   Worker(Scheduler* s, uint32_t i, size_t ring_bytes, bool ring_on)
       : sched(s), index(i), own(&deque), ring(ring_on ? ring_bytes : 0), ring_on(ring_on && ring_bytes != 0) {}
@@ -152,62 +155,100 @@ struct Worker {
   // The worker's outbound MailRing (mail_ring.hpp): producer = this thread.
   MailRing ring;
   bool ring_on;
-  // Everything below is owned by this worker's thread.
   // Buffered sends of the running handler, each holding a cell reference;
   // with direct sends (Scheduler::post) an entry {t, nullptr} instead names
   // a recipient whose mail is already in its inbox and whose run-token the
   // send took: the flush schedules it (no reference: we hold its token).
+  // Owned by this worker's thread.
   OutboundList outbound;
-  ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
-  uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
-  bool batched = false;          // the running invocation buffered a send (buffer_send); cleared by the flush
-  uint32_t claimed_left = 0;     // burst on: groups of run_burst's claimed run not yet delivered (nothing_waits)
-  uint32_t direct_left =
-      0;  // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
-  // Per-mail trace gate: this worker's ring while recording, else null (see
-  // below). Relaxed atomic (a plain load on x86): the trace window's thread
-  // opens and closes it (trace/recorder.hpp).
-  std::atomic<trace::Ring*> trace{nullptr};
-  bool tracing() const noexcept { return trace.load(std::memory_order_relaxed) != nullptr; }
-  uint32_t own_streak = 0;           // consecutive own-deque pops (chain backstop)
-  uint32_t stride_count = 0;         // dispatches since the last clock read
-  uint64_t clock_ns = 0;             // last clock read (BatchBudget, valve)
-  uint64_t cascade_start_ns = 0;     // when the current local cascade began
-  SpinWindow spin_window;            // adaptive idle spin (spin_window.hpp)
-  uint32_t cost_stride = 0;          // claimed-mail dispatches since the last cost sample (burst on)
-  uint32_t cost_next = 16;           // the stride to the next cost sample: 8..23, drawn per sample (dispatch_claimed)
-  uint32_t cost_rng = 0x9E3779B9u;   // xorshift32 state for cost_next
-  bool ring_refused = false;         // the ring refused an alloc in this invocation (full)
-  int64_t burst_mark = 0;            // own deque length before the last published burst's drainer was pushed
-  std::vector<uint64_t> group_work;  // flush_burst scratch: cost of each staged group
-  std::vector<Job> spill;            // schedule_job scratch: the backlog spilled to the injector
-  // Counters: written by this worker (relaxed), read by stats().
-  std::atomic<uint64_t> delivered{0};
-  uint64_t delivered_at_idle = 0;  // `delivered` when idle() last ran (this worker only: the trim check)
-  std::atomic<uint64_t> parks{0};
-  std::atomic<uint64_t> deque_pushes{0};
-  std::atomic<uint64_t> spawned{0};         // spawns from this worker's handlers
-  std::atomic<uint64_t> stopped{0};         // actors stopped on this worker (release: all_stopped)
-  bool check_done = false;                  // stopped an actor since the last end-of-run check (idle())
-  std::atomic<uint64_t> bursts{0};          // flushes that published groups
-  std::atomic<uint64_t> recruited{0};       // drainers pushed for siblings
-  std::atomic<uint64_t> seized{0};          // recipients run in place (seize won)
-  std::atomic<uint64_t> seize_lost{0};      // claimed mail deposited (seize lost)
-  std::atomic<uint64_t> ring_fallbacks{0};  // in-handler mail that took a heap envelope
-  std::atomic<uint64_t> timed_parks{0};     // timekeeper parks with a deadline
-  std::atomic<uint64_t> early_spin_ns{0};   // timekeeper spin after an early wake (ns)
-  std::atomic<uint64_t> wake_late_ns{0};    // timed parks' lateness past the requested wake (ns)
-  std::thread thread;
-  std::vector<TimerEntry> due;  // scratch for fire_due
-  // Per-mail trace (trace/recorder.hpp; COACT_TRACE): this worker's ring,
-  // null while tracing is off (the one branch of every trace hook), and
-  // the running invocation's trace state. Owned by this worker's thread.
-  trace::Session* trace_session = nullptr;
-  trace::Ring* trace_ring = nullptr;  // this worker's ring (set while a session exists; the hooks record here)
-  uint64_t trace_first_send = 0;      // t_construct_start of the running invocation (0: no send yet)
-  uint64_t trace_pickup = 0;          // start of the job being run (t_enqueue)
-  uint64_t trace_rng = 0;             // sampling state (xorshift)
-  uint32_t trace_kind = 0;            // message kind of the running handler
+
+  // The running handler's dispatch state and the worker's dispatch clock.
+  // Written and read by this worker's thread only (the panic, timer and
+  // blocking hooks that read `current` run on it, inside the handler).
+  struct DispatchState {
+    ActorCell* current = nullptr;  // actor whose handler runs now (for panics and sends)
+    uint8_t in_handler = 0;        // kNotInHandler, kInHandler, kInTracedHandler or kInHandlerSent (above)
+    bool batched = false;          // the running invocation buffered a send (buffer_send); cleared by the flush
+    uint32_t claimed_left = 0;     // burst on: groups of run_burst's claimed run not yet delivered (nothing_waits)
+    uint32_t direct_left =
+        0;  // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
+    uint32_t own_streak = 0;        // consecutive own-deque pops (chain backstop)
+    uint32_t stride_count = 0;      // dispatches since the last clock read
+    uint64_t clock_ns = 0;          // last clock read (BatchBudget, valve)
+    uint64_t cascade_start_ns = 0;  // when the current local cascade began
+    bool ring_refused = false;      // the ring refused an alloc in this invocation (full)
+    int64_t burst_mark = 0;         // own deque length before the last published burst's drainer was pushed
+  };
+  DispatchState dispatch;
+
+  // Per-mail trace (trace/recorder.hpp; COACT_TRACE). `gate` is the one
+  // branch of every trace hook: this worker's ring while recording, else
+  // null. A relaxed atomic (a plain load on x86): the session's window
+  // opens and closes it (at once in the Scheduler's constructor, or on the
+  // window's thread), this worker loads it. `session`, `ring` and `rng` are
+  // set by the Scheduler's constructor before the worker threads start; the
+  // rest is the running invocation's trace state, this worker's thread only.
+  struct TraceState {
+    std::atomic<trace::Ring*> gate{nullptr};
+    trace::Session* session = nullptr;
+    trace::Ring* ring = nullptr;  // this worker's ring (set while a session exists; the hooks record here)
+    uint64_t first_send = 0;      // t_construct_start of the running invocation (0: no send yet)
+    uint64_t pickup = 0;          // start of the job being run (t_enqueue)
+    uint64_t rng = 0;             // sampling state (xorshift)
+    uint32_t kind = 0;            // message kind of the running handler
+  };
+  TraceState trace;
+  bool tracing() const noexcept { return trace.gate.load(std::memory_order_relaxed) != nullptr; }
+
+  // Burst on: the sampling of claimed-mail handler costs for the CostTable
+  // (dispatch_claimed). This worker's thread only.
+  struct CostSampling {
+    uint32_t stride = 0;         // claimed-mail dispatches since the last cost sample
+    uint32_t next = 16;          // the stride to the next cost sample: 8..23, drawn per sample (dispatch_claimed)
+    uint32_t rng = 0x9E3779B9u;  // xorshift32 state for next
+  };
+  CostSampling cost;
+
+  // Idle-path state: the idle spin and idle()'s checks. This worker's
+  // thread only (finalize_stop sets check_done there, after the stop).
+  struct IdleState {
+    SpinWindow spin_window;          // adaptive idle spin (spin_window.hpp)
+    uint64_t delivered_at_idle = 0;  // stats.delivered when idle() last ran (the trim check)
+    bool check_done = false;         // stopped an actor since the last end-of-run check (idle())
+  };
+  IdleState idle;
+
+  // Reused buffers: each is cleared and filled inside the call named beside
+  // it and means nothing outside (kept for its capacity). This worker's
+  // thread only.
+  struct Scratch {
+    std::vector<uint64_t> group_work;  // flush_burst: cost of each staged group
+    std::vector<Job> spill;            // schedule_job: the backlog spilled to the injector
+    std::vector<TimerEntry> due;       // fire_due
+  };
+  Scratch scratch;
+
+  // Counters: written by this worker only (bump, or a load and a store:
+  // no RMW), read by any thread through Scheduler::stats() (relaxed; spawned
+  // and stopped acquire, as all_stopped does).
+  struct Stats {
+    std::atomic<uint64_t> delivered{0};
+    std::atomic<uint64_t> parks{0};
+    std::atomic<uint64_t> deque_pushes{0};
+    std::atomic<uint64_t> spawned{0};         // spawns from this worker's handlers
+    std::atomic<uint64_t> stopped{0};         // actors stopped on this worker (release: all_stopped)
+    std::atomic<uint64_t> bursts{0};          // flushes that published groups
+    std::atomic<uint64_t> recruited{0};       // drainers pushed for siblings
+    std::atomic<uint64_t> seized{0};          // recipients run in place (seize won)
+    std::atomic<uint64_t> seize_lost{0};      // claimed mail deposited (seize lost)
+    std::atomic<uint64_t> ring_fallbacks{0};  // in-handler mail that took a heap envelope
+    std::atomic<uint64_t> timed_parks{0};     // timekeeper parks with a deadline
+    std::atomic<uint64_t> early_spin_ns{0};   // timekeeper spin after an early wake (ns)
+    std::atomic<uint64_t> wake_late_ns{0};    // timed parks' lateness past the requested wake (ns)
+  };
+  Stats stats;
+
+  std::thread thread;  // started by Scheduler::start, joined by shutdown
 };
 
 class Scheduler {
@@ -347,7 +388,7 @@ class Scheduler {
     if (w.next != nullptr) [[unlikely]] {
       const Job j = w.next;
       w.next = nullptr;
-      w.deque_pushes.store(w.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      w.stats.deque_pushes.store(w.stats.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       w.own.push(j);
     }
   }
@@ -367,7 +408,7 @@ class Scheduler {
   /// length read.
   void schedule_job(Worker& w, Job j) {
     spill_next(w);
-    w.deque_pushes.store(w.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    w.stats.deque_pushes.store(w.stats.deque_pushes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     w.own.push(j);
     const int64_t n = w.own.size();
     if (n > 1) schedule_backlog(w, n);  // a chain: the one hop stays warm, nothing to spill
@@ -380,7 +421,7 @@ class Scheduler {
   /// drainer's claimed run left behind the actor it runs in place) and no
   /// shutdown is under way. Owner thread.
   bool nothing_waits(Worker& w) const noexcept {
-    return w.next == nullptr && w.own.size() == 0 && w.claimed_left == 0 && injector_.empty() &&
+    return w.next == nullptr && w.own.size() == 0 && w.dispatch.claimed_left == 0 && injector_.empty() &&
            !stopping_.load(std::memory_order_relaxed);
   }
   void publish_job(Job j);

@@ -1,9 +1,9 @@
 // runtime/src/trace/hooks.hpp: what the scheduler calls while the per-mail
 // trace is on (recorder.hpp). With COACT_TRACE=off none of these runs, and
 // the untraced paths pay (per message): one branch per dispatch on
-// Worker::trace (dispatch picks its traced or untraced copy, and the copy
-// picks the flush and, through Worker::in_handler, the send path) and one
-// store per job (run_job clears Worker::trace_pickup). Off the per-message
+// Worker::trace.gate (dispatch picks its traced or untraced copy, and the copy
+// picks the flush and, through Worker::dispatch.in_handler, the send path) and one
+// store per job (run_job clears Worker::trace.pickup). Off the per-message
 // path: parks, timer fires, coroutine resumes, burst recruitment and root
 // sends (Scheduler::trace_) test the same pointers. Threads: the worker (or
 // sending thread) they describe.
