@@ -72,7 +72,7 @@ Job Scheduler::take_shared(Worker& w, bool& more) {
     const uint32_t n = uint32_t(workers_.size());
     for (uint32_t k = 1; k < n; ++k) {
       Worker& v = *workers_[(w.index + k) % n];
-      DequeStealer<Job> stealer(&v.deque);
+      const DequeStealer<Job>& stealer = v.stealer;
       if (Job c = stealer.steal()) {
         more = stealer.size() > 0;
         return c;

@@ -137,11 +137,17 @@ class OutboundList {
 // would only add a prefix); each group states who writes it and who reads it.
 struct Worker {
   Worker(Scheduler* s, uint32_t i, size_t ring_bytes, bool ring_on)
-      : sched(s), index(i), own(&deque), ring(ring_on ? ring_bytes : 0), ring_on(ring_on && ring_bytes != 0) {}
+      : sched(s),
+        index(i),
+        own(own_deque(deque)),
+        stealer(own.stealer()),
+        ring(ring_on ? ring_bytes : 0),
+        ring_on(ring_on && ring_bytes != 0) {}
   Scheduler* sched;
   uint32_t index;
-  WorkDeque<Job> deque;
-  DequeOwner<Job> own;
+  WorkDeque<Job> deque;       // storage only: reached through own and stealer
+  DequeOwner<Job> own;        // this worker's thread only
+  DequeStealer<Job> stealer;  // the other workers (take_shared)
   // The hand-off slot: the own deque's top, kept out of the deque. Set only
   // with peer steal off (then no other thread touches the own deque, so a
   // job here is exactly a job on top of it: nobody could have taken it) and

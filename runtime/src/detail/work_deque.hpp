@@ -5,10 +5,14 @@
 // seq_cst accesses (ThreadSanitizer does not model fences).
 //
 // The owner pushes and pops at the bottom (LIFO: the freshest hop is the
-// warmest); stealers take from the top (FIFO). One class, two roles, kept
-// apart by convention only (the compiler does not check it):
-//   owner functions   - push, pop, size (only the owning worker)
-//   stealer function  - steal (any thread)
+// warmest); stealers take from the top (FIFO). The two roles are two handle
+// types, and WorkDeque's operations are private to them, so the compiler
+// keeps the roles apart:
+//   DequeOwner<T>   - push, pop, size, take_oldest (the owning worker only;
+//                     made once per deque by own_deque, move-only)
+//   DequeStealer<T> - steal, size (any thread; made by the owner's
+//                     stealer(), copyable)
+// WorkDeque<T> itself is the storage; whoever holds it makes the owner.
 // The ring grows by doubling; retired rings are kept until the deque is
 // destroyed (a stealer may still be reading one), so memory is bounded by
 // twice the peak size. T must be a trivially copyable pointer type.
@@ -23,11 +27,20 @@
 namespace coact::detail {
 
 template <class T>
+class DequeOwner;
+template <class T>
+class DequeStealer;
+
+template <class T>
 class WorkDeque {
  public:
   explicit WorkDeque(int64_t capacity = 256) { buf_.store(alloc(capacity), sync::memory_order_relaxed); }
   WorkDeque(const WorkDeque&) = delete;
   WorkDeque& operator=(const WorkDeque&) = delete;
+
+ private:
+  friend class DequeOwner<T>;
+  friend class DequeStealer<T>;
 
   // ---- owner ----
   void push(T x) {
@@ -108,7 +121,6 @@ class WorkDeque {
     return nullptr;
   }
 
- private:
   struct Ring {
     int64_t cap;
     std::unique_ptr<sync::atomic<T>[]> slots;
@@ -136,11 +148,18 @@ class WorkDeque {
   std::vector<std::unique_ptr<Ring>> rings_;  // owner-only; retired rings live until destruction
 };
 
-/// The owning worker's handle: LIFO push/pop at the bottom.
+/// The owning worker's handle: LIFO push/pop at the bottom. Made once per
+/// deque (own_deque); move-only, so the owner stays one thread's.
 template <class T>
 class DequeOwner {
  public:
-  explicit DequeOwner(WorkDeque<T>* d) : d_(d) {}
+  DequeOwner(DequeOwner&&) noexcept = default;
+  DequeOwner& operator=(DequeOwner&&) noexcept = default;
+  DequeOwner(const DequeOwner&) = delete;
+  DequeOwner& operator=(const DequeOwner&) = delete;
+
+  /// A handle for the other threads (any number of them).
+  DequeStealer<T> stealer() const noexcept { return DequeStealer<T>(d_); }
   void push(T x) { d_->push(x); }
   T pop() { return d_->pop(); }
   /// WorkDeque::pop_unshared: only while no stealer exists (peer steal off).
@@ -152,19 +171,32 @@ class DequeOwner {
   T take_oldest_unshared() { return d_->take_oldest_unshared(); }
 
  private:
+  template <class U>
+  friend DequeOwner<U> own_deque(WorkDeque<U>& d) noexcept;
+  explicit DequeOwner(WorkDeque<T>* d) : d_(d) {}
   WorkDeque<T>* d_;
 };
 
-/// Any other thread's handle: FIFO steal at the top.
+/// Any other thread's handle: FIFO steal at the top. Made by the owner's
+/// stealer(); copyable.
 template <class T>
 class DequeStealer {
  public:
-  explicit DequeStealer(WorkDeque<T>* d) : d_(d) {}
   T steal() const { return d_->steal(); }
   [[gnu::always_inline]] int64_t size() const { return d_->size(); }
 
  private:
+  friend class DequeOwner<T>;
+  explicit DequeStealer(WorkDeque<T>* d) : d_(d) {}
   WorkDeque<T>* d_;
 };
+
+/// The owner handle of d: call it once, from whoever sets up the deque, and
+/// give the handle to the owning thread; stealers come from it. The deque
+/// must outlive every handle.
+template <class T>
+DequeOwner<T> own_deque(WorkDeque<T>& d) noexcept {
+  return DequeOwner<T>(&d);
+}
 
 }  // namespace coact::detail
