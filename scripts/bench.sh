@@ -340,10 +340,18 @@ fi
 
 # group_py ARGS...: reports/coact_reports/bench_groups.py for this group: its
 # trials through the one trial runner, then the aggregation; fails as it does.
+# With --check it only checks the group's knobs and returns; otherwise it is
+# the script's last step and replaces it (exec), so a signal sent to the
+# script's pid (kill, a CI timeout) reaches the runner, which ends its trial.
 group_py() {
-  local q=()
+  local q=() run=(exec)
   ((quick)) && q=(--quick)
-  "$PY" -B "$ROOT/reports/coact_run.py" --prog bench.sh bench_groups "$group" "${q[@]}" \
+  [[ ${1:-} == --check ]] && run=()
+  if ((${#run[@]})); then
+    rm -rf "$tmp"
+    trap - EXIT
+  fi
+  "${run[@]}" "$PY" -B "$ROOT/reports/coact_run.py" --prog bench.sh bench_groups "$group" "${q[@]}" \
     --trials "$TRIALS" --workers "$WORKERS" --timeout-s "$TIMEOUT_S" --wrap "${WRAP[*]}" "$@"
 }
 # The group's own knobs (COACT_BENCH_WORKLOADS, _RUNTIMES, ...), before building.
@@ -411,19 +419,35 @@ run_runtime_group() {
 }
 
 # ---- groups peers and slowmode (bench_groups.py) ---------------------------------
-# peers_bins: builds and finds coact-peers, caf-peers and tokio-peers into bins.
+# peers_bins: builds and finds the programs of the runtimes the group runs
+# (COACT_BENCH_RUNTIMES, checked by group_py --check; default all for peers,
+# coact for slowmode) into bins: coact-peers, and caf-peers and tokio-peers
+# only where CAF and tokio run.
 peers_bins() {
+  local default=coact,caf,tokio
+  [[ $group == slowmode ]] && default=coact
+  local want=",${COACT_BENCH_RUNTIMES:-$default}," targets=(coact-peers)
   configure_build_dir
-  need_caf peers
-  build_targets coact-peers caf-peers tokio-bench
+  if [[ $want == *,caf,* ]]; then
+    need_caf "$group"
+    targets+=(caf-peers)
+  fi
+  [[ $want == *,tokio,* ]] && targets+=(tokio-bench)
+  build_targets "${targets[@]}"
   local coact caf tokio
   coact=$(find_binary coact-peers bench/peers/coact-peers)
-  caf=$(find_binary caf-peers bench/peers/caf-peers)
-  tokio=$(find_binary tokio-peers bench/tokio/tokio-peers)
-  [[ -n $coact ]] || die 1 "group peers: coact-peers not found in $BUILD_DIR"
-  [[ -n $caf ]] || die 1 "group peers: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
-  [[ -n $tokio ]] || die 1 "group peers: tokio-peers not found in $BUILD_DIR $NO_TOKIO"
-  bins=(--bin coact-peers="$coact" --bin caf-peers="$caf" --bin tokio-peers="$tokio")
+  [[ -n $coact ]] || die 1 "group $group: coact-peers not found in $BUILD_DIR"
+  bins=(--bin coact-peers="$coact")
+  if [[ $want == *,caf,* ]]; then
+    caf=$(find_binary caf-peers bench/peers/caf-peers)
+    [[ -n $caf ]] || die 1 "group $group: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"
+    bins+=(--bin caf-peers="$caf")
+  fi
+  if [[ $want == *,tokio,* ]]; then
+    tokio=$(find_binary tokio-peers bench/tokio/tokio-peers)
+    [[ -n $tokio ]] || die 1 "group $group: tokio-peers not found in $BUILD_DIR $NO_TOKIO"
+    bins+=(--bin tokio-peers="$tokio")
+  fi
 }
 run_peers_group() { local bins; peers_bins; group_py "${bins[@]}"; }
 run_slowmode_group() { local bins; peers_bins; group_py "${bins[@]}"; }
@@ -511,8 +535,10 @@ run_kv_group() {
   ((quick)) && args+=(--quick)
   log "kv: kvbench ${args[*]} ${extra[*]}"
   # The servers it starts inherit child_env's environment (no COACT_BENCH_*).
-  "${child_env[@]}" "$PY" -B "$ROOT/reports/coact_run.py" kvbench "${args[@]}" "${extra[@]}" ||
-    die 1 "group kv: kvbench failed (its message is above)"
+  # The last step, so exec (group_py says why); kvbench names its own failures.
+  rm -rf "$tmp"
+  trap - EXIT
+  exec "${child_env[@]}" "$PY" -B "$ROOT/reports/coact_run.py" kvbench "${args[@]}" "${extra[@]}"
 }
 
 "run_${group}_group"

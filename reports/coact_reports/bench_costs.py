@@ -99,11 +99,12 @@ def count_run(g: Group, kind: str, prog: str, wl: str, n: int, env: Dict[str, st
 
 
 def per_msg(g: Group, kind: str, prog: str, wl: str, ns: Tuple[int, int], env: Dict[str, str]):
-    """(count(n2) - count(n1)) / (msgs(n2) - msgs(n1)) to 0.1, and the two message counts."""
+    """(count(n2) - count(n1)) / (msgs(n2) - msgs(n1)) to 0.1, and the two message counts.
+    A difference that rounds to zero is 0.0, never -0.0 (+ 0.0 makes it so)."""
     (m1, c1), (m2, c2) = (count_run(g, kind, prog, wl, n, env) for n in ns)
     if m2 == m1:
         raise GroupFailed(f"instructions/{wl}: {prog} sent {m1} messages at both n={ns[0]} and n={ns[1]}")
-    return round((c2 - c1) / (m2 - m1), 1), [m1, m2]
+    return round((c2 - c1) / (m2 - m1), 1) + 0.0, [m1, m2]
 
 
 def run_instructions(g: Group) -> None:
