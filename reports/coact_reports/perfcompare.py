@@ -346,17 +346,18 @@ def main(argv: Optional[Sequence[str]] = None, root: Optional[str] = None,
             root = os.getcwd()
         check_args(a, root)
         base_dir = os.path.join(root, "perf-compare") if installed else os.path.join(root, "build", "perf-compare")
-        out = a.out or os.path.join(base_dir, datetime.now().strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}")
-        try:
-            os.makedirs(out, exist_ok=True)
-        except OSError as e:
-            raise Usage(f"--out '{out}': cannot create the directory ({e.strerror})")
-        out = os.path.abspath(out)
+        out = os.path.abspath(a.out or os.path.join(base_dir, datetime.now().strftime("%Y%m%d-%H%M%S") +
+                                                    f"-{os.getpid()}"))
         tf = os.path.join(out, "trials.jsonl")
         if os.path.exists(tf) and os.path.getsize(tf) > 0:
             raise Usage(f"--out '{out}' already holds trials.jsonl (from an earlier run); "
                         "choose another --out or remove it")
         resolve_programs(a, root)
+        # Only now, so that a usage error (a program that is not there) leaves no directory.
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            raise Usage(f"--out '{out}': cannot create the directory ({e.strerror})")
     except Usage as e:
         log(str(e))
         return 2

@@ -255,7 +255,7 @@ class UsageTest(Base):
                 p, out, _ = self.pc(args)
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn(what, p.stderr)
-                self.assertFalse(os.path.exists(os.path.join(out, "trials.jsonl")))
+                self.assertFalse(os.path.exists(out), "a usage error leaves no output directory")
 
 
 class RevisionTest(Base):
