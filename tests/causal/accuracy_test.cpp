@@ -378,10 +378,17 @@ namespace {
 // s = 0.25 while the prediction grew linearly towards it, and this case
 // failed the slope checks on A below (both curves rose).
 //
+// Pinning does not make every machine's wakes prompt: where a cross-CPU wake
+// still takes a large part of a unit, the forking worker stalls anyway and
+// the really-faster A gains several points. The known answer (A = 0) is then
+// not this machine's answer, as when another process takes a core: the case
+// warns with both curves and checks the prediction against the real program
+// only.
+//
 // Checks: A's predicted curve and the really-faster program's, at 0.25 and
-// 0.75, each within kPointTol of the other, and both flat (slope through the
-// origin within kSlopeTol of 0); B at 0.5 within kPointTol of the really-
-// faster program.
+// 0.75, each within kPointTol of the other; where the real curve is flat
+// (slope through the origin within kSlopeTol of 0), the predicted curve too;
+// B at 0.5 within kPointTol of the really-faster program.
 void check_sleepers(ka::Workload w) {
   if (skip_if_sanitized()) return;
   std::lock_guard lock(ca::test_ledger_mutex());
@@ -396,8 +403,15 @@ void check_sleepers(ka::Workload w) {
     }
     INFO(ka::to_string(w) << " A: predicted y(0.25)=" << a.y[0] << " y(0.75)=" << a.y[1] << "; really faster "
                           << real[0] << ", " << real[1]);
-    CHECK(slope_through_origin(a, 2) == Approx(0.0).margin(kSlopeTol));
-    CHECK(slope_through_origin(real_curve, 2) == Approx(0.0).margin(kSlopeTol));
+    const double real_slope = slope_through_origin(real_curve, 2);
+    if (std::abs(real_slope) <= kSlopeTol) {
+      CHECK(slope_through_origin(a, 2) == Approx(0.0).margin(kSlopeTol));
+    } else {
+      WARN(ka::to_string(w) << " A: the really-faster program gained (slope " << real_slope
+                            << "): this machine's wakes put A on the critical path, so the known answer 0 does not "
+                               "hold; predicted y(0.25)="
+                            << a.y[0] << " y(0.75)=" << a.y[1] << " checked against it only");
+    }
   }
   const Curve b = measure(w, "B", {0.5});
   if (skip_if_contended(b)) return;
