@@ -2,7 +2,9 @@
 // side (spin an adaptive window, then park; the lost-wakeup argument in
 // detail/spin_park.hpp) and the timekeeper (keep_time: the parked worker that
 // sleeps until the earliest timer, waking early by a margin and spinning the
-// rest; detail/spin_window.hpp). Called by acquire_shared (worker_loop.cpp)
+// rest; detail/spin_window.hpp). A park is in the reactor's poll when this
+// Scheduler has one and no other worker polls (park_idle; reactor.cpp, "The
+// poll role"). Called by acquire_shared (worker_loop.cpp)
 // on a pool worker whose own deque, the injector and peer steal came up
 // empty; returns the next job, or null at shutdown.
 #include <sys/prctl.h>
@@ -13,6 +15,7 @@
 #include <deque>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include <coact/calibrate/tsc.hpp>
 #include <coact/causal/delay_ledger.hpp>
@@ -129,10 +132,10 @@ Job Scheduler::idle(Worker& w) {
       timekeeper_.store(-1, std::memory_order_seq_cst);
     } else {
       const uint64_t p0 = sync::now_ns();
-      spin_park_.park(w.index);
+      park_idle(w, false, 0);
       slept = sync::now_ns() - p0;
     }
-    if (!timed_out) {
+    if (!timed_out && w.idle.polled == nullptr) {
       // Live refinement of the hand-off cost from a real cross-thread wake.
       const uint64_t woke = sync::now_ns(), sent = spin_park_.parker(w.index).last_unpark_ns();
       if (sent != 0 && woke > sent) handoff_->observe(std::chrono::nanoseconds(woke - sent));
@@ -143,6 +146,9 @@ Job Scheduler::idle(Worker& w) {
     if (trace_park != 0) [[unlikely]]
       trace::on_park(w, trace_park, timed_out, keeper);
     spin_park_.unregister_idle(w.index);  // no-op unless the wake was spurious or timed
+    // Off the idle list, so a report that makes an actor runnable here does
+    // not notify this worker itself: post what the poll collected.
+    if (IoPoll* io = std::exchange(w.idle.polled, nullptr)) io->deliver_and_end();
     // A timed-out timekeeper reuses keep_time's last clock read (it ended
     // its spin on it, a moment ago); any other wake reads the clock.
     w.dispatch.clock_ns = timed_out ? kept_now : sync::now_ns();
@@ -163,11 +169,20 @@ Job Scheduler::idle(Worker& w) {
   }
 }
 
+bool Scheduler::park_idle(Worker& w, bool timed, uint64_t deadline_ns) {
+  IoPoll* io = io_.load(std::memory_order_acquire);
+  if (io != nullptr && io->try_begin()) {
+    w.idle.polled = io;
+    return spin_park_.parker(w.index).park_polling(*io, timed, deadline_ns);
+  }
+  return timed ? spin_park_.park_until(w.index, deadline_ns) : spin_park_.park(w.index);
+}
+
 bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns, uint64_t& now_ns) {
   slept_ns = 0;
   if (next == TimerHeap::kNone) {
     const uint64_t p0 = sync::now_ns();
-    spin_park_.park(w.index);
+    park_idle(w, false, 0);
     slept_ns = sync::now_ns() - p0;
     return false;
   }
@@ -181,10 +196,10 @@ bool Scheduler::keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_
   uint64_t spin_start = now;
   if (wake_at > now) {
     bump(w.stats.timed_parks);
-    const bool woken = spin_park_.park_until(w.index, wake_at);  // absolute: no clock read inside
+    const bool woken = park_idle(w, true, wake_at);  // absolute: no clock read inside the futex park
     const uint64_t woke = sync::now_ns();
     slept_ns = woke - now;
-    if (woken) return false;
+    if (woken) return false;  // by an unpark or I/O readiness
     const uint64_t late = woke > wake_at ? woke - wake_at : 0;
     wake_latency_->observe(late);
     w.stats.wake_late_ns.store(w.stats.wake_late_ns.load(std::memory_order_relaxed) + late, std::memory_order_relaxed);

@@ -1,11 +1,23 @@
 // runtime/src/reactor.cpp: the reactor behind coact::IoWatch
-// (coact/runtime/reactor.hpp; docs/services.md): one epoll instance and one
-// thread per Scheduler, created by the first watch; reactor_shutdown (called
-// by Scheduler::shutdown once the workers have joined) stops the thread.
+// (coact/runtime/reactor.hpp; docs/services.md): one epoll instance per
+// Scheduler, made by the first watch (Scheduler::io_poll_or_make; it lives
+// as long as the Scheduler and its watches) and polled by the Scheduler's own
+// workers (detail/reactor.hpp, IoPoll): no thread of its own, so a readiness
+// report is posted by the worker that will run it, with no cross-thread wake
+// between the socket and the handler.
+//
+// The poll role. At most one worker at a time polls (try_begin / end). A
+// worker about to park takes the role if it is free and parks in
+// epoll_pwait2 instead of its futex (Parker::park_polling): an unpark writes
+// the wake eventfd. A busy worker takes the role now and then and polls
+// without waiting (Scheduler::busy_poll), so readiness is seen while every
+// worker is busy. The role's holder collects the reports into the reactor's
+// buffer and posts them (deliver_and_end) from its worker thread, outside any
+// handler: mail to an actor made runnable lands on that worker's own deque.
 //
 // Slots. A watch is a slot in a table guarded by the reactor's mutex, named
-// in epoll by its token (slot index | generation << 32). The thread posts a
-// report only under that mutex and only if the slot still holds the token's
+// in epoll by its token (slot index | generation << 32). A report is posted
+// only under that mutex and only if the slot still holds the token's
 // generation, and io_unregister frees the slot (bumping the generation) under
 // the same mutex: once io_unregister returns, no report for that watch is
 // posted, and a report of a freed slot that epoll had already returned is
@@ -18,39 +30,37 @@
 // and disarms it, so each arm gives at most one report, and epoll_ctl
 // from any thread needs no lock of ours (epoll serialises it).
 //
-// Causal sweeps (causal/include/coact/causal/hooks.hpp): the thread is a
-// thread outside the worker pool that makes actors runnable. Its wait in
-// epoll_wait ends on input from outside the program, so the wait is credited
-// (on_resume, as a parked worker's); it pays its debt (on_pay_point) before
-// posting the reports of a wake.
+// Causal sweeps (causal/include/coact/causal/hooks.hpp): the poller is a
+// parked worker, credited when it resumes like any parked worker (its wait
+// ends on input from outside the program), then it posts; a busy worker's
+// poll waits for nothing and posts as a worker outside a handler does.
 //
 // Shutdown, steps:
-//   1. reactor_shutdown removes the Scheduler's reactor from the live list
-//      (no new watch finds it; io_register for that Scheduler would start a
-//      new one, but no handler runs any more).
-//   2. It sets `closed` and writes the wake eventfd; the thread sees the wake
-//      token, exits its loop and is joined.
-//   3. Slots still registered keep their cell references until their watches
+//   1. reactor_shutdown (after the workers have joined: nobody polls any
+//      more) sets `closed`: nothing is posted after it. A watch registered
+//      later (an actor's destructor) joins the closed reactor and is never
+//      reported.
+//   2. Slots still registered keep their cell references until their watches
 //      are destroyed (the actors' destructors, when the Scheduler finalizes
-//      them); the Reactor object, shared by those watches, closes the epoll
-//      and eventfd descriptors when the last one goes.
+//      them); the Reactor object, shared by those watches and by the
+//      Scheduler (whose parkers may name it until the Scheduler goes),
+//      closes the epoll and eventfd descriptors when the last one goes.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <coact/causal/hooks.hpp>
 #include <coact/runtime/reactor.hpp>
 
-#include "detail/per_scheduler.hpp"
 #include "detail/reactor.hpp"
 #include "detail/scheduler.hpp"
 
@@ -68,7 +78,7 @@ struct Slot {
   uint32_t gen = 0;  // bumped when freed
 };
 
-struct Reactor {
+struct Reactor final : IoPoll {
   Reactor() {
     epfd = ::epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0) throw std::system_error(errno, std::generic_category(), "coact reactor: epoll_create1");
@@ -98,21 +108,38 @@ struct Reactor {
     ::close(epfd);
   }
 
-  void thread_main();
+  // IoPoll (detail/reactor.hpp).
+  bool try_begin() noexcept override {
+    return !polling.load(std::memory_order_relaxed) && !polling.exchange(true, std::memory_order_acquire);
+  }
+  bool poll_now() noexcept override {
+    collect(0);
+    return ready > 0;
+  }
+  void deliver_and_end() noexcept override;
+  Result wait(bool timed, uint64_t deadline_ns) noexcept override;
+  void wake() noexcept override {
+    const uint64_t one = 1;
+    (void)!::write(wakefd, &one, sizeof one);
+  }
+
+  // The holder of the poll role: one epoll_pwait2 (timeout_ns < 0: no
+  // limit), its reports (the wake eventfd's left out, and drained) kept in
+  // evs[0, ready). Returns epoll's count (-1 on EINTR).
+  int collect(int64_t timeout_ns) noexcept;
   void stop();
 
   int epfd = -1;
   int wakefd = -1;
-  std::thread thread;  // started by reactor_of, joined by stop()
+  std::atomic<bool> polling{false};  // the poll role is held (try_begin / deliver_and_end)
+  // Reports collected and not yet posted: the role's holder's to touch.
+  epoll_event evs[kMaxEvents];
+  int ready = 0;
   std::mutex mu;
   std::vector<Slot> slots;      // guarded by mu
   std::vector<uint32_t> free_slots;  // indices of free slots, guarded by mu
-  bool closed = false;          // guarded by mu: stop() was called
+  bool closed = false;               // guarded by mu: reactor_shutdown was called
 };
-
-// Every live Scheduler's reactor (shared with its watches). Touched by the
-// first watch of a Runtime and by its shutdown.
-auto& g_reactors = *new PerScheduler<Reactor>;
 
 uint32_t to_report(uint32_t ev) {
   uint32_t r = 0;
@@ -123,23 +150,45 @@ uint32_t to_report(uint32_t ev) {
   return r;
 }
 
-void Reactor::thread_main() {
-  ::prctl(PR_SET_NAME, "coact-reactor", 0, 0, 0);
-  causal::register_thread();  // owes the delay injected from now on
-  epoll_event evs[kMaxEvents];
-  for (;;) {
-    const int n = ::epoll_wait(epfd, evs, kMaxEvents, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;  // EBADF/EINVAL: cannot happen while the Reactor lives
+int Reactor::collect(int64_t timeout_ns) noexcept {
+  timespec ts{};
+  if (timeout_ns > 0) {
+    ts.tv_sec = time_t(timeout_ns / 1000000000);
+    ts.tv_nsec = long(timeout_ns % 1000000000);
+  }
+  // `ready` is 0 here: a holder posts what it collected before it collects
+  // again, and a wait that collected nothing left nothing.
+  const int n = ::epoll_pwait2(epfd, evs, kMaxEvents, timeout_ns < 0 ? nullptr : &ts, nullptr);
+  if (n < 0) return -1;  // EINTR; EBADF/EINVAL cannot happen while the Reactor lives
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    if (evs[i].data.u64 == kWakeToken) {
+      uint64_t count = 0;
+      (void)!::read(wakefd, &count, sizeof count);
+      continue;
     }
-    causal::on_resume();     // the wait ended on input from outside: credited
-    causal::on_pay_point();  // pay before making actors runnable
+    evs[kept++] = evs[i];
+  }
+  ready = kept;
+  return n;
+}
+
+IoPoll::Result Reactor::wait(bool timed, uint64_t deadline_ns) noexcept {
+  int64_t timeout = -1;
+  if (timed) {
+    const uint64_t now = sync::now_ns();
+    timeout = deadline_ns > now ? int64_t(deadline_ns - now) : 0;
+  }
+  const int n = collect(timeout);
+  if (ready > 0) return Result::ready;
+  return timed && n == 0 ? Result::timed_out : Result::woken;
+}
+
+void Reactor::deliver_and_end() noexcept {
+  if (ready > 0) {
     std::lock_guard lk(mu);
-    if (closed) return;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < ready && !closed; ++i) {
       const uint64_t token = evs[i].data.u64;
-      if (token == kWakeToken) continue;
       const uint32_t index = uint32_t(token);
       const uint32_t gen = uint32_t(token >> 32);
       if (index >= slots.size()) continue;
@@ -148,24 +197,18 @@ void Reactor::thread_main() {
       s.post(s.cell, s.fd, to_report(evs[i].events));
     }
   }
+  ready = 0;
+  polling.store(false, std::memory_order_release);
 }
 
 void Reactor::stop() {
-  {
-    std::lock_guard lk(mu);
-    closed = true;
-  }
-  const uint64_t one = 1;
-  (void)!::write(wakefd, &one, sizeof one);
-  if (thread.joinable()) thread.join();
+  std::lock_guard lk(mu);
+  closed = true;
 }
 
 std::shared_ptr<Reactor> reactor_of(Scheduler* s) {
-  return g_reactors.get_or_make(s, [] {
-    auto r = std::make_shared<Reactor>();
-    r->thread = std::thread([p = r.get()] { p->thread_main(); });
-    return r;
-  });
+  return std::static_pointer_cast<Reactor>(
+      s->io_poll_or_make([]() -> std::shared_ptr<IoPoll> { return std::make_shared<Reactor>(); }));
 }
 
 }  // namespace
@@ -234,9 +277,7 @@ void io_unregister(void* reactor, uint64_t token, int fd) noexcept {
 }
 
 void reactor_shutdown(Scheduler* s) noexcept {
-  const std::shared_ptr<Reactor> r = g_reactors.take(s);
-  if (r == nullptr) return;
-  r->stop();
+  if (const std::shared_ptr<IoPoll> io = s->io_poll()) static_cast<Reactor*>(io.get())->stop();
 }
 
 }  // namespace coact::detail

@@ -32,12 +32,20 @@ inline Job Scheduler::acquire(Worker& w) {
   uint64_t now = 0;
   if (timers_due(now)) [[unlikely]]
     fire_due(&w, now);
+  busy_poll_if_due(w);
   if (Job c = pop_own(w)) [[likely]] {
     if (++w.dispatch.own_streak >= tuning_.local_chain_backstop) [[unlikely]]
       return acquire_backstop(w, c);
     return c;
   }
   return acquire_shared(w);
+}
+
+void Scheduler::busy_poll(Worker& w, IoPoll& io) {
+  w.idle.busy_poll_ns = w.dispatch.clock_ns;
+  if (!io.try_begin()) return;  // a parked worker polls, or another busy one
+  io.poll_now();
+  io.deliver_and_end();
 }
 
 // Chain backstop: a self-sustaining relay never visits the injector on its
@@ -205,6 +213,7 @@ drain:
       // as it runs.
       if (RegionReleaseBatch* rb = t_region_batch) [[unlikely]]
         rb->flush();
+      busy_poll_if_due(w);  // a report lands on the own deque: then something waits
       if (nothing_waits(w)) {
         // The budget is for the others: with nothing on this worker's hand-
         // off slot or deque and nothing in the injector, nobody waits for

@@ -4,7 +4,8 @@
 // its output is not drained bounds its buffered output and the others keep
 // being answered; a reset mid-request and a stopped runtime with live
 // watches are survived; an idle listener costs no CPU; a report of an
-// unregistered watch is never posted.
+// unregistered watch is never posted; the workers' poll reports a first
+// watch made while they were parked, and readiness while they are busy.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -297,7 +298,8 @@ TEST_CASE("an idle watched listener costs no more CPU than an idle runtime", "[r
   const double without = idle_cpu_ms(false);
   const double with = idle_cpu_ms(true);
   INFO("idle CPU over 500 ms: without a listener " << without << " ms, with " << with << " ms");
-  // The reactor thread sleeps in epoll_wait: nothing beyond scheduling noise.
+  // A parked worker sleeps in epoll_pwait2 instead of its futex: nothing
+  // beyond scheduling noise.
   CHECK(with <= without + 25.0);
 }
 
@@ -318,7 +320,7 @@ TEST_CASE("a watch unregistered before its report is processed gets no report", 
     for (int i = 0; i < 2000; ++i) {
       coact::IoWatch w(p, sv[0]);
       w.arm(coact::Interest::read);
-      w.reset();  // races the reactor thread: the report is posted before this, or never
+      w.reset();  // races the polling worker: the report is posted before this, or never
     }
     std::this_thread::sleep_for(50ms);
     const int after_resets = c.reports.load();
@@ -338,6 +340,109 @@ TEST_CASE("a watch unregistered before its report is processed gets no report", 
     p.send(StopListening{});
     rt.run();
   });
+}
+
+// The workers poll the reactor themselves (reactor.cpp, "The poll role"): a
+// worker parked before the first watch existed sleeps on its futex, so the
+// first watch must wake one to park again polling, or nothing would ever
+// report (every worker asleep, the descriptor ready).
+TEST_CASE("a first watch made while every worker is parked is reported", "[reactor]") {
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 4));
+  coact::test::Watchdog wd(60, "first watch on a parked pool");
+  Counters c;
+  coact::test::run_checked(workers, [&](coact::Runtime& rt) {
+    struct Probe : coact::Actor<Probe> {
+      explicit Probe(Counters* c) : c_(c) {}
+      void on(const coact::IoReady&) { c_->reports.fetch_add(1); }
+      void on(StopListening) { stop(); }
+      Counters* c_;
+    };
+    auto p = rt.spawn<Probe>(&c);
+    std::this_thread::sleep_for(100ms);  // the pool parks: nothing to run
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+    {
+      coact::IoWatch w(p, sv[0]);  // the Scheduler's first watch, made off the pool
+      w.arm(coact::Interest::read);
+      REQUIRE(::write(sv[1], "x", 1) == 1);
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (c.reports.load() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+      INFO("workers=" << workers);
+      CHECK(c.reports.load() == 1);
+    }
+    p.send(StopListening{});
+    rt.run();
+    ::close(sv[0]);
+    ::close(sv[1]);
+  });
+}
+
+// While no worker parks, a busy worker polls between handlers (at most every
+// Scheduler::kBusyPollNs of its clock), so readiness is reported while the
+// pool is saturated by short handlers, not when it drains.
+TEST_CASE("readiness is reported while every worker runs short handlers", "[reactor]") {
+  const uint32_t workers = GENERATE(coact::test::worker_counts(1, 2));
+  coact::test::Watchdog wd(60, "busy pool polls");
+  Counters c;
+  std::atomic<int64_t> report_ns{0};
+  std::atomic<int64_t> busy_end_ns{0};
+  auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  coact::test::run_checked(workers, [&](coact::Runtime& rt) {
+    struct Tick {};
+    // Self-sends short handlers for 400 ms: its worker never parks meanwhile.
+    struct Spinner : coact::Actor<Spinner> {
+      Spinner(std::atomic<int64_t>* end, int64_t until) : end_(end), until_(until) {}
+      void on(Tick) {
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < 20us) {
+        }
+        const int64_t t =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+        if (t < until_) {
+          self().send(Tick{});
+          return;
+        }
+        end_->store(t);
+        stop();
+      }
+      std::atomic<int64_t>* end_;
+      int64_t until_;
+    };
+    struct Probe : coact::Actor<Probe> {
+      Probe(Counters* c, std::atomic<int64_t>* at, int fd) : c_(c), at_(at), watch_(self(), fd) {
+        watch_.arm(coact::Interest::read);
+      }
+      void on(const coact::IoReady&) {
+        at_->store(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+                .count());
+        c_->reports.fetch_add(1);
+        watch_.reset();
+        stop();
+      }
+      Counters* c_;
+      std::atomic<int64_t>* at_;
+      coact::IoWatch watch_;
+    };
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+    rt.spawn<Probe>(&c, &report_ns, sv[0]);
+    const int64_t until = now_ns() + 400'000'000;
+    for (uint32_t i = 0; i < workers; ++i) rt.spawn<Spinner>(&busy_end_ns, until).send(Tick{});
+    std::this_thread::sleep_for(100ms);  // every worker is busy now
+    REQUIRE(::write(sv[1], "x", 1) == 1);
+    rt.run();
+    ::close(sv[0]);
+    ::close(sv[1]);
+  });
+  INFO("workers=" << workers << ": reported " << (busy_end_ns.load() - report_ns.load()) / 1000000
+                  << " ms before the busy handlers ended");
+  REQUIRE(c.reports.load() == 1);
+  CHECK(report_ns.load() < busy_end_ns.load() - 100'000'000);  // well before: written 300 ms before the end
 }
 
 TEST_CASE("arming a descriptor epoll cannot watch throws a system_error naming it", "[reactor]") {

@@ -56,6 +56,7 @@
 #include "burst.hpp"
 #include "injector.hpp"
 #include "mail_ring.hpp"
+#include "reactor.hpp"
 #include "registry.hpp"
 #include "spin_park.hpp"
 #include "spin_window.hpp"
@@ -221,6 +222,8 @@ struct Worker {
     SpinWindow spin_window;          // adaptive idle spin (spin_window.hpp)
     uint64_t delivered_at_idle = 0;  // stats.delivered when idle() last ran (the trim check)
     bool check_done = false;         // stopped an actor since the last end-of-run check (idle())
+    IoPoll* polled = nullptr;        // the reactor this worker parked polling (idle(), keep_time); posts after
+    uint64_t busy_poll_ns = 0;       // dispatch.clock_ns at this worker's last busy_poll
   };
   IdleState idle;
 
@@ -328,6 +331,35 @@ class Scheduler {
   /// Per-kind handler cost estimates (burst recruitment). Tests read it.
   const CostTable& costs() const noexcept { return costs_; }
 
+  /// This Scheduler's reactor (reactor.cpp reactor_of), made by `make` at
+  /// the first call: from then on the workers drive its poll (idle,
+  /// busy_poll). Held until this Scheduler is destroyed, since a parker may
+  /// name it (Parker::park_polling) until then. Any thread.
+  std::shared_ptr<IoPoll> io_poll_or_make(std::shared_ptr<IoPoll> (*make)()) {
+    std::shared_ptr<IoPoll> io;
+    bool made = false;
+    {
+      std::lock_guard lk(io_mu_);
+      if (io_keep_ == nullptr) {
+        io_keep_ = make();
+        io_.store(io_keep_.get(), std::memory_order_seq_cst);
+        made = true;
+      }
+      io = io_keep_;
+    }
+    // A worker that parked before the reactor existed sleeps on its futex,
+    // where no readiness reaches it: wake one to park again polling. (Every
+    // later release of the role is by a worker that parks afterwards and
+    // takes it, so this is the only moment no one would.)
+    if (made) spin_park_.wake_workers(1);
+    return io;
+  }
+  /// The reactor if one was made, else null. Any thread.
+  std::shared_ptr<IoPoll> io_poll() {
+    std::lock_guard lk(io_mu_);
+    return io_keep_;
+  }
+
  private:
   void worker_main(Worker& w);
   /// Step 1, inline in worker_main: the due check and the own pop; the
@@ -342,6 +374,23 @@ class Scheduler {
   /// the park timed out (false: woken by an unpark). `now_ns`: when it
   /// returns true, its last clock read (the caller's clock for the fire).
   bool keep_time(Worker& w, uint64_t next, uint64_t ceiling_ns, uint64_t& slept_ns, uint64_t& now_ns);
+  /// idle()'s and keep_time's park: in the reactor's poll if this Scheduler
+  /// has one and no other worker holds the poll role (Worker::idle.polled
+  /// says so after), else on the futex. Returns as Parker::park_until
+  /// (untimed: as park).
+  bool park_idle(Worker& w, bool timed, uint64_t deadline_ns);
+  /// Busy path: takes a free poll role, polls without waiting and posts, so
+  /// readiness is seen while no worker parks.
+  void busy_poll(Worker& w, IoPoll& io);
+  static constexpr uint64_t kBusyPollNs = 50'000;
+  /// busy_poll if this Scheduler has a reactor and kBusyPollNs have passed on
+  /// w's clock: at every acquire and at every batch-budget end (a batch
+  /// renewed because nothing waits never returns to acquire).
+  void busy_poll_if_due(Worker& w) {
+    if (IoPoll* io = io_.load(std::memory_order_acquire)) [[unlikely]] {
+      if (w.dispatch.clock_ns - w.idle.busy_poll_ns >= kBusyPollNs) busy_poll(w, *io);
+    }
+  }
   [[gnu::always_inline]] inline void run_job(Worker& w, Job j);
   void run_cell(Worker& w, ActorCell* c);
   /// Drains c's inbox; the caller holds c's run-token. `first`
@@ -481,6 +530,11 @@ class Scheduler {
   // updates next_deadline before reading timekeeper_ (both seq_cst), so one
   // of them sees the other.
   std::atomic<int32_t> timekeeper_{-1};
+  // io_: the reactor the workers poll (null until the first IoWatch;
+  // io_poll_or_make); io_keep_ owns it until the destructor.
+  std::atomic<IoPoll*> io_{nullptr};
+  std::mutex io_mu_;
+  std::shared_ptr<IoPoll> io_keep_;  // guarded by io_mu_
   NameRegistry names_;
 
   // stopping_: set once by shutdown(), read by workers in their idle loop.

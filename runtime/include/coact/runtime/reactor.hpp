@@ -1,6 +1,7 @@
-// coact/runtime/reactor.hpp: the reactor. One epoll thread per Runtime turns
-// the readiness of file descriptors (sockets, pipes, eventfds) into mail, so
-// an actor waits on a socket without stalling a worker (docs/services.md):
+// coact/runtime/reactor.hpp: the reactor. One epoll instance per Runtime,
+// polled by its workers, turns the readiness of file descriptors (sockets,
+// pipes, eventfds) into mail, so an actor waits on a socket without stalling
+// a worker (docs/services.md):
 //
 //   struct Conn : coact::Actor<Conn> {
 //     coact::IoWatch watch;
@@ -32,13 +33,16 @@
 // descriptor after the watch is gone. An IoReady already queued when the
 // watch goes stays queued (its fd may then be closed or reused: an actor that
 // replaces its watch compares IoReady::fd and ignores stale reports).
-// Causal sweeps: the reactor thread is a thread outside the worker pool that
-// makes actors runnable, so it follows the profiler's rules for those
-// threads (reactor.cpp): its time blocked in epoll_wait is credited (readiness
-// comes from outside the program), and it pays its debt before it posts.
-// Shutdown: the Runtime's destructor stops the reactor thread after the
-// workers have joined and before any actor is finalized; watches destroyed
-// after that only unregister.
+// Who polls: the Runtime's own workers (no reactor thread): one worker with
+// nothing to run waits in epoll instead of parking, posts the reports itself
+// and runs the actors they wake; while none parks, busy workers poll between
+// handlers (docs/services.md). A handler that runs long delays reports by as
+// long.
+// Causal sweeps: the polling worker is a parked worker, so its wait for
+// input from outside the program is credited when it resumes (reactor.cpp).
+// Shutdown: the Runtime's destructor closes the reactor after the workers
+// have joined and before any actor is finalized; watches destroyed after
+// that only unregister.
 // Errors: arm() throws std::system_error when epoll refuses the descriptor
 // (a regular file, a descriptor closed under the watch). Linux only.
 #pragma once
