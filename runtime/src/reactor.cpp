@@ -6,10 +6,10 @@
 // report is posted by the worker that will run it, with no cross-thread wake
 // between the socket and the handler.
 //
-// The poll role. At most one worker at a time polls (try_begin / end). A
-// worker about to park takes the role if it is free and parks in
-// epoll_pwait2 instead of its futex (Parker::park_polling): an unpark writes
-// the wake eventfd. A busy worker takes the role now and then and polls
+// The poll role. At most one worker at a time polls (try_begin, then
+// deliver_and_end). A worker about to park takes the role if it is free and
+// parks in epoll_pwait2 instead of its futex (Parker::park_polling): an
+// unpark writes the wake eventfd. A busy worker takes the role now and then and polls
 // without waiting (Scheduler::busy_poll), so readiness is seen while every
 // worker is busy. The role's holder collects the reports into the reactor's
 // buffer and posts them (deliver_and_end) from its worker thread, outside any
@@ -58,7 +58,6 @@
 #include <utility>
 #include <vector>
 
-#include <coact/causal/hooks.hpp>
 #include <coact/runtime/reactor.hpp>
 
 #include "detail/reactor.hpp"
