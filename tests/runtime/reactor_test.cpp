@@ -109,6 +109,14 @@ struct EchoConn : coact::Actor<EchoConn> {
 
 struct StopListening {};
 
+// Counts the reports sent to it, by watches that others make on its behalf.
+struct CountingProbe : coact::Actor<CountingProbe> {
+  explicit CountingProbe(Counters* c) : c_(c) {}
+  void on(const coact::IoReady&) { c_->reports.fetch_add(1); }
+  void on(StopListening) { stop(); }
+  Counters* c_;
+};
+
 struct Listener : coact::Actor<Listener> {
   Listener(int fd, size_t bound, Counters* c) : fd_(fd), bound_(bound), c_(c), watch_(self(), fd) {
     watch_.arm(coact::Interest::read);
@@ -307,13 +315,7 @@ TEST_CASE("a watch unregistered before its report is processed gets no report", 
   coact::test::Watchdog wd(60, "stale reports");
   Counters c;
   coact::test::run_checked(2, [&](coact::Runtime& rt) {
-    struct Probe : coact::Actor<Probe> {
-      explicit Probe(Counters* c) : c_(c) {}
-      void on(const coact::IoReady&) { c_->reports.fetch_add(1); }
-      void on(StopListening) { stop(); }
-      Counters* c_;
-    };
-    auto p = rt.spawn<Probe>(&c);
+    auto p = rt.spawn<CountingProbe>(&c);
     int sv[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     REQUIRE(::write(sv[1], "x", 1) == 1);  // sv[0] is readable from the start
@@ -351,13 +353,7 @@ TEST_CASE("a first watch made while every worker is parked is reported", "[react
   coact::test::Watchdog wd(60, "first watch on a parked pool");
   Counters c;
   coact::test::run_checked(workers, [&](coact::Runtime& rt) {
-    struct Probe : coact::Actor<Probe> {
-      explicit Probe(Counters* c) : c_(c) {}
-      void on(const coact::IoReady&) { c_->reports.fetch_add(1); }
-      void on(StopListening) { stop(); }
-      Counters* c_;
-    };
-    auto p = rt.spawn<Probe>(&c);
+    auto p = rt.spawn<CountingProbe>(&c);
     std::this_thread::sleep_for(100ms);  // the pool parks: nothing to run
     int sv[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
