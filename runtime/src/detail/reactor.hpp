@@ -9,8 +9,8 @@ namespace coact::detail {
 class Scheduler;
 
 /// A Scheduler's reactor as its workers drive it (reactor.cpp, "The poll
-/// role"). Attached to the Scheduler by the first IoWatch
-/// (Scheduler::attach_io) and alive until the Scheduler is destroyed.
+/// role"). Made for the Scheduler by its first IoWatch
+/// (Scheduler::io_poll_or_make) and alive until the Scheduler is destroyed.
 /// Pool workers of that Scheduler only, except wake() (Parker::PollWait:
 /// any thread).
 class IoPoll : public Parker::PollWait {

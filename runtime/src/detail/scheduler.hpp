@@ -349,8 +349,9 @@ class Scheduler {
     }
     // A worker that parked before the reactor existed sleeps on its futex,
     // where no readiness reaches it: wake one to park again polling. (Every
-    // later release of the role is by a worker that parks afterwards and
-    // takes it, so this is the only moment no one would.)
+    // later release of the role is by a worker that keeps running, polling
+    // while busy, and takes the role when it next parks if no one holds it,
+    // so this is the only moment when no worker would poll.)
     if (made) spin_park_.wake_workers(1);
     return io;
   }
