@@ -7,6 +7,8 @@ It provides:
 * run_cli(*args): `coact_plot.py ARGS` in a child interpreter (sys.executable),
   its output captured as text;
 * read(path): a file's text (UTF-8);
+* alive(pid): whether a process runs (a zombie, waiting for its reaper,
+  does not);
 * TempDirCase: a TestCase with a fresh temporary directory, self.tmp, for each
   test, and self.write(name, data) to put a file in it.
 
@@ -45,6 +47,15 @@ def run_cli(*args, env=None, cwd=ROOT, timeout=120):
     subprocess.CompletedProcess, stdout and stderr captured as text."""
     return subprocess.run([sys.executable, COACT_PLOT, *args], capture_output=True,
                           text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+def alive(pid):
+    """Whether pid runs (a zombie, waiting for its reaper, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def read(path):

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import unittest
 
-from support import REPORTS, ROOT
+from support import REPORTS, ROOT, alive
 
 from coact_reports import kvbench
 
@@ -59,15 +59,6 @@ class CsvTest(unittest.TestCase):
         self.assertEqual(row["target"], {"rps_at_least_redis": True, "p99_no_worse": True, "rps_ahead": True,
                                          "met": True})
         self.assertEqual((a.requests, a.trials, a.shards, a.pipelines), (1000000, 2, 2, [1, 16]))
-
-
-def alive(pid):
-    """True if pid is a live process (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @unittest.skipUnless(os.access(COACT_KV, os.X_OK), f"{COACT_KV} not built")

@@ -13,20 +13,11 @@ import time
 import unittest
 from unittest import mock
 
-from support import REPORTS, TempDirCase, read
+from support import REPORTS, TempDirCase, alive, read
 
 from coact_reports import bench_costs, trials
 
 PY = sys.executable
-
-
-def alive(pid):
-    """Whether pid runs (a zombie, waiting for its reaper, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 class RunnerTest(TempDirCase):
