@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <utility>
 
 #include <coact/calibrate/tsc.hpp>
 
@@ -55,9 +56,12 @@ constexpr uint64_t kPayCatchUpCycles = 512;
 // when the experiment ends (end_experiment publishes the rest and clears the
 // selection), so this only bounds a pathological case.
 constexpr int kMaxPayRounds = 10'000'000;
-// A payment that overshot by more than this (~2 µs) turns the overshoot into
-// injected delay (below); smaller ones are the loop's own granularity.
-constexpr uint64_t kOvershootCycles = 5'000;
+// This thread's excess: cycles its pay points took beyond what it owed (a
+// late wake, a lost time slice, and the pay point's own bookkeeping), not
+// yet injected as delay. Published (add_delay) once it passes
+// kPayCatchUpCycles, so that a pay point adds at most one RMW on G for the
+// many that take a few hundred cycles. Own thread only.
+constinit thread_local uint64_t t_excess_cycles = 0;
 
 }  // namespace
 
@@ -90,28 +94,33 @@ void pay_point_slow() noexcept {
   //
   // Accounting (the ledger's pay_debt would credit only what was owed at
   // its entry): L0 = this thread's L at entry; every cycle spent in this
-  // loop once it has started waiting counts as paid; at the end L = G
-  // (credit_resume). Waiting longer than owed — a nanosleep that woke late,
-  // a time slice lost while spinning — delayed this thread beyond the
-  // virtual schedule; the overshoot becomes injected delay (add_delay: G and
-  // this thread's L grow by it), so every other thread owes it too and the
-  // program's virtual time stays consistent: an overshoot by a thread on the
-  // critical path does not shorten the measured speedup (effective time =
-  // wall − G). Without it, late wakes on a loaded machine pull a
-  // critical-path region's prediction below its truth (fork-join A near its
-  // plateau; the accuracy tests). Coz keeps such overshoot as the
-  // overshooting thread's "excess delay" instead; here it would be lost at
-  // once, since a worker that paid is usually credited on its next resume.
+  // pay point, from its entry (its own bookkeeping: publishing live
+  // accrual, reading the ledger) counts as paid; at the end L = G
+  // (credit_resume). Time beyond what was owed — a nanosleep that woke
+  // late, a time slice lost while spinning, and the bookkeeping of a pay
+  // point that owed nothing — delayed this thread beyond the virtual
+  // schedule: the profiler's time, which the program does not have. That
+  // excess becomes injected delay (add_delay: G and this thread's L grow by
+  // it; t_excess_cycles batches the small ones), so every other thread owes
+  // it too and the program's virtual time stays consistent: effective time
+  // (wall − G) leaves it out. Without it, a critical-path region's
+  // prediction falls below its truth: by late wakes on a loaded machine
+  // (fork-join A near its plateau; the accuracy tests), and, where handlers
+  // are short, by the bookkeeping, which costs more while a region is sped
+  // up than in a speedup-0 window, and nothing before any delay was
+  // injected (the farm workload's W: short handlers on both workers).
+  // Coz keeps such overshoot as the overshooting thread's "excess delay"
+  // instead; here it would be lost at once, since a worker that paid is
+  // usually credited on its next resume.
   try {
+    const uint64_t start = calibrate::now_cycles();
     // Delay injected for this thread's own samples of a selected line
     // (line_region.cpp) is not owed by it.
     if (const uint64_t own = take_sample_credit(); own != 0) credit_local(own);
     (void)materialize_live();
     uint64_t g = global_delay_cycles();
     const uint64_t l0 = local_delay_cycles();
-    if (g <= l0 + kPayCatchUpCycles) return;
-    const uint64_t start = calibrate::now_cycles();
-    uint64_t now = start;
+    uint64_t now = calibrate::now_cycles();
     for (int i = 0; i < kMaxPayRounds; ++i) {
       const uint64_t covered = l0 + (now - start);
       if (g <= covered + kPayCatchUpCycles) break;
@@ -121,9 +130,16 @@ void pay_point_slow() noexcept {
       now = calibrate::now_cycles();
     }
     const uint64_t covered = l0 + (now - start);
+    if (covered < g) {
+      // Owed less than kPayCatchUpCycles more than this pay point took: the
+      // time it took is paid, the rest is owed at the next pay point.
+      credit_local(now - start);
+      return;
+    }
     credit_resume();  // L = G (>= g)
     const uint64_t l1 = local_delay_cycles();
-    if (covered > l1 + kOvershootCycles) add_delay(covered - l1);
+    if (covered > l1) t_excess_cycles += covered - l1;
+    if (t_excess_cycles > kPayCatchUpCycles) add_delay(std::exchange(t_excess_cycles, 0));
   } catch (...) {
     // Only a first-use tsc_hz() with a bad COACT_TSC_HZ throws; the controller
     // calls tsc_hz() before activating a sweep, so this is unreachable there.
