@@ -59,8 +59,8 @@ constexpr int kMaxPayRounds = 10'000'000;
 // This thread's excess: cycles its pay points took beyond what it owed (a
 // late wake, a lost time slice, and the pay point's own bookkeeping), not
 // yet injected as delay. Published (add_delay) once it passes
-// kPayCatchUpCycles, so that a pay point adds at most one RMW on G for the
-// many that take a few hundred cycles. Own thread only.
+// kPayCatchUpCycles: one RMW on G per several pay points that each took a
+// few hundred cycles, not one per pay point. Own thread only.
 constinit thread_local uint64_t t_excess_cycles = 0;
 
 }  // namespace
