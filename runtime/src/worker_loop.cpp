@@ -49,10 +49,29 @@ void Scheduler::busy_poll(Worker& w, IoPoll& io) {
 }
 
 // Chain backstop: a self-sustaining relay never visits the injector on its
-// own; probe it once so shared work waits at most K own pops.
+// own; probe it once so shared work waits at most K own pops. With the
+// injector empty, the own deque's backlog is looked at: spilled if a sibling
+// could take it now (schedule_backlog's rule; a sibling may have gone idle
+// since the last spill check), else, once the cascade has run past the
+// valve, its oldest job runs next and the cascade clock restarts. So a job
+// under a chain waits at most a valve period and K own pops, as a spilled
+// one would, and no worker reorders its backlog when nobody could take it.
 Job Scheduler::acquire_backstop(Worker& w, Job c) {
   w.dispatch.own_streak = 0;
   if (Job x = injector_.try_pop()) {
+    w.own.push(c);
+    return x;
+  }
+  const int64_t n = w.own.size();  // c was the top: the slot is empty whenever the deque is not
+  if (n == 0) return c;
+  if (sibling_idle()) {
+    if (n > 1) schedule_backlog(w, n);
+    return c;
+  }
+  const uint64_t valve = valve_ns();
+  if (valve == 0 || w.dispatch.clock_ns - w.dispatch.cascade_start_ns <= valve) return c;
+  w.dispatch.cascade_start_ns = w.dispatch.clock_ns;
+  if (Job x = tuning_.peer_steal ? w.own.take_oldest() : w.own.take_oldest_unshared()) {
     w.own.push(c);
     return x;
   }
@@ -344,6 +363,14 @@ inline void Scheduler::dispatch_as(Worker& w, ActorCell* c, Envelope* e) {
 // ---- scheduling a woken actor ---------------------------------------
 
 void Scheduler::schedule_backlog(Worker& w, int64_t n) {
+  // A spill (or a notify) only helps when a sibling can take the work now:
+  // with every sibling busy (or none: one worker) a spill only reorders the
+  // backlog oldest-first through the injector's lock, breadth first (a spawn
+  // tree's live set grows). The cascade clock is not reset then, so the
+  // first check after a sibling goes idle spills; the chain backstop checks
+  // too, and keeps a job under a chain from waiting on the valve when no
+  // sibling could run it.
+  if (!sibling_idle()) return;
   // The valve is at least 6 µs unless pinned: a younger cascade cannot trip
   // it, so the estimate is read only when it could (every spawn-and-send in a
   // fan-out handler lands here, and valve_ns() is not free).

@@ -6,12 +6,14 @@
 // other keeps jumping the queue. The outside-mail bound is counted in
 // ping-pong hops (not time), so it holds on a loaded machine: the chain
 // backstop probes the injector every local_chain_backstop (64) own pops.
-// The third actor lands on the pair worker's own deque, under the chain. The
-// keep-local valve spills it to the injector once the worker's cascade has
-// run longer than the valve (wall time on the worker's clock, read every
-// clock_check_stride dispatches), and the backstop then takes it within 64
-// own pops. So what the argument bounds is the holding worker's own pops:
-// at most one valve period of them plus a backstop period. The check counts
+// The third actor lands on the pair worker's own deque, under the chain. With
+// an idle sibling the keep-local valve spills it to the injector once the
+// worker's cascade has run longer than the valve (wall time on the worker's
+// clock, read every clock_check_stride dispatches), and the backstop then
+// takes it within 64 own pops; with none (one worker), the backstop runs the
+// deque's oldest job once a valve period has passed. So what the argument
+// bounds is the holding worker's own pops: at most one valve period of them
+// plus a backstop period. The check counts
 // only hops run on the thread that ran the third actor, after the poke, and
 // converts the valve period to hops at that thread's own rate (hops per ns
 // of its CPU time: the valve's wall time is at least the CPU time, so the
@@ -31,9 +33,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <vector>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <coact/runtime/runtime.hpp>
@@ -193,4 +197,151 @@ TEST_CASE("an endless ping-pong pair starves neither outside mail nor a third ac
     CHECK(double(own) <= 4 * 64 + valve_hops);
   };
   coact::test::run_checked(tuning, body, {.dead = 1});  // the last ball, sent to the player that stopped first
+}
+
+// The keep-local valve spills a backlog to the injector only when a sibling
+// is idle (spinning or parked) to take it: with none, a spill only reorders
+// the backlog oldest-first through the injector's lock.
+
+namespace {
+
+struct Tree {
+  std::atomic<uint64_t> leaves{0};
+  std::atomic<bool> done{false};
+};
+
+// A 4-ary spawn tree of the given depth: each node spawns its children and
+// mails them, counts their replies, then replies to its parent and stops.
+struct TreeNode : coact::Actor<TreeNode> {
+  coact::ActorRef<TreeNode> parent;  // null for the root
+  Tree* tree;
+  uint32_t pending = 0;
+  TreeNode(coact::ActorRef<TreeNode> p, Tree* t) : parent(std::move(p)), tree(t) {}
+  struct Grow {
+    int depth;
+  };
+  struct Grown {};
+  void finish() {
+    if (parent) {
+      parent.send(Grown{});
+    } else {
+      tree->done.store(true);
+    }
+    stop();
+  }
+  void on(Grow g) {
+    if (g.depth == 0) {
+      tree->leaves.fetch_add(1, std::memory_order_relaxed);
+      finish();
+      return;
+    }
+    for (int i = 0; i < 4; ++i) runtime().spawn<TreeNode>(self(), tree).send(Grow{g.depth - 1});
+    pending = 4;
+  }
+  void on(Grown) {
+    if (--pending == 0) finish();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("one worker: a spawn tree's backlog never goes through the injector", "[fairness][valve]") {
+  coact::test::Watchdog wd(60, "spawn tree");
+  coact::SchedulerTuning tuning = coact::test::tuning_for(1);
+  tuning.local_time_budget_us = 6;  // the shortest valve: a cascade of this size trips it thousands of times
+  Tree tree;
+  constexpr int kDepth = 8;  // 4^8 leaves
+  const auto body = [&](coact::Runtime& rt) {
+    auto root = rt.spawn<TreeNode>(coact::ActorRef<TreeNode>{}, &tree);
+    const uint64_t before = rt.stats().injector_pushes;
+    root.send(TreeNode::Grow{kDepth});  // from outside the pool: the one injector push
+    rt.run();
+    const uint64_t pushes = rt.stats().injector_pushes - before;
+    INFO("injector pushes during the tree: " << pushes);
+    REQUIRE(tree.done.load());
+    CHECK(tree.leaves.load() == uint64_t(1) << (2 * kDepth));
+    // The root send, and an actor republished at a batch-budget end (a drain
+    // stretched past 200 us when this thread was descheduled) are the only
+    // others; a spill moves a backlog (thousands of pushes per tree).
+    CHECK(pushes <= 16);
+  };
+  coact::test::run_checked(tuning, body);
+}
+
+namespace {
+
+struct FanShared {
+  std::mutex mu;
+  std::set<std::thread::id> threads;  // the threads that ran a Busy handler
+  std::atomic<int> replies{0};
+};
+
+// Fanner mails kFan Busy actors once; each runs kBusyUs of wall time on its
+// worker and replies. The reply wakes Fanner behind the rest of the fan.
+constexpr int kFan = 32;
+constexpr int kBusyUs = 2000;
+
+struct Fanner;
+
+struct Busy : coact::Actor<Busy> {
+  FanShared* sh;
+  explicit Busy(FanShared* s) : sh(s) {}
+  struct Work {
+    coact::ActorRef<Fanner> reply_to;
+  };
+  void on(const Work& w);
+};
+
+struct Fanner : coact::Actor<Fanner> {
+  FanShared* sh;
+  std::vector<coact::ActorRef<Busy>> fan;
+  explicit Fanner(FanShared* s) : sh(s) {}
+  struct Go {};
+  struct Done {};
+  void on(Go) {
+    for (int i = 0; i < kFan; ++i) fan.push_back(runtime().spawn<Busy>(sh));
+    for (auto& b : fan) b.send(Busy::Work{self()});
+  }
+  void on(Done) {
+    if (sh->replies.fetch_add(1) + 1 < kFan) return;
+    for (auto& b : fan) b.stop();
+    stop();
+  }
+};
+
+void Busy::on(const Work& w) {
+  {
+    std::lock_guard<std::mutex> lock(sh->mu);
+    sh->threads.insert(std::this_thread::get_id());
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kBusyUs);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  w.reply_to.send(Fanner::Done{});
+}
+
+}  // namespace
+
+TEST_CASE("an idle sibling takes a fan-out of long handlers from the valve's spill", "[fairness][valve]") {
+  const uint32_t workers = GENERATE(coact::test::worker_counts(2, 4));
+  coact::test::Watchdog wd(60, "fan-out spill");
+  coact::SchedulerTuning tuning = coact::test::tuning_for(workers);
+  tuning.local_time_budget_us = kValveUs;
+  FanShared sh;
+  const auto body = [&](coact::Runtime& rt) {
+    rt.spawn<Fanner>(&sh).send(Fanner::Go{});
+    rt.run();
+    size_t threads = 0;
+    {
+      std::lock_guard<std::mutex> lock(sh.mu);
+      threads = sh.threads.size();
+    }
+    INFO("workers=" << workers << ": " << threads << " threads ran the " << kFan << " handlers of " << kBusyUs
+                    << " us");
+    CHECK(sh.replies.load() == kFan);
+    // Without the spill the fan stays on the worker that ran Fanner (the
+    // backlog is under 256, the sticky max): one thread.
+    CHECK(threads >= 2);
+  };
+  coact::test::run_checked(tuning, body);
 }

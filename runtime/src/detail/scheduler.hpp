@@ -23,9 +23,12 @@
 //      since the last pop fails it, and the worker drains on.
 // Scheduling a woken actor from a worker keeps it local (own deque) unless the
 // cascade has run longer than the keep-local time valve or the deque reached
-// local_sticky_max: then the backlog (all but the freshest) spills to the
-// injector and one sibling is notified. Off-pool threads enter through the
-// root door: injector push + notify (at most one wake).
+// local_sticky_max, and a sibling is idle (spinning or parked) to take work:
+// then the backlog (all but the freshest) spills to the injector and one
+// sibling is notified. With no idle sibling the backlog stays; the chain
+// backstop runs the deque's oldest job once per valve period instead, so a
+// job under a chain is not starved. Off-pool threads enter through the root
+// door: injector push + notify (at most one wake).
 // Burst dispatch (COACT_BURST=on; the life of one burst is numbered in
 // burst.hpp): the flush of step 3 routes a handler's whole output as one
 // unit, and the deques and the injector carry Jobs: a Ready actor, or a
@@ -469,8 +472,17 @@ class Scheduler {
     const int64_t n = w.own.size();
     if (n > 1) schedule_backlog(w, n);  // a chain: the one hop stays warm, nothing to spill
   }
-  /// The valve and sticky-max check for a deque of n > 1 jobs: spill, notify.
+  /// The valve and sticky-max check for a deque of n > 1 jobs: spill (when a
+  /// sibling is idle), notify.
   void schedule_backlog(Worker& w, int64_t n);
+  /// Whether another worker of this pool is spinning or on the idle list
+  /// (parked, or polling for I/O), so that work put on the injector now is
+  /// taken at once. Two relaxed loads; a stale answer costs a spill that waits
+  /// for the sibling's next look at the injector, or one that waits for the
+  /// next check (a later backlog, the chain backstop). Owner thread.
+  bool sibling_idle() const noexcept {
+    return workers_.size() > 1 && (spin_park_.idle() > 0 || spin_park_.spinning() > 0);
+  }
   void publish_shared(ActorCell* c) { publish_job(job_of(c)); }
   /// drain_cell's budget end: whether no job waits for worker w (its hand-
   /// off slot and own deque empty, the injector empty, no group of a
