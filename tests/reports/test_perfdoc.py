@@ -67,6 +67,36 @@ class PerfdocTest(unittest.TestCase):
             self.assertIn(f"{d}/peers.json:2: not JSON", p.stderr)
             self.assertEqual(p.stdout, "")
 
+    def test_slowmode_tables_each_file_under_its_label(self):
+        def summary(workers, median, slow):
+            return {"group": "slowmode", "workload": "summary", "workers": workers, "fraction": 0.8,
+                    "conditions": ["none"], "share": {"none": {"skynet": slow / 20}},
+                    "slow_trials": {"none": {"skynet": [slow, 20]}}, "median": {"none": {"skynet": median}},
+                    "min": {"none": {"skynet": median / 2}}, "max": {"none": {"skynet": median * 1.1}}}
+        with tempfile.TemporaryDirectory() as d:
+            before, after = os.path.join(d, "before.jsonl"), os.path.join(d, "after.jsonl")
+            with open(before, "w") as f:
+                f.write('{"group":"peers","workload":"skynet"}\n' + json.dumps(summary(2, 3.0e6, 17)) + "\n")
+            with open(after, "w") as f:
+                f.write(json.dumps(summary(2, 13.0e6, 2)) + "\n")
+            p = perfdoc("--slowmode", f"before={before}", f"after={after}")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("| workload | workers | condition | before: slow trials | before: min / median / max "
+                          "| after: slow trials | after: min / median / max |", p.stdout)
+            self.assertIn("| skynet | 2 | none | 17 of 20 | 1.50 M / 3.00 M / 3.30 M | 2 of 20 "
+                          "| 6.50 M / 13.00 M / 14.30 M |", p.stdout)
+            self.assertEqual(p.stdout, perfdoc("--slowmode", f"before={before}", f"after={after}").stdout)
+            for bad, why in ((["--slowmode"], "needs LABEL=FILE"), (["--slowmode", before], "is not LABEL=FILE"),
+                             (["--slowmode", "x=/no/such"], "'/no/such' is not a file")):
+                p = perfdoc(*bad)
+                self.assertEqual(p.returncode, 2, bad)
+                self.assertIn(why, p.stderr)
+            with open(before, "w") as f:
+                f.write('{"group":"peers","workload":"skynet"}\n')
+            p = perfdoc("--slowmode", f"b={before}")
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("no slowmode summary row", p.stderr)
+
     def test_a_kv_step_renders_its_table_and_runs_without_one_have_no_kv_section(self):
         def side(rps, p50, p99, cpu):
             return {"rps": {"median": rps[1], "min": rps[0], "max": rps[2], "trials": rps},
