@@ -519,6 +519,19 @@ def glance(run_dir, validate_path, command):
                  else "its faster channel")
         body.append([f"peers, {label}: {names}, coact ÷ tokio 1.24 ({which})", f"{tokio} ×",
                      f"coact ÷ CAF 0.17: {num(min(caf), 1)}–{num(max(caf), 1)} ×" if caf else "—"])
+    burst = [r for r in rows_of("burst") if r.get("group") == "burst"]
+    summary = next((r for r in burst if r.get("workload") == "summary"), None)
+    if summary and summary.get("worst_row"):
+        worst = summary["worst_row"]
+        row = next((r for r in burst if r.get("workload") != "summary" and
+                    f"{r.get('workload')}/w{r.get('width')}/{r.get('handler_us')}us" == worst.get("row")), {})
+        ci = worst.get("ratio_ci95") or [None, None]
+        supported = summary.get("burst_default_supported")
+        body.append([f"burst dispatch on ÷ off, the lowest of {summary.get('rows')} rows ({worst.get('row')})",
+                     f"{num(row.get('ratio'), 3)} [{num(ci[0], 3)}, {num(ci[1], 3)}] ×",
+                     f"{'on' if supported else 'off'} by default: on only if every row's 95 % interval "
+                     f"excludes a loss over {round(100 * summary.get('loss_limit', 0))} % "
+                     f"({summary.get('rows_excluding_loss')} of {summary.get('rows')} do)"])
     timers = rows_of("timers")
     for r in timers:
         if r.get("workload") == "lateness" and (r.get("parameters") or {}).get("load") == "idle":
@@ -557,8 +570,8 @@ def glance(run_dir, validate_path, command):
                      f"mean {num(d.get('mean_abs_error_pts'), 1)}, max {num(d.get('max_abs_error_pts'), 1)} points",
                      coz])
     if not body:
-        raise InputError("no step of the run has a figure for the table (peers, timers, sweep-cost, sampling, "
-                         "validate)")
+        raise InputError("no step of the run has a figure for the table (peers, burst, timers, sweep-cost, "
+                         "sampling, validate)")
     return "\n".join([f"{GLANCE_BEGIN}{command}`; do not edit -->",
                       table(["what", "coact", "for comparison"], body), GLANCE_END]) + "\n"
 

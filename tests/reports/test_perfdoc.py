@@ -159,6 +159,23 @@ class PerfdocTest(unittest.TestCase):
                       "| Coz on the 1 row it measures: mean 8.0 points |", lines)
         self.assertFalse(any("1 worker" in l for l in lines))  # the fixture has no peers-1-worker step
 
+    def test_glance_names_burst_dispatchs_lowest_row_and_the_default(self):
+        rows = [{"group": "burst", "workload": "chain", "width": 1, "handler_us": 0, "ratio": 0.929,
+                 "ratio_ci95": [0.91, 0.943]},
+                {"group": "burst", "workload": "skynet", "width": 0, "handler_us": 0, "ratio": 0.865,
+                 "ratio_ci95": [0.7912, 0.9111]},
+                {"group": "burst", "workload": "summary", "rows": 2, "loss_limit": 0.03, "rows_excluding_loss": 0,
+                 "worst_row": {"row": "skynet/w0/0us", "ratio_ci95": [0.7912, 0.9111]},
+                 "burst_default_supported": False}]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "burst.json"), "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+            p = perfdoc("--glance", d)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("| burst dispatch on ÷ off, the lowest of 2 rows (skynet/w0/0us) | 0.865 [0.791, 0.911] × "
+                      "| off by default: on only if every row's 95 % interval excludes a loss over 3 % (0 of 2 do) |",
+                      p.stdout.splitlines())
+
     def test_glance_splices_into_a_readme_and_refuses_a_file_without_markers(self):
         with tempfile.TemporaryDirectory() as d:
             readme = os.path.join(d, "README.md")
