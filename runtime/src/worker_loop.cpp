@@ -53,9 +53,12 @@ void Scheduler::busy_poll(Worker& w, IoPoll& io) {
 // injector empty, the own deque's backlog is looked at: spilled if a sibling
 // could take it now (schedule_backlog's rule; a sibling may have gone idle
 // since the last spill check), else, once the cascade has run past the
-// valve, its oldest job runs next and the cascade clock restarts. So a job
-// under a chain waits at most a valve period and K own pops, as a spilled
-// one would, and no worker reorders its backlog when nobody could take it.
+// valve, its oldest job alone moves to the injector (the next backstop or
+// an idle sibling takes it) and the cascade clock restarts. So a job under a
+// chain waits at most a valve period and two backstop periods, and no worker
+// reorders its backlog when nobody could take it. The oldest job does not
+// run in place of c: that would put it before the work c began (a fork's
+// second branch behind its first).
 Job Scheduler::acquire_backstop(Worker& w, Job c) {
   w.dispatch.own_streak = 0;
   if (Job x = injector_.try_pop()) {
@@ -72,8 +75,8 @@ Job Scheduler::acquire_backstop(Worker& w, Job c) {
   if (valve == 0 || w.dispatch.clock_ns - w.dispatch.cascade_start_ns <= valve) return c;
   w.dispatch.cascade_start_ns = w.dispatch.clock_ns;
   if (Job x = tuning_.peer_steal ? w.own.take_oldest() : w.own.take_oldest_unshared()) {
-    w.own.push(c);
-    return x;
+    injector_.push(x);
+    injector_pushes_.fetch_add(1, std::memory_order_relaxed);
   }
   return c;
 }
