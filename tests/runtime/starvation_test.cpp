@@ -10,10 +10,11 @@
 // an idle sibling the keep-local valve spills it to the injector once the
 // worker's cascade has run longer than the valve (wall time on the worker's
 // clock, read every clock_check_stride dispatches), and the backstop then
-// takes it within 64 own pops; with none (one worker), the backstop runs the
-// deque's oldest job once a valve period has passed. So what the argument
-// bounds is the holding worker's own pops: at most one valve period of them
-// plus a backstop period. The check counts
+// takes it within 64 own pops; with none (one worker), the backstop moves the
+// deque's oldest job to the injector once a valve period has passed, and the
+// next backstop takes it. So what the argument bounds is the holding
+// worker's own pops: at most one valve period of them plus two backstop
+// periods. The check counts
 // only hops run on the thread that ran the third actor, after the poke, and
 // converts the valve period to hops at that thread's own rate (hops per ns
 // of its CPU time: the valve's wall time is at least the CPU time, so the
@@ -185,8 +186,9 @@ TEST_CASE("an endless ping-pong pair starves neither outside mail nor a third ac
     // Bounds in hops: the backstop probes the injector every 64 own pops (one
     // hop = one own pop), so outside mail waits about 64 hops; 512 leaves room
     // for a loaded machine. The third actor: its thread's own hops since the
-    // poke, at most 4 backstop periods (256: one for the backstop, the rest
-    // slack for the clock stride and the hop that spills) plus the hops one
+    // poke, at most 4 backstop periods (256: one for the backstop, or two at
+    // one worker, where one moves it and the next takes it; the rest slack
+    // for the clock stride and the hop that spills) plus the hops one
     // valve period allows at that thread's rate (file comment). On another
     // thread than the poking one (it took the spilled actor from the
     // injector), its own hops before the run are bounded by the backstop.
