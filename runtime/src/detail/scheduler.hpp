@@ -27,8 +27,8 @@
 // then the backlog (all but the freshest) spills to the injector and one
 // sibling is notified. With no idle sibling the backlog stays; the chain
 // backstop moves the deque's oldest job alone to the injector once per valve
-// period instead, so a job under a chain is not starved. Off-pool threads enter through the root
-// door: injector push + notify (at most one wake).
+// period instead, so a job under a chain is not starved. Off-pool threads
+// enter through the root door: injector push + notify (at most one wake).
 // Burst dispatch (COACT_BURST=on; the life of one burst is numbered in
 // burst.hpp): the flush of step 3 routes a handler's whole output as one
 // unit, and the deques and the injector carry Jobs: a Ready actor, or a
