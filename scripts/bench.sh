@@ -117,17 +117,28 @@
 #             "rows_not_excluding_loss":[...],"worst_row":{...}}, is the decision for
 #            burst as the default: B when every row excludes a loss over 3 %.
 #            --quick: small sizes.
-#   slowmode the peers group (coact only unless COACT_BENCH_RUNTIMES says otherwise)
-#            once per condition of COACT_BENCH_SLOWMODE_WRAPS, ';'-separated commands
+#   slowmode the peers trials (coact only unless COACT_BENCH_RUNTIMES says otherwise)
+#            under each condition of COACT_BENCH_SLOWMODE_WRAPS, ';'-separated commands
 #            each trial runs under ("none" = plain), default
-#              none;setarch -R;taskset -c 0;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1
-#            (address-space randomization off; every thread on one core; malloc'd
-#            memory in transparent huge pages, process-local, with THP in madvise
-#            mode). Prints the peers rows (each with "wrap") and one summary per run:
+#              none;setarch -R;taskset -c FIRST;taskset -c LAST;
+#              env GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+#            (address-space randomization off; every thread on the first, then on
+#            the last CPU this process may use; malloc'd memory in transparent huge
+#            pages, process-local, with THP in madvise mode). The conditions
+#            alternate: each round runs every condition once, starting one later
+#            than the round before. Before each trial coact-host-probe (a multiply
+#            chain and a 1 MiB pointer chase, bench/peers/host_probe.cpp) measures
+#            the speed of the CPU under the same condition. Prints the peers rows
+#            (each with "wrap"; coact's with "probe", the probe's rate before each
+#            trial) and one summary per run:
 #            {"group":"slowmode","workload":"summary","workers":K,"fraction":0.8,
-#             "conditions":[...],"share":{COND:{W:S}},"slow_trials":{COND:{W:[k,n]}},
-#             "median":{COND:{W:M}},"min":{...},"max":{...}}
-#            (S: the share of coact trials below 0.8 x the best trial of the same run).
+#             "host_slow_fraction":0.9,"conditions":[...],"share":{COND:{W:S}},
+#             "slow_trials":{COND:{W:[k,n]}},"median":{COND:{W:M}},"min":{...},
+#             "max":{...},"host":{COND:{W:{"median","min","max","corr",
+#             "slow_trials_after_slow_probe","slow_probes"}}}}
+#            (S: the share of coact trials below 0.8 x the best trial of the same
+#            condition; corr: Pearson's r of trial rate and probe rate; a slow probe:
+#            below 0.9 x the condition's best probe).
 #   instructions  load-independent costs per message of coact-peers (the four peers
 #            workloads, 1 worker, COACT_BURST off and on): instructions (valgrind
 #            --tool=callgrind, the difference between a run of n and one of 3n, or 10n
@@ -275,7 +286,7 @@ usage: scripts/bench.sh NAME [--quick] [-- ARGS...]
              timers   coact vs CAF timers (${TIMER_SCENARIOS[*]})
              burst    coact with burst dispatch on vs off (COACT_BURST), side by side
              scaling  coact burst on / off and tokio by worker count (COACT_BENCH_SCALING_WORKERS)
-             slowmode the peers group under each layout/placement condition (COACT_BENCH_SLOWMODE_WRAPS)
+             slowmode coact-peers under each layout/placement condition, alternating, with a host probe
              instructions  coact-peers instructions and syscalls per message (callgrind, strace)
              sampling the archiver with and without CPU-time sampling, and one sample's cost
              kv       coact-kv vs redis-server 7 under redis-benchmark (ARGS go to kvbench)
@@ -433,11 +444,17 @@ peers_bins() {
     targets+=(caf-peers)
   fi
   [[ $want == *,tokio,* ]] && targets+=(tokio-bench)
+  [[ $group == slowmode ]] && targets+=(coact-host-probe)
   build_targets "${targets[@]}"
-  local coact caf tokio
+  local coact caf tokio probe
   coact=$(find_binary coact-peers bench/peers/coact-peers)
   [[ -n $coact ]] || die 1 "group $group: coact-peers not found in $BUILD_DIR"
   bins=(--bin coact-peers="$coact")
+  if [[ $group == slowmode ]]; then
+    probe=$(find_binary coact-host-probe bench/peers/coact-host-probe)
+    [[ -n $probe ]] || die 1 "group slowmode: coact-host-probe not found in $BUILD_DIR"
+    bins+=(--bin coact-host-probe="$probe")
+  fi
   if [[ $want == *,caf,* ]]; then
     caf=$(find_binary caf-peers bench/peers/caf-peers)
     [[ -n $caf ]] || die 1 "group $group: caf-peers not found in $BUILD_DIR (CAF missing at configure time?)"

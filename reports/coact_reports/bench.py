@@ -178,6 +178,9 @@ def peers(argv):
     c = [r["msgs_per_s"] for r in coact]
     k = [r["msgs_per_s"] for r in caf]
     cs = spread(c)
+    if coact and all(r.get("probe_msteps_per_s") is not None for r in coact):
+        # slowmode: the host probe run just before each coact trial, in trial order
+        cs["probe"] = [r["probe_msteps_per_s"] for r in coact]
     ks = spread(k) if k else None
     cm = cs["median"]
     km = ks["median"] if ks else None
@@ -385,14 +388,37 @@ def scaling(argv):
 
 
 # ---- slowmode: the peers rows of each layout/placement condition, side by side ----
+# A probe below HOST_SLOW_FRACTION of the best probe of the same workload
+# and condition marks its trial as run on a slow host CPU.
+HOST_SLOW_FRACTION = 0.9
+
+
+def host_effect(trials, probe):
+    """What the host probe says of one condition's coact trials: the probe's
+    median/min/max, the Pearson correlation of trial rate and probe (None
+    with fewer than 3 trials or a constant side), and how many slow trials
+    ran right after a slow probe."""
+    best_t, best_p = max(trials), max(probe)
+    slow = [i for i, x in enumerate(trials) if x < SLOW_FRACTION * best_t]
+    corr = None
+    if len(trials) >= 3 and len(set(trials)) > 1 and len(set(probe)) > 1:
+        corr = round(statistics.correlation(trials, probe), 3)
+    return {"median": round(statistics.median(probe), 1), "min": round(min(probe), 1), "max": round(best_p, 1),
+            "corr": corr, "slow_trials_after_slow_probe": sum(1 for i in slow if probe[i] < HOST_SLOW_FRACTION * best_p),
+            "slow_probes": sum(1 for p in probe if p < HOST_SLOW_FRACTION * best_p)}
+
+
 def slowmode(argv):
-    """ROWS: the peers rows of `bench.sh slowmode` (one run per condition, each
-    row with "wrap", none for the plain condition). Prints one summary row."""
+    """ROWS: the peers rows of `bench.sh slowmode` (per workload one row per
+    condition, each with "wrap", none for the plain condition; coact's
+    trials with the host probe run before each, "probe"). Prints one summary
+    row."""
     path, workers = argv
     rows = [r for r in load_jsonl(path, "slowmode") if r.get("group") == "peers"]
     conds = []
     out = {"group": "slowmode", "workload": "summary", "workers": int(workers), "fraction": SLOW_FRACTION,
-           "conditions": conds, "share": {}, "slow_trials": {}, "median": {}, "min": {}, "max": {}}
+           "host_slow_fraction": HOST_SLOW_FRACTION, "conditions": conds, "share": {}, "slow_trials": {},
+           "median": {}, "min": {}, "max": {}, "host": {}}
     for r in rows:
         cond = r.get("wrap") or "none"
         if cond not in conds:
@@ -402,6 +428,8 @@ def slowmode(argv):
         out["slow_trials"].setdefault(cond, {})[r["workload"]] = [c["slow_trials"], len(c["trials"])]
         for k in ("median", "min", "max"):
             out[k].setdefault(cond, {})[r["workload"]] = c[k]
+        if c.get("probe"):
+            out["host"].setdefault(cond, {})[r["workload"]] = host_effect(c["trials"], c["probe"])
     print(json.dumps(out, separators=(",", ":")), flush=True)
 
 

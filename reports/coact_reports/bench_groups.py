@@ -41,7 +41,7 @@ PROG = "bench.sh"
 PEER_WORKLOADS = ("ping_pong", "fan_out", "thread_ring", "skynet")
 TIMER_SCENARIOS = ("lateness", "idle_cpu", "cancel_rate")
 PEER_RUNTIMES = ("coact", "caf", "tokio")
-DEFAULT_SLOWMODE_WRAPS = "none;setarch -R;taskset -c 0;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+DEFAULT_SLOWMODE_WRAPS = "none;setarch -R;taskset -c 0;taskset -c LAST;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
 
 # The knobs the groups read here (bench.sh resolves the common ones: build
 # directory, trials, workers, timeout, wrap). Name -> the groups that read it.
@@ -112,9 +112,17 @@ def scaling_workers() -> List[int]:
 
 
 def slowmode_conditions() -> List[str]:
-    """COACT_BENCH_SLOWMODE_WRAPS split at ';' (default DEFAULT_SLOWMODE_WRAPS);
-    each condition's first word must be a command, or the condition "none"."""
-    value = knob("COACT_BENCH_SLOWMODE_WRAPS") or DEFAULT_SLOWMODE_WRAPS
+    """COACT_BENCH_SLOWMODE_WRAPS split at ';' (default DEFAULT_SLOWMODE_WRAPS,
+    its two pinned conditions on the first and the last CPU this process may
+    use); each condition's first word must be a command, or the condition
+    "none"."""
+    value = knob("COACT_BENCH_SLOWMODE_WRAPS")
+    if not value:
+        # LAST: the highest CPU this process may use; with only one, a second
+        # pinned condition would repeat the first.
+        cpus = sorted(os.sched_getaffinity(0))
+        value = DEFAULT_SLOWMODE_WRAPS.replace("taskset -c 0;", f"taskset -c {cpus[0]};")
+        value = value.replace("taskset -c LAST;", f"taskset -c {cpus[-1]};" if len(cpus) > 1 else "")
     conds = value.split(";")
     if conds[-1] == "":
         conds.pop()
@@ -261,18 +269,54 @@ def run_peers(g: Group, wrap: List[str], runtimes_default: str = "coact,caf,toki
 
 
 # ---- group slowmode ------------------------------------------------------------------------
+def probe_host(g: Group, wrap: List[str], what: str) -> Optional[float]:
+    """coact-host-probe under the trial's wrap (under `taskset -c K`: on CPU
+    K): the CPU's speed just before the trial, or None without the probe."""
+    prog = g.bin("coact-host-probe")
+    if prog is None:
+        return None
+    doc, _ = g.trial(wrap + [prog, "--steps", "2000000"], f"{what}: host probe", 60)
+    return doc["probe_msteps_per_s"]
+
+
 def run_slowmode(g: Group) -> None:
-    """The peers group (COACT_BENCH_RUNTIMES default coact) once per
-    condition, its rows printed as they come, then the summary."""
+    """The peers trials (COACT_BENCH_RUNTIMES default coact) under every
+    condition, alternating: each round runs every condition once, starting
+    one condition later than the round before, so that the host's drift
+    over the run falls on all of them alike. Each trial follows a host
+    probe under the same condition (its rate goes into the row as
+    "probe_msteps_per_s"). Then per condition the peers rows (each with
+    "wrap"), and the summary."""
+    want = peer_runtimes("coact")
+    runtimes = ["coact"] + (["caf"] if "caf" in want else []) + \
+        (tokio_variants(g.workers) if "tokio" in want else [])
+    conds = slowmode_conditions()
     rows = []
-    for cond in slowmode_conditions():
-        log(f"slowmode: condition '{cond}'")
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf):
-            run_peers(g, wrap_words(cond), runtimes_default="coact")
-        sys.stdout.write(buf.getvalue())
-        sys.stdout.flush()
-        rows += buf.getvalue().splitlines()
+    for wl in selected_workloads(PEER_WORKLOADS):
+        n = peer_n(wl, g.quick)
+        got: Dict[str, Dict[str, List[str]]] = {c: {"coact": [], "caf": [], "tokio": []} for c in conds}
+        log(f"slowmode/{wl}: n={n}, workers={g.workers}, {g.trials} rounds of {len(conds)} conditions "
+            f"({'; '.join(conds)}), each {' '.join(runtimes)}")
+        for t, cond in trials.rotating(g.trials, conds):
+            wrap = wrap_words(cond)
+            for rt in runtimes:
+                what = f"slowmode/{wl}: '{cond}' {rt} trial {t}/{g.trials}"
+                probe = probe_host(g, wrap, what)
+                doc, _ = g.trial(peer_argv(g, rt, wl, n, wrap), what, g.timeout_s + 30,
+                                 watchdog_s=g.timeout_s, detail=f"n={n}")
+                doc["probe_msteps_per_s"] = probe
+                line = json.dumps(doc, separators=(",", ":"))
+                got[cond][rt.split("-")[0]].append(line)
+                log(f"{what}: {line}")
+        for cond in conds:
+            paths = [write_rows(g.path(f"{wl}.{rt}"), got[cond][rt]) for rt in ("coact", "caf", "tokio")]
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                aggregate(bench.peers, [wl, n, g.workers, int(g.quick), *paths, " ".join(wrap_words(cond))],
+                          f"slowmode/{wl}: aggregating the trials of '{cond}' failed")
+            sys.stdout.write(buf.getvalue())
+            sys.stdout.flush()
+            rows += buf.getvalue().splitlines()
     aggregate(bench.slowmode, [write_rows(g.path("slowmode.jsonl"), rows), g.workers],
               "group slowmode: aggregating the rows failed")
 

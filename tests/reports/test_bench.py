@@ -221,6 +221,7 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertEqual(out["slow_trials"]["setarch -R"]["ping_pong"], [2, 3])
             self.assertAlmostEqual(out["share"]["none"]["ping_pong"], 0.6667)
             self.assertEqual(out["max"]["none"]["ping_pong"], 300)
+            self.assertEqual(out["host"], {})  # rows without the host probe
 
     def test_timers_idle_cpu_targets_and_tokio(self):
         with tempfile.TemporaryDirectory() as d:

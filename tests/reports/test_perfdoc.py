@@ -86,6 +86,23 @@ class PerfdocTest(unittest.TestCase):
             self.assertIn("| skynet | 2 | none | 17 of 20 | 1.50 M / 3.00 M / 3.30 M | 2 of 20 "
                           "| 6.50 M / 13.00 M / 14.30 M |", p.stdout)
             self.assertEqual(p.stdout, perfdoc("--slowmode", f"before={before}", f"after={after}").stdout)
+            self.assertNotIn("probe", p.stdout)
+            # A file from the group with the host probe gets its columns.
+            probed = os.path.join(d, "probed.jsonl")
+            with open(probed, "w") as f:
+                f.write(json.dumps(dict(summary(1, 7.0e6, 3), host_slow_fraction=0.9, host={"none": {"skynet": {
+                    "median": 130.4, "min": 101.0, "max": 142.6, "corr": 0.634, "slow_trials_after_slow_probe": 2,
+                    "slow_probes": 4}}})) + "\n")
+            p = perfdoc("--slowmode", f"after={after}", f"probed={probed}")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("| after: slow trials | after: min / median / max | probed: slow trials | probed: min / "
+                          "median / max | probed: probe min / median / max | probed: r | probed: slow after a slow "
+                          "probe |", p.stdout)
+            self.assertIn("| skynet | 2 | none | 2 of 20 | 6.50 M / 13.00 M / 14.30 M | — | — | — | — | — |",
+                          p.stdout)
+            self.assertIn("| skynet | 1 | none | — | — | 3 of 20 | 3.50 M / 7.00 M / 7.70 M | 101 / 130 / 143 "
+                          "| +0.63 | 2 of 3 |", p.stdout)
+            self.assertIn("a slow probe is one below 0.9 x the best probe", p.stdout)
             for bad, why in ((["--slowmode"], "needs LABEL=FILE"), (["--slowmode", before], "is not LABEL=FILE"),
                              (["--slowmode", "x=/no/such"], "'/no/such' is not a file")):
                 p = perfdoc(*bad)
