@@ -128,9 +128,10 @@
 #            alternate: each round runs every condition once, starting one later
 #            than the round before. Before each trial coact-host-probe (a multiply
 #            chain and a 1 MiB pointer chase, bench/peers/host_probe.cpp) measures
-#            the speed of the CPU under the same condition. Prints the peers rows
-#            (each with "wrap"; coact's with "probe", the probe's rate before each
-#            trial) and one summary per run:
+#            under the same condition the CPUs the trial may run on, each in turn,
+#            and reports the slowest. Prints the peers rows (each with "wrap";
+#            coact's with "probe", the probe's rate before each trial) and one
+#            summary per run:
 #            {"group":"slowmode","workload":"summary","workers":K,"fraction":0.8,
 #             "host_slow_fraction":0.9,"conditions":[...],"share":{COND:{W:S}},
 #             "slow_trials":{COND:{W:[k,n]}},"median":{COND:{W:M}},"min":{...},

@@ -270,8 +270,9 @@ def run_peers(g: Group, wrap: List[str], runtimes_default: str = "coact,caf,toki
 
 # ---- group slowmode ------------------------------------------------------------------------
 def probe_host(g: Group, wrap: List[str], what: str) -> Optional[float]:
-    """coact-host-probe under the trial's wrap (under `taskset -c K`: on CPU
-    K): the CPU's speed just before the trial, or None without the probe."""
+    """coact-host-probe under the trial's wrap: the speed of the slowest CPU
+    the trial may run on (under `taskset -c K`: CPU K's) just before the
+    trial, or None without the probe."""
     prog = g.bin("coact-host-probe")
     if prog is None:
         return None
