@@ -511,8 +511,9 @@ def slowmode_page(inputs, command):
              f"coact-peers trials per workload; a slow trial is one below {fraction} x the best trial of the same "
              "workload, worker count and condition in that file. Rates in messages (skynet: actors) per second."]
     if probed:
-        lines[-1] += (" Probe: coact-host-probe's rate (million steps per second) on the same condition just "
-                      "before each trial; r: Pearson's correlation of trial and probe rates; a slow probe is one "
+        lines[-1] += (" Probe: coact-host-probe's rate (million steps per second) under the same condition just "
+                      "before each trial, on the slowest CPU the trial could run on; r: Pearson's correlation of "
+                      "trial and probe rates; a slow probe is one "
                       f"below {host_fraction} x the best probe of the same workload and condition.")
     lines += ["", table(head, body)]
     return "\n".join(lines).rstrip("\n") + "\n"
