@@ -28,9 +28,14 @@
 #             "coact":{"median","min","max","slow_share","slow_trials","trials"},"caf":{...},
 #             "tokio_variants":{V:{the same},...},
 #             "slow_mode":{"definition","fraction":0.8,"share":{"coact":S,"caf":S,"tokio_V":S}},
-#             "trials":{"coact":[...],"caf":[...],"tokio_V":[...]},"wrap":CMD (if set)}
+#             "trials":{"coact":[...],"caf":[...],"tokio_V":[...]},
+#             "coact_over_tokio_paired":{"variant":V,"ratios":[...],"median":R,
+#              "median_ci95":[lo,hi],"geomean":R,"geomean_ci95":[lo,hi]},"wrap":CMD (if set)}
 #            The slow mode: a trial below 0.8 x the best trial of the same runtime
 #            (and tokio variant) in the run; slow_share is its share of the trials.
+#            coact_over_tokio_paired: coact's trial over tokio's fastest variant's
+#            trial of the same round, per round (a slow stretch of the host falls on
+#            both), with 95 % intervals (bootstrap of the median, t of the log mean).
 #            --quick: small n (CI smoke); the numbers then mean little.
 #   scaling  coact with burst dispatch on and off, and tokio's idiomatic variant, at
 #            each worker count of COACT_BENCH_SCALING_WORKERS (default: those of

@@ -217,9 +217,27 @@ def peers(argv):
         "seconds": {"coact": [r["seconds"] for r in coact], "caf": [r["seconds"] for r in caf]},
         "order": "alternating coact, caf, then each tokio variant, per trial",
     }
+    paired = paired_ratio(c, tokio_by.get(tokio_best, []))
+    if paired is not None:
+        out["coact_over_tokio_paired"] = dict(variant=tokio_best, **paired)
     if wrap:
         out["wrap"] = wrap  # the command every trial ran under (COACT_BENCH_WRAP)
     print(json.dumps(out, separators=(",", ":")), flush=True)
+
+
+def paired_ratio(coact, other):
+    """coact's trial over the other side's trial of the same round, per round
+    (the trials alternate within a round, so a slow stretch of the host falls
+    on both sides of a pair): the ratios, their median with its 95 %
+    interval (percentile bootstrap) and their geometric mean with its t
+    interval (ratio_intervals). None without a trial per round on each
+    side, or with fewer than 3 rounds."""
+    if len(coact) != len(other) or len(coact) < 3 or min(other) <= 0:
+        return None
+    pairs = [a / b for a, b in zip(coact, other)]
+    gmean, t_ci, boot = ratio_intervals(pairs)
+    return {"ratios": [round(x, 4) for x in pairs], "median": round(statistics.median(pairs), 4),
+            "median_ci95": boot, "geomean": round(gmean, 4), "geomean_ci95": t_ci}
 
 
 # ---- burst on vs off: the interval of each row's ratio ----------------------------

@@ -146,6 +146,8 @@ def peers_section(rows):
     # Rows with trials carry each side's distribution (min, median, max over
     # the trials and the share of slow trials); older rows only medians.
     spread = any(isinstance(r.get("coact"), dict) for r in rows)
+    # Rows with the per-round ratio (coact_over_tokio_paired) get its column.
+    paired = any(r.get("coact_over_tokio_paired") for r in rows)
 
     def dist(d):
         if not isinstance(d, dict) or d.get("min") is None:
@@ -162,6 +164,10 @@ def peers_section(rows):
                 rate(r.get("caf_msgs_per_s")),
                 f"{rate(r.get('tokio_msgs_per_s'))} ({r.get('tokio_variant') or r.get('tokio_channel', '?')})",
                 f"**{num(r.get('ratio'), 1)}**", f"**{num(r.get('coact_over_tokio'), 2)}**"]
+        if paired:
+            pr = r.get("coact_over_tokio_paired")
+            line += ["—" if not pr or not pr.get("median_ci95") else
+                     f"{num(pr['median'], 2)} [{num(pr['median_ci95'][0], 2)}, {num(pr['median_ci95'][1], 2)}]"]
         if spread:
             best = (r.get("tokio_variants") or {}).get(r.get("tokio_variant"))
             line += [dist(r.get("coact")), dist(best)]
@@ -175,6 +181,10 @@ def peers_section(rows):
         best = "the faster of its bounded and unbounded channels"
     note = f"Medians of alternating trials, {', '.join(map(str, workers))} worker(s); tokio's figure is {best}."
     head = ["workload", "unit", "coact", "CAF 0.17", "tokio 1.24", "coact/CAF", "coact/tokio"]
+    if paired:
+        note += (" Per round: the median of coact's trial over tokio's (that variant) in the same round, with "
+                 "its 95 % interval (bootstrap); the host's slow stretches fall on both sides of a round.")
+        head += ["coact/tokio per round"]
     if spread:
         note += (" The last two columns are the spread of the trials (min – max; a slow trial is one below 0.8 × "
                  "the run's best) of coact and of tokio's fastest variant.")

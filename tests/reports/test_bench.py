@@ -80,6 +80,13 @@ class BenchAggregationTest(unittest.TestCase):
             self.assertAlmostEqual(row["slow_mode"]["share"]["tokio_idiomatic"], 0.3333)
             self.assertEqual(row["slow_mode"]["fraction"], 0.8)
             self.assertEqual(row["slow_mode"]["share"]["tokio_actor_unbounded"], 0.6667)
+            # Per round against the fastest variant: 300/100, 100/110, 200/70.
+            paired = row["coact_over_tokio_paired"]
+            self.assertEqual((paired["variant"], paired["ratios"], paired["median"]),
+                             ("idiomatic", [3.0, 0.9091, 2.8571], 2.8571))
+            lo, hi = paired["median_ci95"]
+            self.assertTrue(0.9091 <= lo <= 2.8571 <= hi <= 3.0, paired)
+            self.assertEqual(len(paired["geomean_ci95"]), 2)
             p = bench("peers", "fan_out", "10", "2", "1", paths["coact"], paths["caf"], paths["tokio"])
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("peers/fan_out: coact printed an unexpected row", p.stderr)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -43,6 +44,25 @@ class PerfdocTest(unittest.TestCase):
         # A step the run does not have is named, not dropped.
         section = page.split("## Peers, 1 worker\n", 1)[1].split("\n## ", 1)[0]
         self.assertIn("Not in this run.", section)
+
+    def test_peers_rows_with_the_per_round_ratio_get_its_column(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "run")
+            shutil.copytree(os.path.join(ROOT, FIXTURE), run)
+            path = os.path.join(run, "peers.json")
+            rows = [json.loads(x) for x in read(path).splitlines() if x.strip()]
+            rows[0]["coact_over_tokio_paired"] = {"variant": "idiomatic", "ratios": [2.1, 1.9, 2.0],
+                                                  "median": 2.0, "median_ci95": [1.9, 2.1], "geomean": 2.0,
+                                                  "geomean_ci95": [1.8, 2.2]}
+            with open(path, "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+            page = perfdoc(run).stdout
+        section = page.split("## Peers, 2 workers\n", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("| coact/tokio per round |", section)
+        self.assertIn("| **4.88** | 2.00 [1.90, 2.10] |", section)
+        self.assertIn("the median of coact's trial over tokio's (that variant) in the same round", section)
+        self.assertEqual(section.count(" | — |"), len(rows) - 1, section)
+        self.assertNotIn("per round", perfdoc(FIXTURE).stdout)
 
     def test_validate_alone(self):
         p = perfdoc("--validate", os.path.join(FIXTURE, "validate.json"))
