@@ -18,10 +18,11 @@
 #
 # Steps: 1. build build/release (Release, all targets) and build/relwithdebinfo
 # (the sampling group's programs) first, so no build runs between measurements;
-# 2. wait for the load; 3. in this order: peers (5 trials), peers with
-# COACT_BURST=on, peers at 1 worker (3 trials), [perf-compare vs REV], timers,
-# burst, sampling (10 trials), kv (coact-kv vs redis-server), the sweep's cost at speedup 0 (perf-compare with
-# COACT_CAUSAL on one side), validate --with-coz --json. Writes start.txt and
+# 2. wait for the load; 3. in this order: peers (10 trials), peers with
+# COACT_BURST=on (5 trials), peers at 1 worker (10 trials), [perf-compare vs
+# REV], timers, burst, scaling (1 and 2 workers, 6 pairs), sampling (10
+# trials), kv (coact-kv vs redis-server), the sweep's cost at speedup 0
+# (perf-compare with COACT_CAUSAL on one side), validate --with-coz --json. Writes start.txt and
 # end.txt (date, uptime, commit), command.txt (this script's command line),
 # steps.txt (each step's start time), commands.txt (STEP<TAB>its command) and
 # one NAME.json / NAME.err per step; a failing step is logged in steps.txt and
@@ -36,7 +37,7 @@ invocation="scripts/readme-run.sh${*:+ $*}"
 # shellcheck source=scripts/lib.sh
 source "$ROOT/scripts/lib.sh"
 
-usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 out="" base_rev="" max_load=0.3 validate=1
 while (($#)); do
@@ -99,9 +100,9 @@ step() {  # step NAME ENV... -- COMMAND...: stdout to NAME.json, stderr to NAME.
 }
 nb=COACT_BENCH_NO_BUILD=1
 sweep_env="COACT_CAUSAL=1 COACT_CAUSAL_FIXED_SPEEDUP=0 COACT_CAUSAL_PROGRESS_HANDLER=pong_msg COACT_CAUSAL_OUTPUT=$out/sweep-profile.coz"
-step peers COACT_BENCH_TRIALS=5 $nb -- scripts/bench.sh peers
+step peers COACT_BENCH_TRIALS=10 $nb -- scripts/bench.sh peers
 step peers-burst-on COACT_BURST=on COACT_BENCH_TRIALS=5 $nb -- scripts/bench.sh peers
-step peers-1-worker COACT_BENCH_TRIALS=3 COACT_BENCH_WORKERS=1 $nb -- scripts/bench.sh peers
+step peers-1-worker COACT_BENCH_TRIALS=10 COACT_BENCH_WORKERS=1 $nb -- scripts/bench.sh peers
 if [[ -n $base_bin ]]; then
   step "perf-compare-vs-$base_rev" -- scripts/perf-compare.sh --base-bin "$base_bin" \
     --cand-bin build/release/bench/peers/coact-peers --workloads ping_pong,thread_ring --n 1000000 \
@@ -109,6 +110,7 @@ if [[ -n $base_bin ]]; then
 fi
 step timers $nb -- scripts/bench.sh timers
 step burst COACT_BENCH_TRIALS=8 $nb -- scripts/bench.sh burst
+step scaling COACT_BENCH_TRIALS=6 COACT_BENCH_SCALING_WORKERS=1,2 $nb -- scripts/bench.sh scaling
 step sampling COACT_BENCH_TRIALS=10 $nb COACT_BENCH_SAMPLING_BUILD_DIR="$ROOT/build/relwithdebinfo" -- scripts/bench.sh sampling
 step kv $nb -- scripts/bench.sh kv
 step sweep-cost PERF_BASE_ENV=COACT_CAUSAL=0 "PERF_CAND_ENV=$sweep_env" -- scripts/perf-compare.sh \

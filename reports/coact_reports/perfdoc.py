@@ -42,10 +42,10 @@ import sys
 # The steps of scripts/readme-run.sh, in its order: (file stem, heading, the
 # command readme-run.sh runs, used when the run has no commands.txt).
 STEPS = [
-    ("peers", "Peers, 2 workers", "COACT_BENCH_TRIALS=5 scripts/bench.sh peers"),
+    ("peers", "Peers, 2 workers", "COACT_BENCH_TRIALS=10 scripts/bench.sh peers"),
     ("peers-burst-on", "Peers, 2 workers, burst dispatch on",
      "COACT_BURST=on COACT_BENCH_TRIALS=5 scripts/bench.sh peers"),
-    ("peers-1-worker", "Peers, 1 worker", "COACT_BENCH_TRIALS=3 COACT_BENCH_WORKERS=1 scripts/bench.sh peers"),
+    ("peers-1-worker", "Peers, 1 worker", "COACT_BENCH_TRIALS=10 COACT_BENCH_WORKERS=1 scripts/bench.sh peers"),
     ("timers", "Timers", "scripts/bench.sh timers"),
     ("burst", "Burst dispatch, on vs off", "COACT_BENCH_TRIALS=8 scripts/bench.sh burst"),
     ("sampling", "The sampled-line profiler's cost", "COACT_BENCH_TRIALS=10 scripts/bench.sh sampling"),
@@ -370,13 +370,49 @@ def validate_section(doc):
         ["workload, stage", "region", "s", "predicted", "actual", "error (points)"], body)
 
 
+def scaling_section(rows):
+    summary = next((r for r in rows if r.get("group") == "scaling" and r.get("workload") == "summary"), None)
+    rows = [r for r in rows if r.get("group") == "scaling" and r.get("workload") != "summary"]
+    if not rows:
+        return None
+    speedups = (summary or {}).get("speedup", {})
+    order = (summary or {}).get("workers", [])
+
+    def speedup(r, side):
+        xs = speedups.get(r["workload"], {}).get(side)
+        i = order.index(r["workers"]) if r["workers"] in order else len(xs or [])
+        return num(xs[i], 2) if xs and i < len(xs) else "—"
+
+    body = []
+    for r in sorted(rows, key=lambda r: (list(PEERS_NAMES).index(r["workload"]) if r["workload"] in PEERS_NAMES
+                                         else -1, r["workers"])):
+        ci = r.get("ratio_ci95")
+        name = PEERS_NAMES.get(r["workload"], r["workload"].replace("fan_out_", "fan-out, width "))
+        tokio = "—" if r.get("tokio_msgs_per_s") is None else \
+            f"{rate(r['tokio_msgs_per_s'])} ({r.get('tokio_variant', '?')})"
+        body.append([name, r["workers"], rate(r.get("on_msgs_per_s")), rate(r.get("off_msgs_per_s")),
+                     num(r.get("ratio"), 3) + (f" [{num(ci[0], 3)}, {num(ci[1], 3)}]" if ci else ""),
+                     tokio, num(r.get("coact_over_tokio"), 2),
+                     f"{speedup(r, 'on')} / {speedup(r, 'off')} / {speedup(r, 'tokio')}"])
+    head = ["workload", "workers", "burst on", "burst off", "on/off [95 % interval]", "tokio 1.24",
+            "coact/tokio", "speedup on / off / tokio"]
+    note = ("Rates per second (messages; skynet: actors). On/off is the median of the pairs' ratios, its interval "
+            "Student-t of their mean log ratio; coact/tokio takes coact's faster side over tokio's median; the "
+            f"speedup is the rate over the rate at the first worker count ({order[0] if order else '?'}). tokio's "
+            "trials "
+            "run after coact's at each worker count, not alternating with them.")
+    return note + "\n\n" + table(head, body)
+
+
 SECTIONS = {"peers": peers_section, "peers-burst-on": peers_section, "peers-1-worker": peers_section,
             "timers": timers_section, "burst": burst_section, "sampling": sampling_section,
-            "sweep-cost": perf_compare_section, "kv": kv_section}
+            "sweep-cost": perf_compare_section, "kv": kv_section, "scaling": scaling_section}
 # Steps a run has only when its directory holds their file (so pages of runs
 # without them are unchanged): (file stem, heading, default command), placed
 # before the accuracy table.
-OPTIONAL_STEPS = [("kv", "Key-value server: coact-kv vs redis-server 7", "scripts/bench.sh kv")]
+OPTIONAL_STEPS = [("kv", "Key-value server: coact-kv vs redis-server 7", "scripts/bench.sh kv"),
+                  ("scaling", "Scaling by worker count",
+                   "COACT_BENCH_TRIALS=6 COACT_BENCH_SCALING_WORKERS=1,2 scripts/bench.sh scaling")]
 
 
 # --- the page ------------------------------------------------------------------

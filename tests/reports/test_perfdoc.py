@@ -64,6 +64,33 @@ class PerfdocTest(unittest.TestCase):
         self.assertEqual(section.count(" | — |"), len(rows) - 1, section)
         self.assertNotIn("per round", perfdoc(FIXTURE).stdout)
 
+    def test_a_scaling_step_renders_its_table_and_runs_without_one_have_none(self):
+        rows = [{"group": "scaling", "workload": "ping_pong", "workers": k, "on_msgs_per_s": on, "off_msgs_per_s": off,
+                 "ratio": on / off, "ratio_ci95": [0.9, 1.1], "tokio_msgs_per_s": tok, "tokio_variant": "idiomatic",
+                 "coact_over_tokio": max(on, off) / tok}
+                for k, on, off, tok in ((1, 30.0e6, 31.0e6, 10.0e6), (2, 28.0e6, 29.0e6, 7.0e6))]
+        rows.append({"group": "scaling", "workload": "fan_out_512", "width": 512, "workers": 2,
+                     "on_msgs_per_s": 8.0e6, "off_msgs_per_s": 4.0e6, "ratio": 2.0, "ratio_ci95": [1.5, 2.5]})
+        rows.append({"group": "scaling", "workload": "summary", "workers": [1, 2],
+                     "speedup": {"ping_pong": {"on": [1.0, 0.933], "off": [1.0, 0.935], "tokio": [1.0, 0.7]},
+                                 "fan_out_512": {"on": [1.0], "off": [1.0]}}})
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "run")
+            shutil.copytree(os.path.join(ROOT, FIXTURE), run)
+            with open(os.path.join(run, "scaling.json"), "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+            page = perfdoc(run).stdout
+        section = page.split("## Scaling by worker count\n", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("`COACT_BENCH_TRIALS=6 COACT_BENCH_SCALING_WORKERS=1,2 scripts/bench.sh scaling`", section)
+        self.assertIn("| ping-pong | 2 | 28.00 M | 29.00 M | 0.966 [0.900, 1.100] | 7.00 M (idiomatic) | 4.14 "
+                      "| 0.93 / 0.94 / 0.70 |", section)
+        # fan-out 512 first; a worker count the summary's speedups do not cover shows a dash.
+        self.assertLess(section.index("fan-out, width 512"), section.index("| ping-pong | 1 |"))
+        self.assertIn("| fan-out, width 512 | 2 | 8.00 M | 4.00 M | 2.000 [1.500, 2.500] | — | — | — / — / — |",
+                      section)
+        self.assertLess(page.index("## Scaling"), page.index("## Causal accuracy"))
+        self.assertNotIn("## Scaling", perfdoc(FIXTURE).stdout)
+
     def test_validate_alone(self):
         p = perfdoc("--validate", os.path.join(FIXTURE, "validate.json"))
         self.assertEqual(p.returncode, 0, p.stderr)
