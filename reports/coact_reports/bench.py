@@ -421,9 +421,10 @@ def host_effect(trials, probe):
     corr = None
     if len(trials) >= 3 and len(set(trials)) > 1 and len(set(probe)) > 1:
         corr = round(statistics.correlation(trials, probe), 3)
+    slow_probe = [p < HOST_SLOW_FRACTION * best_p for p in probe]
     return {"median": round(statistics.median(probe), 1), "min": round(min(probe), 1), "max": round(best_p, 1),
-            "corr": corr, "slow_trials_after_slow_probe": sum(1 for i in slow if probe[i] < HOST_SLOW_FRACTION * best_p),
-            "slow_probes": sum(1 for p in probe if p < HOST_SLOW_FRACTION * best_p)}
+            "corr": corr, "slow_trials_after_slow_probe": sum(1 for i in slow if slow_probe[i]),
+            "slow_probes": sum(slow_probe)}
 
 
 def slowmode(argv):
