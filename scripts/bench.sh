@@ -30,7 +30,8 @@
 #             "slow_mode":{"definition","fraction":0.8,"share":{"coact":S,"caf":S,"tokio_V":S}},
 #             "trials":{"coact":[...],"caf":[...],"tokio_V":[...]},
 #             "coact_over_tokio_paired":{"variant":V,"ratios":[...],"median":R,
-#              "median_ci95":[lo,hi],"geomean":R,"geomean_ci95":[lo,hi]},"wrap":CMD (if set)}
+#              "median_ci95":[lo,hi],"geomean":R,"geomean_ci95":[lo,hi]} (only with
+#              tokio run and a trial per round on both sides),"wrap":CMD (if set)}
 #            The slow mode: a trial below 0.8 x the best trial of the same runtime
 #            (and tokio variant) in the run; slow_share is its share of the trials.
 #            coact_over_tokio_paired: coact's trial over tokio's fastest variant's
@@ -124,19 +125,21 @@
 #            --quick: small sizes.
 #   slowmode the peers trials (coact only unless COACT_BENCH_RUNTIMES says otherwise)
 #            under each condition of COACT_BENCH_SLOWMODE_WRAPS, ';'-separated commands
-#            each trial runs under ("none" = plain), default
+#            each trial runs under ("none" = plain; the words FIRST and LAST stand
+#            for the first and the last CPU this process may use; a blank or
+#            repeated condition is refused), default
 #              none;setarch -R;taskset -c FIRST;taskset -c LAST;
 #              env GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 #            (address-space randomization off; every thread on the first, then on
-#            the last CPU this process may use; malloc'd memory in transparent huge
-#            pages, process-local, with THP in madvise mode). The conditions
+#            the last CPU, the latter left out with one CPU; malloc'd memory in
+#            transparent huge pages, process-local, with THP in madvise mode). The conditions
 #            alternate: each round runs every condition once, starting one later
 #            than the round before. Before each trial coact-host-probe (a multiply
 #            chain and a 1 MiB pointer chase, bench/peers/host_probe.cpp) measures
 #            under the same condition the CPUs the trial may run on, each in turn,
-#            and reports the slowest. Prints the peers rows (each with "wrap";
-#            coact's with "probe", the probe's rate before each trial) and one
-#            summary per run:
+#            and reports the slowest. Prints the peers rows (each with "wrap", but
+#            the plain condition's; "coact" with "probe", the probe's rate before
+#            each of its trials) and one summary per run:
 #            {"group":"slowmode","workload":"summary","workers":K,"fraction":0.8,
 #             "host_slow_fraction":0.9,"conditions":[...],"share":{COND:{W:S}},
 #             "slow_trials":{COND:{W:[k,n]}},"median":{COND:{W:M}},"min":{...},

@@ -30,8 +30,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"coact-host-probe: the current speed of the CPU it runs on (one JSON line)"};
   uint64_t steps = 2'000'000;
-  app.add_option("--steps", steps, "probe steps per CPU (multiply-add and chase load); about 7 ns each")
-      ->check(CLI::Range(uint64_t{1000}, uint64_t{1} << 34));
+  coact::bench::add_uint_option(app, "--steps", steps, 1000, uint64_t{1} << 34,
+                                "probe steps per CPU (multiply-add and chase load); about 7 ns each");
   coact::bench::parse_or_exit(app, argc, argv);  // bad usage: exit 2
 
   // A single random cycle through every slot (Sattolo's shuffle), so each

@@ -231,8 +231,8 @@ def paired_ratio(coact, other):
     on both sides of a pair): the ratios, their median with its 95 %
     interval (percentile bootstrap) and their geometric mean with its t
     interval (ratio_intervals). None without a trial per round on each
-    side, or with fewer than 3 rounds."""
-    if len(coact) != len(other) or len(coact) < 3 or min(other) <= 0:
+    side, with fewer than 3 rounds, or with a rate that is not positive."""
+    if len(coact) != len(other) or len(coact) < 3 or min(other) <= 0 or min(coact) <= 0:
         return None
     pairs = [a / b for a, b in zip(coact, other)]
     gmean, t_ci, boot = ratio_intervals(pairs)

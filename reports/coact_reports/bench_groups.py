@@ -41,7 +41,7 @@ PROG = "bench.sh"
 PEER_WORKLOADS = ("ping_pong", "fan_out", "thread_ring", "skynet")
 TIMER_SCENARIOS = ("lateness", "idle_cpu", "cancel_rate")
 PEER_RUNTIMES = ("coact", "caf", "tokio")
-DEFAULT_SLOWMODE_WRAPS = "none;setarch -R;taskset -c 0;taskset -c LAST;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+DEFAULT_SLOWMODE_WRAPS = "none;setarch -R;taskset -c FIRST;taskset -c LAST;env GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
 
 # The knobs the groups read here (bench.sh resolves the common ones: build
 # directory, trials, workers, timeout, wrap). Name -> the groups that read it.
@@ -112,26 +112,34 @@ def scaling_workers() -> List[int]:
 
 
 def slowmode_conditions() -> List[str]:
-    """COACT_BENCH_SLOWMODE_WRAPS split at ';' (default DEFAULT_SLOWMODE_WRAPS,
-    its two pinned conditions on the first and the last CPU this process may
-    use); each condition's first word must be a command, or the condition
-    "none"."""
+    """COACT_BENCH_SLOWMODE_WRAPS split at ';' (default DEFAULT_SLOWMODE_WRAPS),
+    each condition's blanks collapsed. The words FIRST and LAST stand for the
+    first and the last CPU this process may use; with only one CPU the
+    default's second pinned condition is left out (it would repeat the
+    first). Each condition's first word must be a command, or the condition
+    is "none"; a blank or repeated condition is refused (its trials would be
+    merged with another's)."""
     value = knob("COACT_BENCH_SLOWMODE_WRAPS")
+    cpus = sorted(os.sched_getaffinity(0))
     if not value:
-        # LAST: the highest CPU this process may use; with only one, a second
-        # pinned condition would repeat the first.
-        cpus = sorted(os.sched_getaffinity(0))
-        value = DEFAULT_SLOWMODE_WRAPS.replace("taskset -c 0;", f"taskset -c {cpus[0]};")
-        value = value.replace("taskset -c LAST;", f"taskset -c {cpus[-1]};" if len(cpus) > 1 else "")
-    conds = value.split(";")
-    if conds[-1] == "":
-        conds.pop()
-    if not conds:
-        raise Usage("COACT_BENCH_SLOWMODE_WRAPS is empty (want ';'-separated commands, or none)")
-    for cond in conds:
-        words = wrap_words(cond)
-        if words and shutil.which(words[0]) is None:
+        value = DEFAULT_SLOWMODE_WRAPS
+        if len(cpus) == 1:
+            value = value.replace("taskset -c LAST;", "")
+    parts = value.split(";")
+    if len(parts) > 1 and parts[-1].strip() == "":
+        parts.pop()  # a trailing ';'
+    conds = []
+    for i, part in enumerate(parts, 1):
+        words = ["none"] if part.split() == ["none"] else part.split()
+        if not words:
+            raise Usage(f"COACT_BENCH_SLOWMODE_WRAPS='{value}': condition {i} is blank "
+                        "(want ';'-separated commands; none for the plain condition)")
+        cond = " ".join({"FIRST": str(cpus[0]), "LAST": str(cpus[-1])}.get(w, w) for w in words)
+        if cond in conds:
+            raise Usage(f"COACT_BENCH_SLOWMODE_WRAPS='{value}': condition '{cond}' is given twice")
+        if cond != "none" and shutil.which(words[0]) is None:
             raise Usage(f"COACT_BENCH_SLOWMODE_WRAPS: '{words[0]}' is not a command (condition '{cond}')")
+        conds.append(cond)
     return conds
 
 

@@ -11,9 +11,10 @@ RUN_DIR is a directory scripts/readme-run.sh wrote: start.txt and end.txt
 (one "STEP<TAB>COMMAND" line per step) and one STEP.json per step (the JSON
 lines of scripts/bench.sh and scripts/perf-compare.sh, validate's JSON).
 Each step's table is printed if its file is there and empty or missing steps
-are named as such; an optional step (OPTIONAL_STEPS: kv.json, the JSON lines
-of `scripts/bench.sh kv`) appears only when its file is there. --validate
-FILE takes the accuracy table from FILE (validate's --json output) instead of
+are named as such; an optional step (OPTIONAL_STEPS: kv.json and
+scaling.json, the JSON lines of `scripts/bench.sh kv` and `scaling`)
+appears only when its file is there. --validate FILE takes the accuracy
+table from FILE (validate's --json output) instead of
 RUN_DIR/validate.json, and alone it makes a page with the accuracy table only.
 
 --slowmode LABEL=FILE [LABEL=FILE ...] prints a table of slow-mode shares

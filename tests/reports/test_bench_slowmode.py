@@ -83,5 +83,40 @@ class SlowmodeGroupTest(TempDirCase):
             self.assertEqual((host["min"], host["median"], host["max"]), (50.0, 100.0, 100.0))
             self.assertEqual(summary["slow_trials"][cond]["fan_out"], [1, 3])
 
+    def check(self, wraps):
+        env = dict(os.environ, COACT_BENCH_SLOWMODE_WRAPS=wraps)
+        return subprocess.run([PY, os.path.join(REPORTS, "coact_run.py"), "bench_groups", "slowmode", "--check"],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    def test_blank_repeated_or_unknown_conditions_are_refused_with_exit_2(self):
+        for wraps, why in (("none;;env A=1", "condition 2 is blank"), (";", "condition 1 is blank"),
+                           ("none; none", "condition 'none' is given twice"),
+                           ("env  A=1;env A=1", "condition 'env A=1' is given twice"),
+                           ("nosuchcmd -x", "'nosuchcmd' is not a command")):
+            p = self.check(wraps)
+            self.assertEqual(p.returncode, 2, (wraps, p.stderr))
+            self.assertIn(why, p.stderr)
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+        self.assertEqual(self.check("none;taskset -c FIRST;").returncode, 0)
+
+    def test_first_and_last_name_this_process_cpus(self):
+        sys.path.insert(0, REPORTS)
+        from coact_reports import bench_groups
+        cpus = sorted(os.sched_getaffinity(0))
+        old = os.environ.get("COACT_BENCH_SLOWMODE_WRAPS")
+        try:
+            os.environ["COACT_BENCH_SLOWMODE_WRAPS"] = "taskset -c FIRST; taskset -c LAST"
+            if len(cpus) > 1:
+                self.assertEqual(bench_groups.slowmode_conditions(),
+                                 [f"taskset -c {cpus[0]}", f"taskset -c {cpus[-1]}"])
+            os.environ.pop("COACT_BENCH_SLOWMODE_WRAPS")
+            default = bench_groups.slowmode_conditions()
+            self.assertEqual(default[:3], ["none", "setarch -R", f"taskset -c {cpus[0]}"])
+            self.assertEqual(f"taskset -c {cpus[-1]}" in default[3:], len(cpus) > 1)
+        finally:
+            if old is not None:
+                os.environ["COACT_BENCH_SLOWMODE_WRAPS"] = old
+
+
 if __name__ == "__main__":
     unittest.main()
