@@ -22,12 +22,12 @@
 # COACT_BURST=on (5 trials), peers at 1 worker (10 trials), [perf-compare vs
 # REV], timers, burst, scaling (1 and 2 workers, 6 pairs), sampling (10
 # trials), kv (coact-kv vs redis-server), the sweep's cost at speedup 0
-# (perf-compare with COACT_CAUSAL on one side), validate --with-coz --json. Writes start.txt and
-# end.txt (date, uptime, commit), command.txt (this script's command line),
-# steps.txt (each step's start time), commands.txt (STEP<TAB>its command) and
-# one NAME.json / NAME.err per step; a failing step is logged in steps.txt and
-# the run goes on. docs/perf/README.md is generated from the directory:
-# scripts/perfdoc.sh DIR > docs/perf/README.md.
+# (perf-compare with COACT_CAUSAL on one side), validate --with-coz --json.
+# Writes start.txt and end.txt (date, uptime, commit), command.txt (this
+# script's command line), steps.txt (each step's start time), commands.txt
+# (STEP<TAB>its command) and one NAME.json / NAME.err per step; a failing
+# step is logged in steps.txt and the run goes on. docs/perf/README.md is
+# generated from the directory: scripts/perfdoc.sh DIR > docs/perf/README.md.
 # Exit status: 0 every step ran; 1 a build or a step failed, or the load never
 # fell below L; 2 usage.
 set -euo pipefail

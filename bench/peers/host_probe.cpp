@@ -11,8 +11,10 @@
 // N steps on each CPU of its affinity set in turn (pinned to it), so under
 // `taskset -c K` it measures CPU K alone, and unpinned every CPU a trial's
 // threads may land on. Prints one JSON line:
-//   {"probe_msteps_per_s":R,"per_cpu":{"C":R,...},"steps":N,"seconds":S}
-// R: the slowest CPU's rate (a trial that uses every CPU waits on that one).
+//   {"check":B,"per_cpu":{"C":R,...},"probe_msteps_per_s":R,"seconds":S,"steps":N}
+// R: the slowest CPU's rate (a trial that uses every CPU waits on that one);
+// check: one bit of both chains' results, printed so that neither loop is
+// optimized away.
 // Single-threaded; no coact runtime. Exit 2 on bad usage, 1 if the
 // affinity calls fail.
 #include <sched.h>
@@ -28,7 +30,7 @@
 #include "bench_support.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"coact-host-probe: the current speed of the CPU it runs on (one JSON line)"};
+  CLI::App app{"coact-host-probe: the current speed of the slowest CPU it may run on (one JSON line)"};
   uint64_t steps = 2'000'000;
   coact::bench::add_uint_option(app, "--steps", steps, 1000, uint64_t{1} << 34,
                                 "probe steps per CPU (multiply-add and chase load); about 7 ns each");
@@ -81,7 +83,7 @@ int main(int argc, char** argv) {
                         {"per_cpu", per_cpu},
                         {"steps", steps},
                         {"seconds", total_s},
-                        {"check", (x ^ p) & 1}};  // keeps both chains live
+                        {"check", (x ^ p) & 1}};
   std::puts(out.dump().c_str());
   return 0;
 }

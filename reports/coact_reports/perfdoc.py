@@ -399,9 +399,8 @@ def scaling_section(rows):
             "coact/tokio", "speedup on / off / tokio"]
     note = ("Rates per second (messages; skynet: actors). On/off is the median of the pairs' ratios, its interval "
             "Student-t of their mean log ratio; coact/tokio takes coact's faster side over tokio's median; the "
-            f"speedup is the rate over the rate at the first worker count ({order[0] if order else '?'}). tokio's "
-            "trials "
-            "run after coact's at each worker count, not alternating with them.")
+            f"speedup is the rate over the rate at the first worker count ({order[0] if order else '?'}). "
+            "tokio's trials run after coact's at each worker count, not alternating with them.")
     return note + "\n\n" + table(head, body)
 
 
