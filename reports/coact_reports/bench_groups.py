@@ -234,6 +234,14 @@ def tokio_variants(workers: int) -> List[str]:
     return v + ["tokio-idiomatic_current_thread"] if workers == 1 else v
 
 
+def peer_trial_runtimes(g: Group, default: str) -> List[str]:
+    """What each round of a peers trial runs, in order: coact, caf if
+    COACT_BENCH_RUNTIMES (default `default`) names it, then every tokio
+    variant if it names tokio."""
+    want = peer_runtimes(default)
+    return ["coact"] + (["caf"] if "caf" in want else []) + (tokio_variants(g.workers) if "tokio" in want else [])
+
+
 def peer_argv(g: Group, rt: str, wl: str, n: int, wrap: List[str]) -> List[str]:
     """One peers trial's command: RUNTIME is coact, caf or tokio-VARIANT,
     under the wrap command (COACT_BENCH_WRAP, or slowmode's condition)."""
@@ -253,9 +261,7 @@ def peer_argv(g: Group, rt: str, wl: str, n: int, wrap: List[str]) -> List[str]:
 def run_peers(g: Group, wrap: List[str], runtimes_default: str = "coact,caf,tokio") -> None:
     """The peers group: per workload, TRIALS rounds of every runtime (and
     tokio variant) in turn, then the aggregated row."""
-    want = peer_runtimes(runtimes_default)
-    runtimes = ["coact"] + (["caf"] if "caf" in want else []) + \
-        (tokio_variants(g.workers) if "tokio" in want else [])
+    runtimes = peer_trial_runtimes(g, runtimes_default)
     wrap_text = " ".join(wrap)
     for wl in selected_workloads(PEER_WORKLOADS):
         n = peer_n(wl, g.quick)
@@ -296,9 +302,7 @@ def run_slowmode(g: Group) -> None:
     probe under the same condition (its rate goes into the row as
     "probe_msteps_per_s"). Then per condition the peers rows (each with
     "wrap"), and the summary."""
-    want = peer_runtimes("coact")
-    runtimes = ["coact"] + (["caf"] if "caf" in want else []) + \
-        (tokio_variants(g.workers) if "tokio" in want else [])
+    runtimes = peer_trial_runtimes(g, "coact")
     conds = slowmode_conditions()
     rows = []
     for wl in selected_workloads(PEER_WORKLOADS):
