@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <typeinfo>
@@ -48,8 +49,8 @@ struct Crowd {};
 namespace {
 
 using coact::test::cycles_of;
-using coact::test::SweepOn;
 using coact::test::spin_for;
+using coact::test::SweepOn;
 using FastFrame = ca::detail::FastFrame;
 
 // Begins a handler run of (type, kind) that takes the fast untimed path or,
@@ -163,21 +164,34 @@ TEST_CASE("cheap sweep: short handler runs count every visit and estimate their 
   const uint32_t kind = 4244;
   const uint32_t id = ca::handler_region(type, kind);
   constexpr int kRuns = 4000;
-  // Three trials. The ceiling is checked on the median ratio to the runs'
-  // own measured time, so that one sample preempted for milliseconds on a
-  // loaded machine (and weighted by the ~128 runs it stands for) cannot fail
-  // the test, while a doubled weight fails it; a missing weight (x 1/64 or less)
-  // fails the floor in every trial.
+  // The ceiling is checked on the median ratio of three clean trials to the
+  // runs' own measured time. A trial is clean when no sampled run in it (a run
+  // after which the region's cycles grew) took longer than kPerturbed: one
+  // sample interrupted for that long, weighted by the ~128 runs it stands for,
+  // can double a trial's estimate on a busy machine, while a doubled weight
+  // takes it past 1.5 in every clean trial. (Interrupted untimed runs only
+  // lower the ratio, so no ceiling on it needs them excluded.) A missing
+  // weight (x 1/64 or less) fails the floor in every trial, clean or not.
+  const uint64_t kPerturbed = cycles_of(std::chrono::microseconds(10));
+  constexpr int kCleanTrials = 3;
+  constexpr int kMaxTrials = 15;
   std::vector<double> ratio;
-  for (int trial = 0; trial < 3; ++trial) {
+  std::vector<double> perturbed;
+  for (int trial = 0; trial < kMaxTrials && int(ratio.size()) < kCleanTrials; ++trial) {
     const auto r0 = ca::region_stats(id);
-    uint64_t inside = 0;  // the runs' own time, measured around each
+    uint64_t inside = 0;   // the runs' own time, measured around each
+    uint64_t longest = 0;  // the longest sampled run
+    uint64_t cycles = r0.cycles;
     for (int i = 0; i < kRuns; ++i) {
       const uint64_t a = cal::now_cycles();
       ca::on_handler_enter(type, kind);
       spin_for(std::chrono::nanoseconds(600));  // ~1.6 k cycles: below the exact-timing threshold
       ca::on_handler_exit(type, kind);
-      inside += cal::now_cycles() - a;
+      const uint64_t run = cal::now_cycles() - a;
+      inside += run;
+      const uint64_t now = ca::region_stats(id).cycles;
+      if (now != cycles) longest = std::max(longest, run);
+      cycles = now;
     }
     const auto r1 = ca::region_stats(id);
     CHECK(r1.visits - r0.visits == uint64_t(kRuns));  // visits are exact
@@ -186,11 +200,19 @@ TEST_CASE("cheap sweep: short handler runs count every visit and estimate their 
     // largest stride): a floor that no preemption can break.
     const uint64_t est = r1.cycles - r0.cycles;
     CHECK(double(est) >= 0.95 * double(kRuns - 192) * double(cycles_of(std::chrono::nanoseconds(600))));
-    ratio.push_back(double(est) / double(inside));
+    (longest > kPerturbed ? perturbed : ratio).push_back(double(est) / double(inside));
   }
   std::sort(ratio.begin(), ratio.end());
-  INFO("estimated / measured cycles, sorted: " << ratio[0] << " " << ratio[1] << " " << ratio[2]);
-  CHECK(ratio[1] <= 2.0);
+  std::ostringstream clean, noisy;
+  for (double r : ratio) clean << " " << r;
+  for (double r : perturbed) noisy << " " << r;
+  INFO("estimated / measured cycles, clean trials sorted:" << clean.str() << "; perturbed trials:" << noisy.str());
+  if (int(ratio.size()) < kCleanTrials) {
+    // Only a machine that interrupts one of the ~31 sampled runs for 10 us in 13 of 15 trials gets here.
+    WARN("cheap sweep ceiling not checked: " << ratio.size() << " clean trials of " << kMaxTrials);
+  } else {
+    CHECK(ratio[1] <= 1.5);
+  }
 }
 
 TEST_CASE("cheap sweep: a sampled run paused by a scope counts only its own time, and a long run times the next",
