@@ -58,6 +58,7 @@ Scheduler::Scheduler(Runtime* rt, SchedulerTuning tuning)
   wake_latency_ = std::make_unique<WakeLatency>(uint64_t(handoff_->cost().count()));
   if (tuning_.local_time_budget_us) valve_pin_ns_ = uint64_t(*tuning_.local_time_budget_us) * 1000;
   batch_max_ns_ = uint64_t(tuning_.batch_max_us) * 1000;
+  clock_read_ns_ = std::clamp<uint64_t>(batch_max_ns_ / 4, 1, kClockReadNs);
   workers_.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, tuning_.burst_ring_bytes, tuning_.burst));

@@ -222,10 +222,12 @@ drain:
       return;
     }
     bool over_time = false;
-    if (++w.dispatch.stride_count >= tuning_.clock_check_stride) {
+    if (++w.dispatch.stride_count >= w.dispatch.clock_stride) {
       w.dispatch.stride_count = 0;
+      const uint64_t last = w.dispatch.clock_ns;
       w.dispatch.clock_ns = sync::now_ns();
       over_time = w.dispatch.clock_ns - batch_start >= batch_max_ns_;
+      adapt_clock_stride(w, w.dispatch.clock_ns - last);
     }
     if (mails >= tuning_.batch_max_mails || over_time) [[unlikely]] {  // 4. (the token stays Held)
       // A burst drainer's held-back region releases (mailbox.hpp

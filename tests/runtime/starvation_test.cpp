@@ -9,7 +9,7 @@
 // The third actor lands on the pair worker's own deque, under the chain. With
 // an idle sibling the keep-local valve spills it to the injector once the
 // worker's cascade has run longer than the valve (wall time on the worker's
-// clock, read every clock_check_stride dispatches), and the backstop then
+// clock, read about every 2 us of dispatching), and the backstop then
 // takes it within 64 own pops; with none (one worker), the backstop moves the
 // deque's oldest job to the injector once a valve period has passed, and the
 // next backstop takes it. So what the argument bounds is the holding
@@ -44,6 +44,7 @@
 #include <coact/runtime/runtime.hpp>
 
 #include "support/runtime_fixture.hpp"
+#include "support/spin.hpp"
 #include "support/watchdog.hpp"
 
 using namespace std::chrono_literals;
@@ -348,6 +349,89 @@ TEST_CASE("an idle sibling takes a fan-out of long handlers from the valve's spi
     // Without the spill the fan stays on the worker that ran Fanner (the
     // backlog is under 256, the sticky max): one thread.
     CHECK(threads >= 2);
+  };
+  coact::test::run_checked(tuning, body);
+}
+namespace {
+
+// The batch time budget (COACT_BATCH_MAX_US) over handlers much longer than
+// the clock's read spacing, at one worker. Gate holds the worker until the
+// test thread has queued Drainer's backlog (kBacklog mails of kLongUs each)
+// and then Probe's mail, so both wait in the injector in that order and
+// Drainer's batch starts with Probe already waiting behind it.
+constexpr uint32_t kBudgetUs = 200;
+constexpr int kLongUs = 20;
+constexpr int kBudgetRuns = int(kBudgetUs) / kLongUs;  // the handlers that fit in one budget
+constexpr int kBacklog = 20 * kBudgetRuns;
+
+struct BudgetShared {
+  std::atomic<bool> queued{false};  // the test thread sent every mail
+  std::atomic<int> drainer_runs{0};
+  std::atomic<int> runs_at_probe{-1};
+};
+
+struct Gate : coact::Actor<Gate> {
+  BudgetShared* sh;
+  explicit Gate(BudgetShared* s) : sh(s) {}
+  struct Hold {};
+  struct Quit {};
+  // Returns without stopping: the drain then reads the clock after it, so
+  // Drainer's batch starts on a fresh clock reading.
+  void on(Hold) {
+    while (!sh->queued.load()) std::this_thread::yield();
+  }
+  void on(Quit) { stop(); }
+};
+
+struct Drainer : coact::Actor<Drainer> {
+  BudgetShared* sh;
+  explicit Drainer(BudgetShared* s) : sh(s) {}
+  struct Work {};
+  void on(Work) {
+    coact::test::spin_for(std::chrono::microseconds(kLongUs));
+    if (sh->drainer_runs.fetch_add(1) + 1 == kBacklog) stop();
+  }
+};
+
+struct Probe : coact::Actor<Probe> {
+  BudgetShared* sh;
+  coact::ActorRef<Gate> gate;
+  Probe(BudgetShared* s, coact::ActorRef<Gate> g) : sh(s), gate(std::move(g)) {}
+  struct Look {};
+  void on(Look) {
+    sh->runs_at_probe.store(sh->drainer_runs.load());
+    gate.send(Gate::Quit{});
+    stop();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the batch time budget ends a drain of long handlers within one handler of it", "[fairness]") {
+  coact::test::Watchdog wd(60, "batch time budget");
+  coact::SchedulerTuning tuning = coact::test::tuning_for(1);
+  tuning.batch_max_us = kBudgetUs;
+  tuning.batch_max_mails = 1'000'000;  // only the time budget can end Drainer's batch
+  BudgetShared sh;
+  const auto body = [&](coact::Runtime& rt) {
+    auto gate = rt.spawn<Gate>(&sh);
+    gate.send(Gate::Hold{});
+    auto drainer = rt.spawn<Drainer>(&sh);
+    auto probe = rt.spawn<Probe>(&sh, gate);
+    for (int i = 0; i < kBacklog; ++i) drainer.send(Drainer::Work{});
+    probe.send(Probe::Look{});
+    sh.queued.store(true);
+    rt.run();
+    const int seen = sh.runs_at_probe.load();
+    INFO("Drainer ran " << seen << " handlers of " << kLongUs << " us before Probe ran; the budget holds "
+                        << kBudgetRuns);
+    // Each handler spins kLongUs of wall time, so after kBudgetRuns of them
+    // the budget has passed and the batch ends at the next clock read; a read
+    // only every 8th dispatch let 15 run here. Preemption only lowers the
+    // count. Drainer was queued before Probe, so it ran first, at least one
+    // handler (no budget ends a batch before its first).
+    CHECK(seen >= 1);
+    CHECK(seen <= kBudgetRuns + 1);
   };
   coact::test::run_checked(tuning, body);
 }

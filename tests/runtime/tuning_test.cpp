@@ -84,7 +84,7 @@ TEST_CASE("tuning defaults are the documented ones", "[tuning]") {
   CHECK_FALSE(t.peer_steal);
   CHECK(t.batch_max_mails == 64);
   CHECK(t.batch_max_us == 200);
-  CHECK(t.clock_check_stride == 8);
+  CHECK(t.clock_check_stride == 64);
   CHECK_FALSE(t.local_time_budget_us.has_value());  // valve adaptive
   CHECK_FALSE(t.handoff_cost_ns.has_value());       // calibrated
   CHECK(t.local_sticky_max == 256);

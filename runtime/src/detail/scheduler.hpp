@@ -13,8 +13,8 @@
 //      took it; coact/runtime/detail/run_token.hpp): nothing to claim.
 //   3. drain its inbox under BatchBudget: per mail, run the handler, then flush
 //      the handler's outbound mail (the one flush point), then honour stop().
-//   4. budget hit (batch_max_mails, or batch_max_us read every
-//      clock_check_stride-th dispatch): re-publish to the injector (still
+//   4. budget hit (batch_max_mails, or batch_max_us read about every
+//      clock_read_ns_ of dispatching: adapt_clock_stride): re-publish to the injector (still
 //      Held), so two busy actors share a worker fairly; when nothing waits
 //      for this worker (hand-off slot, own deque and injector empty, no
 //      shutdown: nothing_waits) a new batch starts instead (worker_loop.cpp
@@ -41,6 +41,7 @@
 // actor on the joining thread (destroy, drop and count its mail).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -184,6 +185,7 @@ struct Worker {
         0;  // burst on, the direct hint: 1 + later sends of this invocation that may go direct (0: none; Scheduler::start_direct)
     uint32_t own_streak = 0;        // consecutive own-deque pops (chain backstop)
     uint32_t stride_count = 0;      // dispatches since the last clock read
+    uint32_t clock_stride = 1;      // dispatches between clock reads now (adapt_clock_stride)
     uint64_t clock_ns = 0;          // last clock read (BatchBudget, valve)
     uint64_t cascade_start_ns = 0;  // when the current local cascade began
     bool ring_refused = false;      // the ring refused an alloc in this invocation (full)
@@ -386,6 +388,27 @@ class Scheduler {
   /// Busy path: takes a free poll role, polls without waiting and posts, so
   /// readiness is seen while no worker parks.
   void busy_poll(Worker& w, IoPoll& io);
+  /// The dispatch clock's read spacing (drain_cell): the clock is read every
+  /// clock_stride dispatches, and after each read the stride is set so that
+  /// reads come about clock_read_ns_ apart: handlers of tens of nanoseconds
+  /// would otherwise spend a large share of their time in clock_gettime (a
+  /// vDSO call, slower under a hypervisor's clock), while long handlers need
+  /// a read after every one for the time budget to hold.
+  /// Grows at most 2x per read (one fast stretch is not a trend), up to
+  /// tuning's clock_check_stride; shrinks at once in proportion to the
+  /// overshoot, to 1 after a handler longer than the aim. `elapsed` is the
+  /// time since the previous clock read of any kind (an idle wake, a batch
+  /// start), an underestimate of the stride's span at worst. Owner thread.
+  void adapt_clock_stride(Worker& w, uint64_t elapsed) noexcept {
+    uint32_t s = w.dispatch.clock_stride;
+    if (elapsed < clock_read_ns_ / 2) {
+      s = std::min(2 * s, tuning_.clock_check_stride);
+    } else if (elapsed > clock_read_ns_) {
+      s = uint32_t(std::max<uint64_t>(1, uint64_t(s) * clock_read_ns_ / elapsed));
+    }
+    w.dispatch.clock_stride = s;
+  }
+  static constexpr uint64_t kClockReadNs = 2000;
   static constexpr uint64_t kBusyPollNs = 50'000;
   /// busy_poll if this Scheduler has a reactor and kBusyPollNs have passed on
   /// w's clock: at every acquire and at every batch-budget end (a batch
@@ -530,6 +553,7 @@ class Scheduler {
   std::unique_ptr<calibrate::HandoffEstimate> handoff_;  // live-refined by real wakes
   std::unique_ptr<WakeLatency> wake_latency_;            // timekeeper's early wake (spin_window.hpp)
   uint64_t batch_max_ns_ = 0;
+  uint64_t clock_read_ns_ = 0;  // adapt_clock_stride's aim: min(kClockReadNs, batch_max_ns_ / 4), at least 1
   std::vector<std::unique_ptr<Worker>> workers_;
   Injector<Job> injector_;
   CostTable costs_;

@@ -36,7 +36,7 @@ struct SchedulerTuning {
   bool peer_steal = false;                       ///< COACT_PEER_STEAL
   uint32_t batch_max_mails = 64;                 ///< COACT_BATCH_MAX_MAILS
   uint32_t batch_max_us = 200;                   ///< COACT_BATCH_MAX_US
-  uint32_t clock_check_stride = 8;               ///< COACT_CLOCK_CHECK_STRIDE
+  uint32_t clock_check_stride = 64;              ///< COACT_CLOCK_CHECK_STRIDE
   std::optional<uint32_t> local_time_budget_us;  ///< COACT_LOCAL_TIME_BUDGET_US; nullopt = adaptive ("auto")
   std::optional<uint64_t> handoff_cost_ns;       ///< COACT_HANDOFF_COST_NS; nullopt = calibrated ("auto")
   uint32_t local_sticky_max = 256;               ///< COACT_LOCAL_STICKY_MAX
