@@ -352,6 +352,7 @@ TEST_CASE("an idle sibling takes a fan-out of long handlers from the valve's spi
   };
   coact::test::run_checked(tuning, body);
 }
+
 namespace {
 
 // The batch time budget (COACT_BATCH_MAX_US) over handlers much longer than
