@@ -116,7 +116,7 @@ def _run_profile(a) -> int:
     profile = load_profiles(a.profiles)
     # keep_thin: a short sweep's regions without a curve are listed, not dropped.
     results = analyze(profile, a.points, a.min_points, a.sort, a.fit, a.baseline,
-                      a.min_experiments, a.rank_at, keep_thin=True)
+                      a.min_experiments, a.rank_at, keep_thin=True, interval=a.interval)
     shown = group_by_handler(results[:a.top] if a.top else results)
     if a.json:
         sys.stdout.write(ranking_json(shown, profile, a.sort, _estimate.estimator_json(a),

@@ -72,6 +72,26 @@ moves only its own points, the groups' errors are independent and their
 terms add; the t quantile uses min(n - p, sum over groups of (m_g - 1))
 degrees of freedom, and every group used needs m_g >= 2 for an interval.
 
+Several runs (processes)
+------------------------
+The fit's interval treats experiments as independent. Experiments of one
+process are not: a process's layout, its placement on cores and the machine's
+state while it ran move all of its experiments together, and a sweep of
+several runs (validate's chunks, shards, profiles appended over days) then
+varies from run to run more than its residuals say. With ``MIN_RUNS`` (3)
+or more runs in a profile (profile.py: a run is one process), each curve's
+interval is also computed by the delete-one-run jackknife: the whole
+estimate (baseline, outliers, model choice) is redone without each run in
+turn, the variance is (G - 1) / G times the sum of squared deviations of the
+G replicates' predictions from their mean, and the t quantile has G - 1
+degrees of freedom. The printed interval is the wider of the two at each
+s, so it is never narrower than the fit's. A curve that some replicate
+cannot draw (the run left out held all of a speedup, or the baseline)
+keeps the fit's interval, and says so (``Curve.interval``). A profile of
+one or two runs (a sweep of one program run, as ``coact-profile run``
+writes) has the fit's interval only: how far another run of the same
+program would move cannot be measured from one run.
+
 Ranked or not
 =============
 A region is *ranked* when its curve has at least ``min_experiments``
@@ -108,6 +128,8 @@ OUTLIER_MIN_N = 10                 # fewer points: no outlier rule (the MAD is t
 OUTLIER_MAX_SHARE = 0.10           # at most this share of the points (the most extreme) is excluded
 BEND_ALPHA = 0.01                  # family-wise level of the line-vs-bend F test
 BEND_MIN_N = 8
+MIN_RUNS = 3                       # runs (processes) a profile needs for the jackknife interval
+INTERVALS = ("auto", "fit")        # auto: the jackknife as well, given MIN_RUNS runs; fit: residuals only
 MIN_SE = 1e-9                      # a coefficient's standard error below this is no interval (exact data)
 _SPEEDUP_KEY_DIGITS = 6            # speedups equal to 1e-6 share one pool
 _Z = 0.975                         # two-sided 95%
@@ -148,20 +170,47 @@ class Curve:
     rank_at: float = RANK_AT
     ranked: bool = False
     why_unranked: str = ""
+    runs: int = 1                      # runs (processes) in the profile it was drawn from
+    replicates: List["Curve"] = field(default_factory=list)  # delete-one-run curves (module doc)
+    interval: str = "fit"              # "fit", "fit and runs", or why the runs' could not be had
 
     def _x(self, s: float) -> np.ndarray:
         return _basis(np.array([float(s)]), self.knee)[0]
 
+    def value(self, s: float) -> float:
+        """The model's program speedup at s, without an interval."""
+        return float(self._x(s) @ self.coef)
+
+    def _jackknife_half(self, of) -> float:
+        """Half-width of the delete-one-run jackknife's 95% interval for the
+        quantity of(curve); 0 without replicates."""
+        g = len(self.replicates)
+        if g < 2:
+            return 0.0
+        v = np.array([of(r) for r in self.replicates], dtype=float)
+        var = (g - 1) / g * float(np.sum((v - v.mean()) ** 2))
+        return _t(g - 1) * math.sqrt(var)
+
     def predict(self, s: float) -> Tuple[float, float, float]:
         """The model's program speedup at virtual speedup s (a fraction,
-        0..1), with its 95% interval (NaN, NaN when there is none). Beyond
-        max_speedup it is an extrapolation (see extrapolated())."""
+        0..1), with its 95% interval (NaN, NaN when there is none): the
+        fit's, or the run jackknife's where that is wider (module doc).
+        Beyond max_speedup it is an extrapolation (see extrapolated())."""
         x = self._x(s)
         value = float(x @ self.coef)
         if self.cov is None or self.df < 1:
             return value, math.nan, math.nan
         half = _t(self.df) * math.sqrt(max(float(x @ self.cov @ x), 0.0))
+        half = max(half, self._jackknife_half(lambda r: r.value(s)))
         return value, value - half, value + half
+
+    def refresh(self) -> None:
+        """Recompute the band and the predictions at PREDICT_AT (after the
+        interval's inputs changed)."""
+        if self.cov is not None:
+            band = np.array([self.predict(s) for s in self.grid])
+            self.band = (band[:, 1], band[:, 2])
+        self.predicted = {float(s): self.predict(s) for s in PREDICT_AT}
 
     @property
     def key(self) -> Tuple[float, float, float]:
@@ -179,6 +228,7 @@ class Curve:
         if self.cov is None or self.df < 1:
             return math.nan, math.nan
         half = _t(self.df) * math.sqrt(max(float(self.cov[0, 0]), 0.0))
+        half = max(half, self._jackknife_half(lambda r: r.slope))
         return self.slope - half, self.slope + half
 
     @property
@@ -466,10 +516,7 @@ def _curve(region: str, point: str, kind: str, exps: List[Experiment],
                   "line" if knee is None else "bend", coef, cov, df, grid,
                   _basis(grid, knee) @ coef, None, {}, float(xs.max()), knee,
                   outliers, base_out, int(len(np.unique(xs))), rank_at)
-    if cov is not None:
-        band = np.array([curve.predict(s) for s in grid])
-        curve.band = (band[:, 1], band[:, 2])
-    curve.predicted = {float(s): curve.predict(s) for s in PREDICT_AT}
+    curve.refresh()
     reasons = _evidence_reasons(n, curve.levels, m, min_experiments)
     if not reasons and cov is None:
         reasons.append("no interval")
@@ -532,8 +579,51 @@ def _listed(names: List[str], most: int = 5) -> str:
 def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
             min_points: int = 3, sort: str = "rank", model: str = "auto",
             baseline: str = "pooled", min_experiments: int = MIN_EXPERIMENTS,
-            rank_at: float = RANK_AT, keep_thin: bool = False) -> List[RegionResult]:
+            rank_at: float = RANK_AT, keep_thin: bool = False,
+            interval: str = "auto") -> List[RegionResult]:
     """Compute one curve per (region, progress point) and order the regions.
+    interval "auto": with MIN_RUNS or more runs in the profile, every
+    curve's interval is also the run jackknife's where that is wider
+    (module doc, "Several runs"); "fit": the fit's only. Other arguments:
+    see _analyze."""
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {', '.join(INTERVALS)}")
+    args = (points, min_points, sort, model, baseline, min_experiments, rank_at)
+    results = _analyze(profile, *args, keep_thin=keep_thin)
+    runs = sorted({e.run for e in profile.experiments})
+    for r in results:
+        for c in r.curves:
+            c.runs = len(runs)
+    if interval == "fit" or len(runs) < MIN_RUNS:
+        return results
+    reps: List[Dict[Tuple[str, str], Curve]] = []
+    for left_out in runs:
+        kept = Profile([e for e in profile.experiments if e.run != left_out], profile.paths)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                rep = _analyze(kept, *args)
+            except ProfileError:            # nothing left to draw without that run
+                rep = []
+        reps.append({(c.region, c.point): c for r in rep for c in r.curves})
+    for r in results:
+        for c in r.curves:
+            got = [d.get((c.region, c.point)) for d in reps]
+            if all(x is not None for x in got):
+                c.replicates, c.interval = got, "fit and runs"
+            else:
+                c.interval = (f"fit only: {sum(x is None for x in got)} of {len(runs)} "
+                              "runs left out leave no curve")
+            c.refresh()
+    return results
+
+
+def _analyze(profile: Profile, points: Optional[Sequence[str]] = None,
+             min_points: int = 3, sort: str = "rank", model: str = "auto",
+             baseline: str = "pooled", min_experiments: int = MIN_EXPERIMENTS,
+             rank_at: float = RANK_AT, keep_thin: bool = False) -> List[RegionResult]:
+    """Compute one curve per (region, progress point) and order the regions,
+    with the fit's intervals.
 
     points: progress-point names to use (default: all). min_points: a curve
     is shown at all when it has this many distinct speedups including the
@@ -771,6 +861,8 @@ def predictions(results: Sequence[RegionResult],
                 "why_unranked": c.why_unranked or None,
                 "slope": clean(c.slope),
                 "slope_ci": [clean(c.slope_ci[0]), clean(c.slope_ci[1])],
+                "runs": c.runs,
+                "interval": c.interval,
                 "predictions": rows,
             })
     return out
@@ -786,8 +878,11 @@ def estimator_json(args) -> dict:
             "weights": "effective duration",
             "outliers": (f"Hampel: |residual - median| > {OUTLIER_MADS:g} x 1.4826 MAD (n >= {OUTLIER_MIN_N}, "
                          f"at most {OUTLIER_MAX_SHARE:.0%} of the points)"),
-            "ci": "95% Student t on the fit's residuals, the baseline's error propagated",
-            "fit": args.fit, "min_points": args.min_points,
+            "ci": ("95% Student t on the fit's residuals, the baseline's error propagated; with "
+                   f"{MIN_RUNS} or more runs, the delete-one-run jackknife's (t, runs - 1 df) where "
+                   "wider" if args.interval == "auto" else
+                   "95% Student t on the fit's residuals, the baseline's error propagated"),
+            "fit": args.fit, "interval": args.interval, "min_points": args.min_points,
             "min_experiments": args.min_experiments, "rank_at": args.rank_at}
 
 
@@ -835,6 +930,10 @@ def add_common_arguments(p) -> None:
                         "prefers it; line: the line only")
     p.add_argument("--baseline", choices=BASELINES, default="pooled",
                    help="pooled (default): every region's speedup-0 experiments; region: the region's own (Coz)")
+    p.add_argument("--interval", choices=INTERVALS, default="auto",
+                   help=f"auto (default): with {MIN_RUNS} or more runs (processes) in the profile, the "
+                        "interval is the wider of the fit's and the delete-one-run jackknife's; "
+                        "fit: the fit's only")
 
 
 def add_arguments(p) -> None:
@@ -862,7 +961,7 @@ def run(a) -> int:
                          "a fraction (0.25 = 25%)")
     profile = load_profiles(a.profiles)
     results = analyze(profile, a.points, a.min_points, "name", a.fit, a.baseline,
-                      a.min_experiments, a.rank_at)
+                      a.min_experiments, a.rank_at, interval=a.interval)
     if a.regions:
         known = [r.region for r in results]
         missing = [x for x in a.regions if x not in known]

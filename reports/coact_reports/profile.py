@@ -64,6 +64,13 @@ else ``""`` (Coz files, older coact files). The estimator takes each group's
 baseline from that group's own speedup-0 experiments (machines differ) when
 a profile holds more than one group (estimate.py).
 
+Each experiment also gets its *run*: the process that wrote it, named
+``path#K`` where K counts the startup records before it in its file (both
+formats write one per process, and a profile of several runs is those
+processes appended to one file, or several files). The estimator's interval
+accounts for run-to-run variation when a profile holds three or more runs
+(estimate.py).
+
 Several profiles (merging)
 --------------------------
 ``load_profiles`` pools files; a directory stands for its ``*.jsonl`` files
@@ -151,6 +158,7 @@ class Experiment:
     points: Dict[str, object] = field(default_factory=dict)  # name -> Throughput|Latency
     source: str = ""             # "path:line" of the experiment record
     group: str = ""              # where it ran: "shard K/N on HOST", "host HOST" or "" (module doc)
+    run: str = ""                # which process wrote it: "path#K", K counting startup records (module doc)
 
 
 @dataclass
@@ -323,6 +331,8 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
     last = len(lines)
     seen = [False]                        # a record of a profile type has been read
     first_other: Optional[Tuple[int, str]] = None   # the first line that is not one
+    runs = 0                              # startup records so far: each begins a process's run
+    tagged = 0                            # experiments already given their run
     for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
         if line.strip() == "":
@@ -332,7 +342,8 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
             if line.lstrip().startswith("{"):
                 current, current_line, origin = _handle_json(line, path, lineno, experiments,
                                                              current, current_line, origin, seen)
-                if origin.get("_line") == lineno and isinstance(origin.get("program"), str):
+                startup = origin.get("_line") == lineno
+                if startup and isinstance(origin.get("program"), str):
                     args = origin.get("args") if isinstance(origin.get("args"), list) else []
                     programs.append((" ".join([origin["program"]] + [str(x) for x in args]), lineno))
             else:
@@ -340,8 +351,13 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
                     seen[0] = True
                 current, current_line = _handle_text(line, path, lineno, experiments,
                                                      current, current_line)
-                if line.startswith("startup"):
+                startup = line.startswith("startup")
+                if startup:
                     origin = {}
+            for e in experiments[tagged:]:
+                e.run = f"{path}#{runs}"
+            tagged = len(experiments)
+            runs += startup
         except ProfileError as e:
             if not seen[0]:
                 # Nothing so far was a record of a profile: the file is not one.

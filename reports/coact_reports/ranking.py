@@ -120,6 +120,8 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                 "ci": [_clean(lo), _clean(hi)],
                 "slope": _clean(c.slope),
                 "slope_ci": [_clean(c.slope_ci[0]), _clean(c.slope_ci[1])],
+                "runs": c.runs,
+                "interval": c.interval,
                 "predicted": {
                     f"{s:g}": {"program_speedup": _clean(pv), "ci": [_clean(plo), _clean(phi)],
                                "extrapolated": c.extrapolated(s)}
@@ -136,7 +138,8 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                 "baseline_experiments": t.baseline_experiments, "levels": t.levels,
                 "model": None, "knee": None, "baseline_ns": None, "rank_at": None,
                 "key": {"program_speedup": None, "ci": [None, None]}, "ci": [None, None],
-                "slope": None, "slope_ci": [None, None], "predicted": {},
+                "slope": None, "slope_ci": [None, None], "runs": None, "interval": None,
+                "predicted": {},
                 "measurements": [
                     {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
                      "experiments": m.experiments} for m in t.measurements],

@@ -272,6 +272,135 @@ class HonestIntervalTest(unittest.TestCase):
         self.assertAlmostEqual(c.predict(0.25)[0], 0.075, delta=0.015)
 
 
+def runs_profile(path, rng, runs, slope, run_sd, noise, per_run, base_per_run, period_ns=1_000_000):
+    """A Coz profile of `runs` processes appended to one file (a startup
+    record each), one region "A" whose true slope in run g is slope + run_sd
+    * u_g (u_g standard normal: what a process's layout and placement do to
+    all of its experiments at once), measured per_run times at random levels
+    with within-run noise `noise`, and base_per_run speedup-0 experiments
+    per run."""
+    lines = []
+    duration = 1_000_000_000
+
+    def exp(s, y):
+        period = period_ns * (1 - y) * (1 + noise * rng.gauss(0, 1))
+        lines.extend([f"experiment\tselected=A\tspeedup={s:.2f}\tduration={duration}\tselected-samples=1",
+                      f"throughput-point\tname=p\tdelta={max(1, round(duration / period))}"])
+    for g in range(runs):
+        lines.append(f"startup\ttime={g + 1}")
+        b = slope + run_sd * rng.gauss(0, 1)
+        for _ in range(base_per_run):
+            exp(0.0, 0.0)
+        for _ in range(per_run):
+            s = rng.randint(1, 20) * 0.05
+            exp(s, b * s)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+class RunsIntervalTest(unittest.TestCase):
+    """With three or more runs (processes) in a profile, the interval also
+    holds when each process moves all of its experiments together, which
+    the fit's residuals cannot see (estimate.py, "Several runs")."""
+
+    def analyze(self, path, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", profile.ProfileWarning)
+            return estimate.analyze(profile.load_profiles([path]), model="line", **kw)
+
+    def test_each_startup_record_begins_a_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            coz, jsonl = os.path.join(d, "p.coz"), os.path.join(d, "p.jsonl")
+            import random
+            runs_profile(coz, random.Random(1), 3, 0.4, 0.0, 0.01, 4, 2)
+            exp = {"type": "experiment", "region": "A", "speedup": 0.5, "duration_ns": 1e9,
+                   "effective_ns": 1e9, "progress": {"p": 100}}
+            with open(jsonl, "w") as f:
+                for k in range(2):
+                    f.write(json.dumps({"type": "startup", "program": "x", "args": []}) + "\n")
+                    f.write(json.dumps(exp) + "\n" + json.dumps(exp) + "\n")
+            coz_runs = [e.run for e in profile.load_profiles([coz]).experiments]
+            json_runs = [e.run for e in profile.load_profiles([jsonl]).experiments]
+        self.assertEqual(len(set(coz_runs)), 3)
+        self.assertEqual([coz_runs.count(r) for r in dict.fromkeys(coz_runs)], [6, 6, 6])
+        self.assertEqual(len(set(json_runs)), 2)
+        self.assertEqual(json_runs[0], json_runs[1])
+        self.assertNotEqual(json_runs[1], json_runs[2])
+
+    def test_coverage_when_runs_differ(self):
+        import random
+        rng = random.Random(7)
+        hits = {"auto": 0, "fit": 0}
+        trials = 60
+        with tempfile.TemporaryDirectory() as d:
+            for trial in range(trials):
+                path = os.path.join(d, f"r{trial}.coz")
+                runs_profile(path, rng, rng.randint(3, 5), 0.4, 0.04, 0.005, 12, 4)
+                for kind in hits:
+                    (r,) = self.analyze(path, interval=kind)
+                    c = r.curves[0]
+                    self.assertEqual(c.interval, "fit and runs" if kind == "auto" else "fit")
+                    _, lo, hi = c.predict(0.25)
+                    hits[kind] += lo <= 0.1 <= hi
+        # The truth is the slope over processes, 0.4: the fit's interval,
+        # a few tenths of a point wide, misses most runs' common offset.
+        print(f"\n  coverage over {trials} profiles: {hits}", file=sys.stderr)
+        self.assertGreaterEqual(hits["auto"] / trials, 0.88, hits)
+        self.assertLessEqual(hits["fit"] / trials, 0.6, hits)
+
+    def test_interval_is_never_narrower_than_the_fit(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(2), 4, 0.3, 0.0, 0.02, 10, 4)
+            (auto,) = self.analyze(path)
+            (fit,) = self.analyze(path, interval="fit")
+        for s in (0.1, 0.25, 0.5, 0.9):
+            a, f = auto.curves[0].predict(s), fit.curves[0].predict(s)
+            self.assertAlmostEqual(a[0], f[0], places=12)
+            self.assertGreaterEqual(a[2] - a[1], f[2] - f[1] - 1e-12)
+        self.assertEqual(auto.curves[0].runs, 4)
+        self.assertEqual(len(auto.curves[0].replicates), 4)
+
+    def test_two_runs_keep_the_fit_interval(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(3), 2, 0.3, 0.05, 0.01, 10, 4)
+            (r,) = self.analyze(path)
+        self.assertEqual((r.curves[0].runs, r.curves[0].interval, r.curves[0].replicates), (2, "fit", []))
+
+    def test_a_run_that_holds_a_whole_curve_is_said(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(4), 3, 0.3, 0.0, 0.01, 10, 4)
+            with open(path, "a") as f:      # a fourth run, the only one to measure B
+                f.write("startup\ttime=9\n")
+                for s in (0.0, 0.0, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0):
+                    f.write(f"experiment\tselected=B\tspeedup={s:.2f}\tduration=1000000000\t"
+                            "selected-samples=1\n"
+                            f"throughput-point\tname=p\tdelta={round(1000 / (1 - 0.2 * s))}\n")
+            res = {r.region: r for r in self.analyze(path)}
+        self.assertEqual(res["A"].curves[0].interval, "fit and runs")
+        self.assertEqual(res["B"].curves[0].interval,
+                         "fit only: 1 of 4 runs left out leave no curve")
+
+    def test_json_says_which_interval(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(5), 3, 0.3, 0.02, 0.01, 10, 4)
+            out = run_module(path, "--json", "--fit", "line")
+            fit = run_module(path, "--json", "--fit", "line", "--interval", "fit")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        (row,) = json.loads(out.stdout)["regions"]
+        (frow,) = json.loads(fit.stdout)["regions"]
+        self.assertEqual((row["runs"], row["interval"]), (3, "fit and runs"))
+        self.assertEqual((frow["runs"], frow["interval"]), (3, "fit"))
+        self.assertIn("jackknife", json.loads(out.stdout)["estimator"]["ci"])
+
+
 class SweepAgreesWithEstimatorTest(unittest.TestCase):
     """The sweep's running estimates (causal/src/evidence.cpp: the line model,
     which drives the experiment draw, the status line and --until-settled)

@@ -128,6 +128,29 @@ class ValidateUsesTheEstimator(unittest.TestCase):
             self.assertLess(lo, row["predicted"])
             self.assertGreater(hi, row["predicted"])
 
+    def test_three_chunks_get_the_run_jackknife(self):
+        # Each chunk is a process; one that ran its bottleneck 10% slower
+        # moves its own experiments together, and the interval says so.
+        rng = random.Random(11)
+        path = self.write_profile([self.planted(rng, gain) for gain in (0.8, 0.72, 0.8)])
+        self.write_actual(dropped=[], per_chunk=[[0.1, 0.1, 0.1]] * len(self.rows))
+        rows = self.validate_rows()
+        want = self.estimator(path, "ci")
+        for row in rows:
+            key = (row["region"], round(row["s"], 6))
+            self.assertEqual(row["predicted_interval"], "estimator at s: fit and runs (3 runs)", key)
+            self.assertAlmostEqual(row["predicted_ci"][0], want[key][0], places=12, msg=str(key))
+            self.assertAlmostEqual(row["predicted_ci"][1], want[key][1], places=12, msg=str(key))
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "reports"))
+        fit = json.loads(subprocess.run(
+            ["/usr/bin/python3", "-m", "coact_reports.estimate", path, "--json", "-p", "known_answer.iteration",
+             "--interval", "fit", "--at", "0.5"], capture_output=True, text=True, env=env, timeout=120,
+            check=True).stdout)
+        first = next(r for r in fit["regions"] if r["region"] == self.regions[0])
+        lo_fit, hi_fit = next(p["ci"] for p in first["predictions"] if abs(p["s"] - 0.5) < 1e-9)
+        row = next(r for r in rows if r["region"] == self.regions[0] and abs(r["s"] - 0.5) < 1e-9)
+        self.assertGreater(row["predicted_ci"][1] - row["predicted_ci"][0], 2 * (hi_fit - lo_fit))
+
     def test_dropped_chunk_is_left_out(self):
         rng = random.Random(11)
         good = self.planted(rng)

@@ -70,6 +70,8 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
       x.region = reg.value("region", "");
       x.point = reg.value("point", "");
       x.curve_experiments = reg.value("experiments", 0);
+      x.runs = reg.value("runs", 0);
+      x.interval = reg.value("interval", "");
       x.s = p.value("s", 0.0);
       x.value = p.contains("program_speedup") && p["program_speedup"].is_number() ? p["program_speedup"].get<double>()
                                                                                   : std::nan("");

@@ -28,6 +28,8 @@ struct Prediction {
   double lo = 0, hi = 0;      // its 95% interval (the estimator's "ci"; NaN where it gave none)
   int experiments = 0;        // experiments measured at s
   int curve_experiments = 0;  // experiments behind the whole curve
+  int runs = 0;               // runs (processes) in the profile
+  std::string interval;       // the estimator's "interval": "fit", "fit and runs", or why only the fit's
 };
 
 // Where the coact_reports package is: <source>/reports when this tool runs

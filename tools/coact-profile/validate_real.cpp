@@ -271,6 +271,7 @@ void Session::real_program_rows() {
         }
         if (pct > 0) {
           mean_with_t95(r.predicted_rounds, r.predicted, r.predicted_lo, r.predicted_hi);
+          r.predicted_interval = fmt::format("Student t over {} rounds", r.predicted_rounds.size());
           if (r.predicted_rounds.empty()) missing_prediction = true;  // said in the row's note, and the exit status
           try {
             EstimateOptions eo;

@@ -67,27 +67,29 @@ int report(Session& ss) {
     json j;
     j["rows"] = json::array();
     for (const Row& r : rows) {
-      j["rows"].push_back({{"workload", r.workload},
-                           {"program", r.program},
-                           {"stage", r.stage},
-                           {"change", r.change.empty() ? json(nullptr) : json(r.change)},
-                           {"region", r.region},
-                           {"region_kind", r.region_kind},
-                           {"s", json_num(r.s)},
-                           {"predicted", json_num(r.predicted)},
-                           {"predicted_ci", json::array({json_num(r.predicted_lo), json_num(r.predicted_hi)})},
-                           {"actual", json_num(r.actual)},
-                           {"actual_ci", json::array({json_num(r.actual_lo), json_num(r.actual_hi)})},
-                           {"actual_measure", r.actual_measure.empty() ? json(nullptr) : json(r.actual_measure)},
-                           {"error_pts", json_num((r.predicted - r.actual) * 100)},
-                           {"ideal", json_num(r.ideal)},
-                           {"experiments", r.experiments},
-                           {"actual_runs", r.actual_runs},
-                           {"actual_chunks", r.actual_chunks},
-                           {"predicted_rounds", r.predicted_rounds},
-                           {"window_predicted", json_num(r.window_predicted)},
-                           {"window_predicted_ci", json::array({json_num(r.window_lo), json_num(r.window_hi)})},
-                           {"note", r.note}});
+      j["rows"].push_back(
+          {{"workload", r.workload},
+           {"program", r.program},
+           {"stage", r.stage},
+           {"change", r.change.empty() ? json(nullptr) : json(r.change)},
+           {"region", r.region},
+           {"region_kind", r.region_kind},
+           {"s", json_num(r.s)},
+           {"predicted", json_num(r.predicted)},
+           {"predicted_ci", json::array({json_num(r.predicted_lo), json_num(r.predicted_hi)})},
+           {"predicted_interval", r.predicted_interval.empty() ? json(nullptr) : json(r.predicted_interval)},
+           {"actual", json_num(r.actual)},
+           {"actual_ci", json::array({json_num(r.actual_lo), json_num(r.actual_hi)})},
+           {"actual_measure", r.actual_measure.empty() ? json(nullptr) : json(r.actual_measure)},
+           {"error_pts", json_num((r.predicted - r.actual) * 100)},
+           {"ideal", json_num(r.ideal)},
+           {"experiments", r.experiments},
+           {"actual_runs", r.actual_runs},
+           {"actual_chunks", r.actual_chunks},
+           {"predicted_rounds", r.predicted_rounds},
+           {"window_predicted", json_num(r.window_predicted)},
+           {"window_predicted_ci", json::array({json_num(r.window_lo), json_num(r.window_hi)})},
+           {"note", r.note}});
       if (a.with_coz) {
         json& jr = j["rows"].back();
         jr["line"] = r.line.empty() ? json(nullptr) : json(r.line);
