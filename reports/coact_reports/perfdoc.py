@@ -347,16 +347,46 @@ def perf_compare_section(rows):
     return table(["metric", "base median", "cand median", "median delta", "95% CI of delta", "verdict"], body)
 
 
+def _ci(pair):
+    """A [lo, hi] pair of numbers, or None."""
+    if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, (int, float)) for x in pair):
+        return pair
+    return None
+
+
+def coverage_sentence(rows):
+    """How often the printed interval holds the actual, per kind of program
+    (rows without an interval or an actual are not counted); None when no
+    row has an interval (runs before validate printed one)."""
+    parts = []
+    for program, label in (("known_answer", "known-answer"), ("real", "real-program")):
+        held = total = 0
+        for r in rows:
+            ci = _ci(r.get("predicted_ci"))
+            if r.get("program", "known_answer") != program or ci is None or r.get("actual") is None:
+                continue
+            total += 1
+            held += ci[0] <= r["actual"] <= ci[1]
+        if total:
+            parts.append(f"{held} of {total} {label} rows")
+    if not parts:
+        return None
+    return ("The prediction's 95 % interval holds the actual in " + " and ".join(parts) + ".")
+
+
 def validate_section(doc):
     rows = doc.get("rows") or []
+    with_ci = any(_ci(r.get("predicted_ci")) for r in rows)
     body = []
     for r in rows:
         coz = ""
         if r.get("coz_predicted") is not None:
             coz = f" (Coz {num(r['coz_predicted'], 3)}, {signed(r.get('coz_error_pts'))})"
         region = r.get("region", "?")
+        ci = _ci(r.get("predicted_ci"))
+        interval = [f"[{num(ci[0], 3)}, {num(ci[1], 3)}]" if ci else "—"] if with_ci else []
         body.append([f"{r.get('workload', '?')} {r.get('stage', '')}".strip(), f"`{region}`",
-                     num(r.get("s"), 2), num(r.get("predicted"), 3), num(r.get("actual"), 3),
+                     num(r.get("s"), 2), num(r.get("predicted"), 3), *interval, num(r.get("actual"), 3),
                      signed(r.get("error_pts")) + coz])
     summary = (f"{doc.get('rows_compared', len(rows))} rows: mean absolute error "
                f"**{num(doc.get('mean_abs_error_pts'), 2)} points**, max {num(doc.get('max_abs_error_pts'), 1)}.")
@@ -367,8 +397,12 @@ def validate_section(doc):
                     f"{num(doc.get('coz_mean_abs_error_pts'), 2)} (max {num(doc.get('coz_max_abs_error_pts'), 1)}).")
     params = (f"Each workload: a {num(doc.get('sweep_s'), 0)} s sweep in {doc.get('chunks', '?')} chunks "
               "interleaved with the really-faster programs; actual = the median over the chunks.")
-    return params + " " + summary + "\n\n" + table(
-        ["workload, stage", "region", "s", "predicted", "actual", "error (points)"], body)
+    cover = coverage_sentence(rows)
+    if cover:
+        summary += " " + cover
+    head = ["workload, stage", "region", "s", "predicted", *(["95 % interval"] if with_ci else []), "actual",
+            "error (points)"]
+    return params + " " + summary + "\n\n" + table(head, body)
 
 
 def scaling_section(rows):
@@ -464,7 +498,7 @@ def render(run_dir, validate_path, command):
     else:
         lines += ["This page has no `scripts/readme-run.sh` run yet. Its only source is",
                   f"`{validate_path}`, the output of one",
-                  "`coact-profile validate --with-coz --json`; validate's JSON records neither its date",
+                  "`coact-profile validate --json`; validate's JSON records neither its date",
                   "nor its commit, which are in the file's name. The other tables appear once the page",
                   "is generated from a run's directory (`scripts/perfdoc.sh RUN_DIR`).", ""]
     lines += ["Earlier runs and their analyses: [history/](history/2026-12-01-tables.md).", ""]
@@ -500,6 +534,8 @@ def render(run_dir, validate_path, command):
             docs = read_json_lines(path)
             if len(docs) != 1 or not isinstance(docs[0], dict) or "rows" not in docs[0]:
                 raise InputError(f"{path}: not the JSON of coact-profile validate --json (no \"rows\")")
+            if stem not in cmds and "coz_s" not in docs[0]:   # a run without Coz says so
+                lines[-2] = "`coact-profile validate --json`"
             text = validate_section(docs[0])
         else:
             text = sections[stem](read_json_lines(path))

@@ -99,6 +99,26 @@ class PerfdocTest(unittest.TestCase):
         self.assertIn("| fork_join_lines a1 | `known_answer.hpp:615` | 0.25 | 0.151 | 0.166 | −1.5 (Coz 0.086, −8.0) |",
                       p.stdout)
 
+    def test_validate_with_intervals_counts_coverage(self):
+        with open(os.path.join(ROOT, FIXTURE, "validate.json")) as f:
+            doc = json.load(f)
+        doc["rows"] = [dict(doc["rows"][0]) for _ in range(3)]
+        doc.pop("coz_s", None)
+        doc["rows"][0].update(predicted_ci=[0.10, 0.20], actual=0.15)                   # holds
+        doc["rows"][1].update(predicted_ci=[0.10, 0.20], actual=0.25)                   # misses
+        doc["rows"][2].update(predicted_ci=[0.40, 0.50], actual=0.45, program="real")   # holds
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "v.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            p = perfdoc("--validate", path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("The prediction's 95 % interval holds the actual in 1 of 2 known-answer rows and "
+                      "1 of 1 real-program rows.", p.stdout)
+        self.assertIn("| s | predicted | 95 % interval | actual |", p.stdout)
+        self.assertIn("| [0.100, 0.200] | 0.150 |", p.stdout)
+        self.assertIn("## Causal accuracy\n\n`coact-profile validate --json`\n", p.stdout)
+
     def test_bad_input_is_one_line_and_exit_2(self):
         p = perfdoc("no/such/dir")
         self.assertEqual(p.returncode, 2)
