@@ -612,8 +612,8 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
             if all(x is not None for x in got):
                 c.replicates, c.interval = got, "fit and runs"
             else:
-                c.interval = (f"fit only: {sum(x is None for x in got)} of {len(runs)} "
-                              "runs left out leave no curve")
+                c.interval = (f"fit only: leaving out {sum(x is None for x in got)} of {len(runs)} "
+                              "runs leaves no curve")
             c.refresh()
     return results
 

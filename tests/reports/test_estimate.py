@@ -384,7 +384,7 @@ class RunsIntervalTest(unittest.TestCase):
             res = {r.region: r for r in self.analyze(path)}
         self.assertEqual(res["A"].curves[0].interval, "fit and runs")
         self.assertEqual(res["B"].curves[0].interval,
-                         "fit only: 1 of 4 runs left out leave no curve")
+                         "fit only: leaving out 1 of 4 runs leaves no curve")
 
     def test_json_says_which_interval(self):
         import random
