@@ -100,7 +100,9 @@
 //     prediction and actual are within both half-widths in quadrature)
 //     and "predicted_ci" ([lo, hi]: the estimator's "ci" at s for a
 //     known-answer row, step 5b's interval for a real row; nulls where
-//     there is none). Exit 0, or 1 if a program failed.
+//     there is none) with "predicted_interval" saying which (the
+//     estimator's "interval" and its runs: with 3 or more chunks, the run
+//     jackknife's where wider). Exit 0, or 1 if a program failed.
 //  --no-known-answer skips steps 2-4 and 6 (only the real programs' rows).
 
 #include "validate_session.hpp"

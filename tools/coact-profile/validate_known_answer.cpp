@@ -275,7 +275,8 @@ int Session::known_answer_rows() {
         r.predicted = p->value;
         r.predicted_lo = p->lo;
         r.predicted_hi = p->hi;
-        r.predicted_interval = fmt::format("estimator at s: {} ({} runs)", p->interval, p->runs);
+        if (!std::isnan(p->lo))
+          r.predicted_interval = fmt::format("estimator at s: {} ({} runs)", p->interval, p->runs);
         r.experiments = p->curve_experiments;
       }
       r.actual_runs = static_cast<int>(per_chunk[i].size());
