@@ -197,7 +197,7 @@ class Curve:
         fit's, or the run jackknife's where that is wider (module doc).
         Beyond max_speedup it is an extrapolation (see extrapolated())."""
         x = self._x(s)
-        value = float(x @ self.coef)
+        value = self.value(s)
         if self.cov is None or self.df < 1:
             return value, math.nan, math.nan
         half = _t(self.df) * math.sqrt(max(float(x @ self.cov @ x), 0.0))

@@ -498,7 +498,7 @@ def render(run_dir, validate_path, command):
     else:
         lines += ["This page has no `scripts/readme-run.sh` run yet. Its only source is",
                   f"`{validate_path}`, the output of one",
-                  "`coact-profile validate --json`; validate's JSON records neither its date",
+                  "`coact-profile validate` (its command is under its heading); validate's JSON records neither its date",
                   "nor its commit, which are in the file's name. The other tables appear once the page",
                   "is generated from a run's directory (`scripts/perfdoc.sh RUN_DIR`).", ""]
     lines += ["Earlier runs and their analyses: [history/](history/2026-12-01-tables.md).", ""]
@@ -526,20 +526,20 @@ def render(run_dir, validate_path, command):
             path = os.path.join(run_dir, stem + ".json") if run_dir else None
         if path is None:
             continue
-        lines += [f"## {heading}", "", f"`{cmds.get(stem, default_cmd)}`", ""]
         if not os.path.exists(path):
-            lines += ["Not in this run.", ""]
+            lines += [f"## {heading}", "", f"`{cmds.get(stem, default_cmd)}`", "", "Not in this run.", ""]
             continue
         if stem == "validate":
             docs = read_json_lines(path)
             if len(docs) != 1 or not isinstance(docs[0], dict) or "rows" not in docs[0]:
                 raise InputError(f"{path}: not the JSON of coact-profile validate --json (no \"rows\")")
-            if stem not in cmds and "coz_s" not in docs[0]:   # a run without Coz says so
-                lines[-2] = "`coact-profile validate --json`"
+            if "coz_s" not in docs[0]:          # a run without Coz is named as such
+                default_cmd = "coact-profile validate --json"
             text = validate_section(docs[0])
         else:
             text = sections[stem](read_json_lines(path))
-        lines += [text if text else "The step wrote no rows (see its .err file in the run).", ""]
+        lines += [f"## {heading}", "", f"`{cmds.get(stem, default_cmd)}`", "",
+                  text if text else "The step wrote no rows (see its .err file in the run).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
