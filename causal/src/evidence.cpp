@@ -191,14 +191,15 @@ std::vector<PointEstimates> estimate(const std::vector<Observation>& obs,
       const auto& r = pe.regions[i];
       if (!r.ranked) continue;
       if (pe.leader < 0 || r.slope > pe.regions[static_cast<size_t>(pe.leader)].slope) pe.leader = static_cast<int>(i);
-      pe.widest = std::max(pe.widest, 2 * r.half);
+      pe.widest = std::max(pe.widest, 2 * r.printed_half());
     }
     if (pe.leader >= 0) {
       const auto& l = pe.regions[static_cast<size_t>(pe.leader)];
       pe.separated = true;
       for (size_t i = 0; i < pe.regions.size(); ++i) {
         const auto& r = pe.regions[i];
-        if (static_cast<int>(i) != pe.leader && r.ranked && !(r.slope + r.half < l.slope - l.half)) {
+        if (static_cast<int>(i) != pe.leader && r.ranked &&
+            !(r.slope + r.printed_half() < l.slope - l.printed_half())) {
           pe.separated = false;
         }
       }

@@ -5,8 +5,9 @@
 // the ranking has settled (Options::until_settled).
 //
 // The estimator is the line model of reports/coact_reports/estimate.py (its
-// module comment is the specification; tests/causal/evidence_test.cpp holds
-// both to the same numbers on one profile):
+// module comment is the specification; tests/reports/test_estimate.py,
+// SweepAgreesWithEstimatorTest, holds both to the same numbers on a sweep's
+// profile):
 //  1. Per progress point, the baseline is every speedup-0 experiment pooled
 //     (whatever region it named: at speedup 0 nothing is delayed), after
 //     dropping outlying values (Hampel's rule on log values, >= 10
@@ -19,8 +20,10 @@
 //     refitted.
 //  3. The 95% interval of b: Student t with min(n - 1, m - 1) degrees of
 //     freedom on the weighted residual variance, the baseline's relative error
-//     propagated through the fit and added in quadrature. The ranking key is
-//     b x rank_at with that interval scaled.
+//     propagated through the fit and added in quadrature. The printed interval
+//     (the record, the settle test) also holds kSystematic of b, in
+//     quadrature; the draw weighs the statistical one, which more experiments
+//     narrow. The ranking key is b x rank_at with that interval scaled.
 //  4. Ranked: n >= min_experiments at >= 3 distinct speedups, a baseline of
 //     >= 3 experiments, and an interval. The final table may still choose a
 //     bent curve for a region (the estimator's model rule); the sweep's
@@ -29,6 +32,7 @@
 // Threads: owned and called by the controller thread only. Not a public header.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -49,6 +53,12 @@ struct Observation {
   std::vector<double> num, den;     ///< value = num / den (throughput: duration / delta)
 };
 
+/// The profiler's own error every printed interval holds, a fraction of the
+/// estimate, added in quadrature to the statistical half-width: estimate.py's
+/// SYSTEMATIC (its module doc, "The profiler's own error"); the estimates
+/// record carries it, so estimate.py reproduces a record's intervals.
+inline constexpr double kSystematic = 0.02;
+
 /// A region's line fit at one progress point.
 struct RegionEstimate {
   uint32_t region = 0;
@@ -57,11 +67,14 @@ struct RegionEstimate {
   uint32_t outliers = 0;
   uint32_t levels = 0;  ///< distinct non-zero speedups
   double slope = 0;     ///< b of y = b s
-  double half = 0;      ///< 95% half-width of b; NaN: no interval
+  double half = 0;      ///< statistical 95% half-width of b (drives the draw); NaN: no interval
   bool ranked = false;
+  /// The printed half-width of b: the statistical one with kSystematic of b
+  /// added in quadrature (NaN where there is no interval).
+  double printed_half() const { return std::hypot(half, kSystematic * slope); }
   double key(double at) const { return slope * at; }
-  double lo(double at) const { return (slope - half) * at; }
-  double hi(double at) const { return (slope + half) * at; }
+  double lo(double at) const { return (slope - printed_half()) * at; }
+  double hi(double at) const { return (slope + printed_half()) * at; }
 };
 
 /// The estimates at one progress point.

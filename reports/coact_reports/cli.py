@@ -111,12 +111,14 @@ def _run_profile(a) -> int:
         raise UsageError("--top must be >= 0, --min-points and --min-experiments >= 2")
     if not (0 < a.rank_at <= 1):
         raise UsageError(f"--rank-at {a.rank_at:g}: want a virtual speedup in (0, 1], a fraction")
+    _estimate.check_systematic(a.systematic)
     if a.output:
         _check_output(a.output)
     profile = load_profiles(a.profiles)
     # keep_thin: a short sweep's regions without a curve are listed, not dropped.
     results = analyze(profile, a.points, a.min_points, a.sort, a.fit, a.baseline,
-                      a.min_experiments, a.rank_at, keep_thin=True, interval=a.interval)
+                      a.min_experiments, a.rank_at, keep_thin=True, interval=a.interval,
+                      systematic=a.systematic)
     shown = group_by_handler(results[:a.top] if a.top else results)
     if a.json:
         sys.stdout.write(ranking_json(shown, profile, a.sort, _estimate.estimator_json(a),

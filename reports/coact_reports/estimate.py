@@ -92,6 +92,20 @@ one or two runs (a sweep of one program run, as ``coact-profile run``
 writes) has the fit's interval only: how far another run of the same
 program would move cannot be measured from one run.
 
+The profiler's own error
+------------------------
+Both intervals above measure the noise of this profile; neither can see an
+error the mechanism makes the same way in every run. validate's known-answer
+programs measure one: their predictions run low by about a percent of the
+effect (the median relative error of every quiet validate run on record is
+between -0.4 % and -3.3 %; docs/profiling.md, "How sure"). So every interval
+also holds ``systematic`` (default ``SYSTEMATIC``, 2 %) of the predicted
+value, added in quadrature to the statistical half-width (the GUM's
+combination of a type A and a type B uncertainty): half-width =
+sqrt(statistical^2 + (systematic x |value|)^2), the same for the slope.
+``--systematic 0`` gives the statistical interval alone. A curve without a
+statistical interval gets none from this term either.
+
 Ranked or not
 =============
 A region is *ranked* when its curve has at least ``min_experiments``
@@ -130,6 +144,7 @@ BEND_ALPHA = 0.01                  # family-wise level of the line-vs-bend F tes
 BEND_MIN_N = 8
 MIN_RUNS = 3                       # runs (processes) a profile needs for the jackknife interval
 INTERVALS = ("auto", "fit")        # auto: the jackknife as well, given MIN_RUNS runs; fit: residuals only
+SYSTEMATIC = 0.02                  # the mechanism's own error, a fraction of the value (module doc)
 MIN_SE = 1e-9                      # a coefficient's standard error below this is no interval (exact data)
 _SPEEDUP_KEY_DIGITS = 6            # speedups equal to 1e-6 share one pool
 _Z = 0.975                         # two-sided 95%
@@ -173,6 +188,7 @@ class Curve:
     runs: int = 1                      # runs (processes) in the profile it was drawn from
     replicates: List["Curve"] = field(default_factory=list)  # delete-one-run curves (module doc)
     interval: str = "fit"              # "fit", "fit and runs", or why the runs' could not be had
+    systematic: float = 0.0            # the profiler's own error in the interval, a fraction of the value
 
     def _x(self, s: float) -> np.ndarray:
         return _basis(np.array([float(s)]), self.knee)[0]
@@ -194,7 +210,8 @@ class Curve:
     def predict(self, s: float) -> Tuple[float, float, float]:
         """The model's program speedup at virtual speedup s (a fraction,
         0..1), with its 95% interval (NaN, NaN when there is none): the
-        fit's, or the run jackknife's where that is wider (module doc).
+        fit's, or the run jackknife's where that is wider, with the
+        profiler's own error added (module doc).
         Beyond max_speedup it is an extrapolation (see extrapolated())."""
         x = self._x(s)
         value = self.value(s)
@@ -202,6 +219,7 @@ class Curve:
             return value, math.nan, math.nan
         half = _t(self.df) * math.sqrt(max(float(x @ self.cov @ x), 0.0))
         half = max(half, self._jackknife_half(lambda r: r.value(s)))
+        half = math.hypot(half, self.systematic * value)
         return value, value - half, value + half
 
     def refresh(self) -> None:
@@ -229,6 +247,7 @@ class Curve:
             return math.nan, math.nan
         half = _t(self.df) * math.sqrt(max(float(self.cov[0, 0]), 0.0))
         half = max(half, self._jackknife_half(lambda r: r.slope))
+        half = math.hypot(half, self.systematic * self.slope)
         return self.slope - half, self.slope + half
 
     @property
@@ -580,20 +599,25 @@ def analyze(profile: Profile, points: Optional[Sequence[str]] = None,
             min_points: int = 3, sort: str = "rank", model: str = "auto",
             baseline: str = "pooled", min_experiments: int = MIN_EXPERIMENTS,
             rank_at: float = RANK_AT, keep_thin: bool = False,
-            interval: str = "auto") -> List[RegionResult]:
+            interval: str = "auto", systematic: float = SYSTEMATIC) -> List[RegionResult]:
     """Compute one curve per (region, progress point) and order the regions.
     interval "auto": with MIN_RUNS or more runs in the profile, every
     curve's interval is also the run jackknife's where that is wider
-    (module doc, "Several runs"); "fit": the fit's only. Other arguments:
+    (module doc, "Several runs"); "fit": the fit's only. systematic: the
+    profiler's own error every interval holds, a fraction of the value
+    (module doc, "The profiler's own error"); 0 for none. Other arguments:
     see _analyze."""
     if interval not in INTERVALS:
         raise ValueError(f"interval must be one of {', '.join(INTERVALS)}")
+    if not (math.isfinite(systematic) and 0 <= systematic < 1):
+        raise ValueError(f"systematic {systematic!r}: want a fraction in [0, 1)")
     args = (points, min_points, sort, model, baseline, min_experiments, rank_at)
     results = _analyze(profile, *args, keep_thin=keep_thin)
     runs = sorted({e.run for e in profile.experiments})
     for r in results:
         for c in r.curves:
-            c.runs = len(runs)
+            c.runs, c.systematic = len(runs), systematic
+            c.refresh()
     if interval == "fit" or len(runs) < MIN_RUNS:
         return results
     reps: List[Dict[Tuple[str, str], Curve]] = []
@@ -881,8 +905,11 @@ def estimator_json(args) -> dict:
             "ci": ("95% Student t on the fit's residuals, the baseline's error propagated; with "
                    f"{MIN_RUNS} or more runs, the delete-one-run jackknife's (t, runs - 1 df) where "
                    "wider" if args.interval == "auto" else
-                   "95% Student t on the fit's residuals, the baseline's error propagated"),
-            "fit": args.fit, "interval": args.interval, "min_points": args.min_points,
+                   "95% Student t on the fit's residuals, the baseline's error propagated")
+                  + (f"; the profiler's own error, {args.systematic:.1%} of the value, added in quadrature"
+                     if args.systematic > 0 else ""),
+            "fit": args.fit, "interval": args.interval, "systematic": args.systematic,
+            "min_points": args.min_points,
             "min_experiments": args.min_experiments, "rank_at": args.rank_at}
 
 
@@ -934,6 +961,17 @@ def add_common_arguments(p) -> None:
                    help=f"auto (default): with {MIN_RUNS} or more runs (processes) in the profile, the "
                         "interval is the wider of the fit's and the delete-one-run jackknife's; "
                         "fit: the fit's only")
+    p.add_argument("--systematic", type=float, default=SYSTEMATIC, metavar="FRACTION",
+                   help=f"the profiler's own error every interval also holds, a fraction of the "
+                        f"predicted value added in quadrature (default {SYSTEMATIC:g}; 0: the "
+                        "statistical interval alone)")
+
+
+def check_systematic(x: float) -> None:
+    """--systematic's usage check (estimate and coact-plot profile)."""
+    from .util import UsageError
+    if not (math.isfinite(x) and 0 <= x < 1):
+        raise UsageError(f"--systematic {x:g}: want a fraction in [0, 1) (0.02 = 2% of the value)")
 
 
 def add_arguments(p) -> None:
@@ -959,9 +997,10 @@ def run(a) -> int:
     if bad:
         raise UsageError(f"--at/--rank-at {bad[0]:g}: want a virtual speedup in (0, 1], "
                          "a fraction (0.25 = 25%)")
+    check_systematic(a.systematic)
     profile = load_profiles(a.profiles)
     results = analyze(profile, a.points, a.min_points, "name", a.fit, a.baseline,
-                      a.min_experiments, a.rank_at, interval=a.interval)
+                      a.min_experiments, a.rank_at, interval=a.interval, systematic=a.systematic)
     if a.regions:
         known = [r.region for r in results]
         missing = [x for x in a.regions if x not in known]

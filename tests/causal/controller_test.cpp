@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -575,9 +576,16 @@ TEST_CASE("controller: the evidence draw gives a light region enough experiments
   const auto& last = est.back();
   REQUIRE(last["points"].size() == 1);
   CHECK(last["points"][0]["leader"] == "controller-test/evidence-heavy");
+  // The printed interval holds the profiler's own error (a fraction of the
+  // key) besides the statistical one.
+  const double systematic = last["systematic"].get<double>();
+  CHECK(systematic > 0);
   for (const auto& r : last["points"][0]["regions"]) {
     CHECK(r["ranked"] == true);
-    CHECK(r["ci"][1].get<double>() > r["ci"][0].get<double>());
+    const double lo = r["ci"][0].get<double>(), hi = r["ci"][1].get<double>(), key = r["key"].get<double>();
+    CHECK(hi > lo);
+    CHECK((hi - lo) / 2 >= systematic * std::abs(key) * (1 - 1e-9));
+    CHECK(std::abs((hi + lo) / 2 - key) <= 1e-12 + 1e-9 * std::abs(key));
   }
 }
 

@@ -10,12 +10,15 @@ latency point is planted at 0.4 s.
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
 import warnings
+
+import numpy as np
 
 from support import FIXTURES, REPORTS, run_cli
 
@@ -401,6 +404,79 @@ class RunsIntervalTest(unittest.TestCase):
         self.assertIn("jackknife", json.loads(out.stdout)["estimator"]["ci"])
 
 
+class SystematicTest(unittest.TestCase):
+    """Every interval also holds the profiler's own error, a fraction of the
+    value, in quadrature (estimate.py, "The profiler's own error")."""
+
+    def analyze(self, path, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", profile.ProfileWarning)
+            return estimate.analyze(profile.load_profiles([path]), model="line", **kw)
+
+    def test_adds_in_quadrature(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(11), 3, 0.4, 0.02, 0.01, 10, 4)
+            (stat,) = self.analyze(path, systematic=0.0)
+            (both,) = self.analyze(path)
+        a, b = stat.curves[0], both.curves[0]
+        self.assertEqual(b.systematic, estimate.SYSTEMATIC)
+        for s in (0.1, 0.25, 0.5, 1.0):
+            (v, lo, hi), (w, blo, bhi) = a.predict(s), b.predict(s)
+            self.assertAlmostEqual(v, w, places=12)
+            self.assertAlmostEqual(((bhi - blo) / 2) ** 2, ((hi - lo) / 2) ** 2 + (0.02 * v) ** 2, places=12)
+        (lo, hi), (blo, bhi) = a.slope_ci, b.slope_ci
+        self.assertAlmostEqual(((bhi - blo) / 2) ** 2, ((hi - lo) / 2) ** 2 + (0.02 * a.slope) ** 2, places=12)
+        # The band the plot draws is the same interval.
+        i = int(np.argmin(np.abs(b.grid - 0.5)))
+        self.assertAlmostEqual(b.band[1][i], b.predict(float(b.grid[i]))[2], places=12)
+
+    def test_holds_a_bias_the_statistics_cannot_see(self):
+        # Every run measures 1.5 % of the effect low, with little noise: the
+        # statistical interval misses the true slope, the printed one holds it.
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(12), 4, 0.4 * 0.985, 0.0, 0.002, 16, 4)
+            (stat,) = self.analyze(path, systematic=0.0)
+            (both,) = self.analyze(path)
+        truth = 0.4 * 0.25
+        _, lo, hi = stat.curves[0].predict(0.25)
+        self.assertFalse(lo <= truth <= hi, (lo, hi))
+        _, lo, hi = both.curves[0].predict(0.25)
+        self.assertTrue(lo <= truth <= hi, (lo, hi))
+
+    def test_no_statistical_interval_stays_none(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "exact.coz")
+            with open(path, "w") as f:      # exact points on y = s: no residual, no interval
+                for s, delta in ((0.0, 1000), (0.0, 1000), (0.0, 1000), (0.2, 1250), (0.5, 2000), (0.75, 4000)):
+                    f.write(f"experiment\tselected=A\tspeedup={s:.2f}\tduration=1000000000\t"
+                            "selected-samples=1\n"
+                            f"throughput-point\tname=p\tdelta={delta}\n")
+            (r,) = self.analyze(path)
+        _, lo, hi = r.curves[0].predict(0.25)
+        self.assertTrue(math.isnan(lo) and math.isnan(hi), (lo, hi))
+
+    def test_command_line(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.coz")
+            runs_profile(path, random.Random(13), 1, 0.3, 0.0, 0.01, 20, 4)
+            out = run_module(path, "--json")
+            off = run_module(path, "--json", "--systematic", "0")
+            bad = run_module(path, "--systematic", "1.5")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(json.loads(out.stdout)["estimator"]["systematic"], estimate.SYSTEMATIC)
+        self.assertIn("own error", json.loads(out.stdout)["estimator"]["ci"])
+        self.assertEqual(json.loads(off.stdout)["estimator"]["systematic"], 0.0)
+        (a,), (b,) = json.loads(out.stdout)["regions"], json.loads(off.stdout)["regions"]
+        self.assertGreater(a["slope_ci"][1] - a["slope_ci"][0], b["slope_ci"][1] - b["slope_ci"][0])
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--systematic 1.5", bad.stderr)
+
+
 class SweepAgreesWithEstimatorTest(unittest.TestCase):
     """The sweep's running estimates (causal/src/evidence.cpp: the line model,
     which drives the experiment draw, the status line and --until-settled)
@@ -414,8 +490,11 @@ class SweepAgreesWithEstimatorTest(unittest.TestCase):
         (est,) = [r for r in records if r["type"] == "estimates"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", profile.ProfileWarning)
+            # A record written before the sweep printed the profiler's own
+            # error has no "systematic": its intervals are statistical only.
             res = estimate.analyze(profile.load_profiles([path]), model="line",
-                                   rank_at=est["rank_at"], min_experiments=est["min_experiments"])
+                                   rank_at=est["rank_at"], min_experiments=est["min_experiments"],
+                                   systematic=est.get("systematic", 0.0))
         by_name = {r.region: r.curves[0] for r in res}
         (point,) = est["points"]
         self.assertGreaterEqual(len(point["regions"]), 4)

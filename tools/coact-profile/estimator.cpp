@@ -63,6 +63,10 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
   if (!j.is_object() || !j.contains("regions")) {
     throw std::runtime_error("the estimator printed no JSON object with \"regions\"");
   }
+  double systematic = 0;
+  if (const auto e = j.find("estimator"); e != j.end() && e->is_object()) {
+    if (const auto v = e->find("systematic"); v != e->end() && v->is_number()) systematic = v->get<double>();
+  }
   std::vector<Prediction> out;
   for (const auto& reg : j["regions"]) {
     for (const auto& p : reg.value("predictions", nlohmann::json::array())) {
@@ -72,6 +76,7 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
       x.curve_experiments = reg.value("experiments", 0);
       x.runs = reg.value("runs", 0);
       x.interval = reg.value("interval", "");
+      x.systematic = systematic;
       x.s = p.value("s", 0.0);
       x.value = p.contains("program_speedup") && p["program_speedup"].is_number() ? p["program_speedup"].get<double>()
                                                                                   : std::nan("");
@@ -86,6 +91,10 @@ std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, 
     }
   }
   return out;
+}
+
+std::string systematic_note(double k) {
+  return k > 0 ? fmt::format(", with the profiler's own error ({:g} %)", k * 100) : std::string();
 }
 
 const Prediction* find_prediction(const std::vector<Prediction>& p, const std::string& region, double s) {

@@ -30,6 +30,7 @@ struct Prediction {
   int curve_experiments = 0;  // experiments behind the whole curve
   int runs = 0;               // runs (processes) in the profile
   std::string interval;       // the estimator's "interval": "fit", "fit and runs", or why only the fit's
+  double systematic = 0;      // the profiler's own error its interval holds, a fraction of the value
 };
 
 // Where the coact_reports package is: <source>/reports when this tool runs
@@ -45,6 +46,11 @@ std::string reports_pythonpath();
 // is not an error: the result is empty.
 std::vector<Prediction> run_estimator(const std::vector<std::string>& profiles, const std::vector<double>& at,
                                       const EstimateOptions& opt, const std::string& log);
+
+// How a row's interval says it holds the profiler's own error `k` (a
+// fraction of the value): ", with the profiler's own error (2 %)"; empty
+// for k = 0.
+std::string systematic_note(double k);
 
 // The prediction for (region, s) in `p` (|s - s'| < 1e-6), or nullptr.
 const Prediction* find_prediction(const std::vector<Prediction>& p, const std::string& region, double s);

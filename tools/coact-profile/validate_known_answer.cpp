@@ -275,8 +275,11 @@ int Session::known_answer_rows() {
         r.predicted = p->value;
         r.predicted_lo = p->lo;
         r.predicted_hi = p->hi;
-        if (!std::isnan(p->lo))
-          r.predicted_interval = fmt::format("estimator at s: {} ({} runs)", p->interval, p->runs);
+        if (!std::isnan(p->lo)) {
+          r.predicted_interval =
+              fmt::format("estimator at s: {} ({} runs){}", p->interval, p->runs, systematic_note(p->systematic));
+          r.predicted_systematic = p->systematic;
+        }
         r.experiments = p->curve_experiments;
       }
       r.actual_runs = static_cast<int>(per_chunk[i].size());

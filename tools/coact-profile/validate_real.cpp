@@ -286,6 +286,16 @@ void Session::real_program_rows() {
               r.window_hi = p->hi;
               r.experiments = p->curve_experiments;
             }
+            // The rounds' interval holds the profiler's own error too, as the
+            // estimator's does (estimate.py, "The profiler's own error").
+            const double k = preds.empty() ? 0.0 : preds.front().systematic;
+            if (k > 0 && !std::isnan(r.predicted_lo)) {
+              const double half = std::hypot((r.predicted_hi - r.predicted_lo) / 2, k * r.predicted);
+              r.predicted_lo = r.predicted - half;
+              r.predicted_hi = r.predicted + half;
+              r.predicted_systematic = k;
+              r.predicted_interval += systematic_note(k);
+            }
           } catch (const std::runtime_error& e) {
             std::fprintf(stderr, "coact-profile: %s\n", e.what());
             failed = true;

@@ -78,6 +78,7 @@ int report(Session& ss) {
            {"predicted", json_num(r.predicted)},
            {"predicted_ci", json::array({json_num(r.predicted_lo), json_num(r.predicted_hi)})},
            {"predicted_interval", r.predicted_interval.empty() ? json(nullptr) : json(r.predicted_interval)},
+           {"predicted_systematic", r.predicted_systematic},
            {"actual", json_num(r.actual)},
            {"actual_ci", json::array({json_num(r.actual_lo), json_num(r.actual_hi)})},
            {"actual_measure", r.actual_measure.empty() ? json(nullptr) : json(r.actual_measure)},

@@ -42,7 +42,8 @@ struct Row {
   double s = 0, predicted = std::nan(""), actual = std::nan(""), ideal = std::nan("");
   // The prediction's 95% interval: the estimator's at s (known-answer rows), over the rounds (real rows, step 5b).
   double predicted_lo = std::nan(""), predicted_hi = std::nan("");
-  std::string predicted_interval;                             // what that interval is (--json's "predicted_interval")
+  std::string predicted_interval;   // what that interval is (--json's "predicted_interval")
+  double predicted_systematic = 0;  // the profiler's own error that interval holds, a fraction of the value
   double actual_lo = std::nan(""), actual_hi = std::nan("");  // Student t over the rounds' (chunks') speedups
   std::string actual_measure;  // real rows: "pass_time" (whole passes) or "window_rate" (progress per window)
   int experiments = 0;

@@ -188,6 +188,7 @@ void Sweep::observe(uint32_t region, const ExperimentRecord& e) {
                                {"rank_at", kRankAt},
                                {"min_experiments", o_.min_experiments},
                                {"time_share_floor", floor},
+                               {"systematic", detail::kSystematic},
                                {"settled", settled},
                                {"points", std::move(points)}}
                     .dump());
