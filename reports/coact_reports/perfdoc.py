@@ -37,7 +37,9 @@ that does not parse), with one line naming it.
 """
 
 import json
+import math
 import os
+import statistics
 import sys
 
 # The steps of scripts/readme-run.sh, in its order: (file stem, heading, the
@@ -354,24 +356,53 @@ def _ci(pair):
     return None
 
 
+def _statistical(r, ci):
+    """The row's interval without the profiler's own error term
+    (predicted_systematic: a fraction of the prediction added in
+    quadrature), or ci itself for a row without one."""
+    k, v = r.get("predicted_systematic") or 0, r.get("predicted")
+    if not k or v is None:
+        return ci
+    half = (ci[1] - ci[0]) / 2
+    stat = math.sqrt(max(half * half - (k * v) ** 2, 0.0))
+    return [v - stat, v + stat]
+
+
 def coverage_sentence(rows):
     """How often the printed interval holds the actual, per kind of program
-    (rows without an interval or an actual are not counted); None when no
-    row has an interval (runs before validate printed one)."""
-    parts = []
+    (rows without an interval or an actual are not counted), and without the
+    profiler's own error term where the rows carry one; then the known-answer
+    rows' median relative error (the bias that term stands for). None when
+    no row has an interval (runs before validate printed one)."""
+    parts, stat_parts = [], []
+    ks = sorted({r.get("predicted_systematic") for r in rows if r.get("predicted_systematic")})
     for program, label in (("known_answer", "known-answer"), ("real", "real-program")):
-        held = total = 0
+        held = stat_held = total = 0
         for r in rows:
             ci = _ci(r.get("predicted_ci"))
             if r.get("program", "known_answer") != program or ci is None or r.get("actual") is None:
                 continue
             total += 1
             held += ci[0] <= r["actual"] <= ci[1]
+            st = _statistical(r, ci)
+            stat_held += st[0] <= r["actual"] <= st[1]
         if total:
             parts.append(f"{held} of {total} {label} rows")
+            stat_parts.append(f"{stat_held}")
     if not parts:
         return None
-    return ("The prediction's 95 % interval holds the actual in " + " and ".join(parts) + ".")
+    out = "The prediction's 95 % interval holds the actual in " + " and ".join(parts)
+    if ks:
+        term = ", ".join(f"{k * 100:g} %" for k in ks)
+        out += f" (without the profiler's own error term, {term} of the prediction: {' and '.join(stat_parts)})"
+    out += "."
+    rel = [(r["predicted"] - r["actual"]) / r["actual"] for r in rows
+           if r.get("program", "known_answer") == "known_answer" and r.get("predicted") is not None
+           and r.get("actual") is not None and r["actual"] > 0.05]
+    if rel:
+        out += (f" The known-answer rows whose actual is over 5 % have a median relative error of "
+                f"{signed(statistics.median(rel) * 100)} % ({len(rel)} rows).")
+    return out
 
 
 def validate_section(doc):

@@ -122,6 +122,7 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                 "slope_ci": [_clean(c.slope_ci[0]), _clean(c.slope_ci[1])],
                 "runs": c.runs,
                 "interval": c.interval,
+                "systematic": c.systematic,
                 "predicted": {
                     f"{s:g}": {"program_speedup": _clean(pv), "ci": [_clean(plo), _clean(phi)],
                                "extrapolated": c.extrapolated(s)}
@@ -139,7 +140,7 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
                 "model": None, "knee": None, "baseline_ns": None, "rank_at": None,
                 "key": {"program_speedup": None, "ci": [None, None]}, "ci": [None, None],
                 "slope": None, "slope_ci": [None, None], "runs": None, "interval": None,
-                "predicted": {},
+                "systematic": None, "predicted": {},
                 "measurements": [
                     {"speedup": m.speedup, "program_speedup": _clean(m.program_speedup),
                      "experiments": m.experiments} for m in t.measurements],
@@ -226,11 +227,14 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
         out.append("  ".join(c.ljust(widths[i]) if i in left else c.rjust(widths[i])
                              for i, c in enumerate(r)).rstrip())
     st = settlement(results, rank_at)
+    ks = sorted({row["systematic"] for row in rows if row.get("systematic")})
+    systematic = (f", and the profiler's own error ({', '.join(f'{k * 100:g}%' for k in ks)} of the value, "
+                  "docs/profiling.md)" if ks else "")
     note = (f"program speedup predicted by each region's one model (a line through the origin, or "
             f"a bend at k when an F test prefers it) at 10/25/50% virtual speedup; ranked by {at}; "
             f"* = beyond the largest measured speedup (extrapolated); 'as rate': the "
             f"@{PREDICT_AT[-1] * 100:g}% prediction as a rise in progress visits per second; 95% CI: Student t on the "
-            f"experiments, the baseline's error included. A region is ranked with enough "
+            f"experiments, the baseline's error included{systematic}. A region is ranked with enough "
             f"experiments (--min-experiments, default {MIN_EXPERIMENTS}) at 3+ speedups; 'k=': tied, "
             f"the data cannot order these regions (each interval reaches the lower bound of the first "
             f"region ranked k)."

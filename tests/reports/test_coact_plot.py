@@ -590,6 +590,23 @@ class CliTest(TempDirCase):
             lo, hi = reg["ci"]
             if lo is not None:
                 self.assertGreater(hi - lo, 1e-6, reg["region"])   # no zero-width interval
+                self.assertEqual(reg["systematic"], 0.02, reg["region"])
+        self.assertEqual(doc["estimator"]["systematic"], 0.02)
+        r = run_cli("profile", fixture, "--systematic", "0", "--json")
+        stat = {(x["region"], x["point"]): x for x in json.loads(r.stdout)["regions"]}
+        for reg in doc["regions"]:
+            lo, hi = reg["ci"]
+            if lo is None:
+                continue
+            # The same row without the profiler's own error: narrower by exactly that term.
+            slo, shi = stat[(reg["region"], reg["point"])]["ci"]
+            v = reg["key"]["program_speedup"]
+            self.assertAlmostEqual(((hi - lo) / 2) ** 2, ((shi - slo) / 2) ** 2 + (0.02 * v) ** 2, places=12)
+        r = run_cli("profile", fixture)
+        self.assertIn("the profiler's own error (2% of the value", r.stdout)
+        r = run_cli("profile", fixture, "--systematic", "nan")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--systematic nan", r.stderr)
 
     def test_band_above_100_percent_plots(self):
         # A 16 s settled wordcount sweep (the README's example): tokenize's band

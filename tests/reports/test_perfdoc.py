@@ -119,6 +119,26 @@ class PerfdocTest(unittest.TestCase):
         self.assertIn("| [0.100, 0.200] | 0.150 |", p.stdout)
         self.assertIn("## Causal accuracy\n\n`coact-profile validate --json`\n", p.stdout)
 
+    def test_validate_coverage_without_the_systematic_term(self):
+        # A row whose interval holds the actual only by the profiler's own
+        # error term is counted both ways; the known-answer bias is said.
+        with open(os.path.join(ROOT, FIXTURE, "validate.json")) as f:
+            doc = json.load(f)
+        doc["rows"] = [dict(doc["rows"][0]) for _ in range(2)]
+        doc.pop("coz_s", None)
+        # half-width 0.05 = sqrt(0.03^2 + (0.2 x 0.2)^2): statistical half 0.03
+        doc["rows"][0].update(predicted=0.20, predicted_ci=[0.15, 0.25], predicted_systematic=0.2, actual=0.24)
+        doc["rows"][1].update(predicted=0.20, predicted_ci=[0.15, 0.25], predicted_systematic=0.2, actual=0.21)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "v.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            p = perfdoc("--validate", path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("holds the actual in 2 of 2 known-answer rows (without the profiler's own error term, "
+                      "20 % of the prediction: 1).", p.stdout)
+        self.assertIn("median relative error of −10.7 % (2 rows)", p.stdout)   # of −16.7 % and −4.8 %
+
     def test_bad_input_is_one_line_and_exit_2(self):
         p = perfdoc("no/such/dir")
         self.assertEqual(p.returncode, 2)
