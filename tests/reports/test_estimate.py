@@ -408,10 +408,7 @@ class SystematicTest(unittest.TestCase):
     """Every interval also holds the profiler's own error, a fraction of the
     value, in quadrature (estimate.py, "The profiler's own error")."""
 
-    def analyze(self, path, **kw):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", profile.ProfileWarning)
-            return estimate.analyze(profile.load_profiles([path]), model="line", **kw)
+    analyze = RunsIntervalTest.analyze
 
     def test_adds_in_quadrature(self):
         import random

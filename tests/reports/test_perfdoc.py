@@ -99,19 +99,23 @@ class PerfdocTest(unittest.TestCase):
         self.assertIn("| fork_join_lines a1 | `known_answer.hpp:615` | 0.25 | 0.151 | 0.166 | −1.5 (Coz 0.086, −8.0) |",
                       p.stdout)
 
-    def test_validate_with_intervals_counts_coverage(self):
+    def validate_page(self, *updates):
+        """perfdoc --validate on the fixture's first row, once per update
+        (each a dict of fields to change), without its Coz run."""
         with open(os.path.join(ROOT, FIXTURE, "validate.json")) as f:
             doc = json.load(f)
-        doc["rows"] = [dict(doc["rows"][0]) for _ in range(3)]
+        doc["rows"] = [dict(doc["rows"][0], **u) for u in updates]
         doc.pop("coz_s", None)
-        doc["rows"][0].update(predicted_ci=[0.10, 0.20], actual=0.15)                   # holds
-        doc["rows"][1].update(predicted_ci=[0.10, 0.20], actual=0.25)                   # misses
-        doc["rows"][2].update(predicted_ci=[0.40, 0.50], actual=0.45, program="real")   # holds
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "v.json")
             with open(path, "w") as f:
                 json.dump(doc, f)
-            p = perfdoc("--validate", path)
+            return perfdoc("--validate", path)
+
+    def test_validate_with_intervals_counts_coverage(self):
+        p = self.validate_page(dict(predicted_ci=[0.10, 0.20], actual=0.15),                   # holds
+                               dict(predicted_ci=[0.10, 0.20], actual=0.25),                   # misses
+                               dict(predicted_ci=[0.40, 0.50], actual=0.45, program="real"))   # holds
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("The prediction's 95 % interval holds the actual in 1 of 2 known-answer rows and "
                       "1 of 1 real-program rows.", p.stdout)
@@ -122,18 +126,9 @@ class PerfdocTest(unittest.TestCase):
     def test_validate_coverage_without_the_systematic_term(self):
         # A row whose interval holds the actual only by the profiler's own
         # error term is counted both ways; the known-answer bias is said.
-        with open(os.path.join(ROOT, FIXTURE, "validate.json")) as f:
-            doc = json.load(f)
-        doc["rows"] = [dict(doc["rows"][0]) for _ in range(2)]
-        doc.pop("coz_s", None)
         # half-width 0.05 = sqrt(0.03^2 + (0.2 x 0.2)^2): statistical half 0.03
-        doc["rows"][0].update(predicted=0.20, predicted_ci=[0.15, 0.25], predicted_systematic=0.2, actual=0.24)
-        doc["rows"][1].update(predicted=0.20, predicted_ci=[0.15, 0.25], predicted_systematic=0.2, actual=0.21)
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "v.json")
-            with open(path, "w") as f:
-                json.dump(doc, f)
-            p = perfdoc("--validate", path)
+        row = dict(predicted=0.20, predicted_ci=[0.15, 0.25], predicted_systematic=0.2)
+        p = self.validate_page(dict(row, actual=0.24), dict(row, actual=0.21))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("holds the actual in 2 of 2 known-answer rows (without the profiler's own error term, "
                       "20 % of the prediction: 1).", p.stdout)
