@@ -97,8 +97,8 @@ The profiler's own error
 Both intervals above measure the noise of this profile; neither can see an
 error the mechanism makes the same way in every run. validate's known-answer
 programs measure one: their predictions run low by about a percent of the
-effect (the median relative error of every quiet validate run on record is
-between -0.4 % and -3.3 %; docs/profiling.md, "How sure"). So every interval
+effect, in every validate run on record (docs/profiling.md, "The profiler's
+own error"). So every interval
 also holds ``systematic`` (default ``SYSTEMATIC``, 2 %) of the predicted
 value, added in quadrature to the statistical half-width (the GUM's
 combination of a type A and a type B uncertainty): half-width =
