@@ -138,7 +138,9 @@ class ValidateUsesTheEstimator(unittest.TestCase):
         want = self.estimator(path, "ci")
         for row in rows:
             key = (row["region"], round(row["s"], 6))
-            self.assertEqual(row["predicted_interval"], "estimator at s: fit and runs (3 runs)", key)
+            self.assertEqual(row["predicted_interval"],
+                             "estimator at s: fit and runs (3 runs), with the profiler's own error (2 %)", key)
+            self.assertEqual(row["predicted_systematic"], 0.02, key)
             self.assertAlmostEqual(row["predicted_ci"][0], want[key][0], places=12, msg=str(key))
             self.assertAlmostEqual(row["predicted_ci"][1], want[key][1], places=12, msg=str(key))
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "reports"))
