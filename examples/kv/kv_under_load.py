@@ -9,8 +9,9 @@ Usage: kv_under_load.py --kv PATH --seconds S [--clients C] [--pipeline D]
 Starts PATH --port 0 with the remaining options (it inherits the
 environment: a sweep's COACT_CAUSAL_* reach the server, not the client),
 waits for its "listening on" line, runs `redis-benchmark -t TEST -c C -P D`
-rounds against it until S seconds have passed, then sends the server
-SIGTERM (it drains) and exits with the server's status. The client's own
+rounds against it until S seconds have passed (the round then running is
+ended with SIGTERM), then sends the server SIGTERM (it drains) and exits
+with the server's status. The client's own
 output is discarded; a client that cannot run is an error (exit 1). Needs
 Debian's redis-tools (redis-benchmark).
 """
@@ -58,8 +59,15 @@ def main() -> int:
             try:
                 client.wait(timeout=max(0.1, end - time.monotonic()))
             except subprocess.TimeoutExpired:
-                client.send_signal(signal.SIGINT)
-                client.wait(timeout=10)
+                # SIGTERM, not SIGINT: a shell starts a background job with
+                # SIGINT ignored, and the client inherits that; a client that
+                # still has not exited after 10 s is killed.
+                client.terminate()
+                try:
+                    client.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    client.kill()
+                    client.wait()
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGTERM)

@@ -2,13 +2,17 @@
 """coact-kv under the real Redis client tools (Debian's redis-tools): redis-cli
 gets Redis's answers for every command the server knows, a pipelined
 redis-benchmark run completes with every request answered, and SIGTERM
-drains the server: exit 0 and the drained line.
+drains the server: exit 0 and the drained line. Then the load harness that
+coact-profile validate runs the server under (examples/kv/kv_under_load.py)
+ends on time and exits 0 when started with SIGINT ignored, as a shell starts
+a background job.
 
 Usage: kv_redis_tools.py COACT_KV
 Exit status 0 when every check holds, 1 otherwise; 77 (skipped) when
 redis-cli or redis-benchmark is not installed (scripts/bootstrap.sh installs
 redis-tools).
 """
+import os
 import re
 import shutil
 import signal
@@ -102,6 +106,18 @@ def main() -> int:
         fail(f"coact-kv exited {proc.returncode} after SIGTERM: {err.strip()}")
     if "coact-kv: drained:" not in err:
         fail(f"coact-kv did not report its drain: {err.strip()!r}")
+    # kv_under_load.py ends its client's last round itself; a client that
+    # inherited an ignored SIGINT must not outlive the load time.
+    harness = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "kv",
+                           "kv_under_load.py")
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, harness, "--kv", sys.argv[1], "--seconds", "2"], capture_output=True,
+                       text=True, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    took = time.monotonic() - started
+    if r.returncode != 0:
+        fail(f"kv_under_load.py with SIGINT ignored exited {r.returncode}: {r.stderr.strip()[-500:]}")
+    if took > 8:
+        fail(f"kv_under_load.py --seconds 2 with SIGINT ignored took {took:.1f} s")
     print("kv_redis_tools: all checks passed")
     return 0
 
