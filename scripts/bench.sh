@@ -206,15 +206,18 @@
 #            unrecorded warm-up each, then at each pipeline depth (-P 1 and 16) trials
 #            alternating the servers in ABBA order (COACT_BENCH_TRIALS if set, else 5),
 #            a trial being one `redis-benchmark -t TEST -n 10^6 -c 50 -P D --csv` per
-#            test (set, get); the servers' CPU time (user + sys, /proc/PID/stat) around
-#            each. Both get SIGTERM at the end (coact-kv must exit 0 within 10 s; on
+#            test (set, get); the servers' CPU time (user + sys, /proc/PID/stat) and
+#            run-queue wait (/proc/PID/task/*/schedstat) around each, and redis-benchmark's
+#            own CPU time per second of its run. Both get SIGTERM at the end (coact-kv must exit 0 within 10 s; on
 #            every exit path). One object per test and depth:
 #            {"group":"kv","workload":"set"|"get","pipeline":D,"clients":50,"requests":N,
 #             "workers":K,"shards":S,"trials":T,"quick":B,
 #             "coact":{"rps":{"median","min","max","trials":[...]},"p50_ms":{...},
-#                      "p99_ms":{...},"cpu_s_per_100k":{...}},"redis":{the same},
+#                      "p99_ms":{...},"cpu_s_per_100k":{...},"runq_s_per_100k":{...} (null
+#                      without schedstat),"client_cpu_share":{...}},"redis":{the same},
 #             "coact_over_redis_rps":R,"p99_coact_over_redis":R (ratios of the medians),
 #             "pairs":[coact/redis rps of each trial pair],
+#             "client_bound":B (both client CPU medians >= 0.9: the client set the rate),
 #             "target":{"rps_at_least_redis":B,"p99_no_worse":B,"rps_ahead":B,"met":B}}
 #            (met: at -P 1 the first two, pipelined rps_ahead) and a last
 #            {"group":"kv","workload":"summary","command":...,"versions":{"redis_server",

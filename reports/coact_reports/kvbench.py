@@ -10,7 +10,17 @@ warm-up. Then, for each pipeline depth, T trials per server, alternating
 the servers in ABBA order (coact first in even trials, redis first in odd
 ones). A trial is one `redis-benchmark -t TEST -n N -c C -P D --csv` per
 test, so each test's CPU time (user + sys of the server process, from
-/proc/PID/stat around the invocation) is its own. At the end both servers
+/proc/PID/stat around the invocation) is its own. Two more figures per
+trial say what limited it:
+  - client_cpu_share: redis-benchmark's own user + sys time per second of
+    its run (getrusage of the waited-for child). Its one thread at 1.0
+    never waited for a reply: the client, not the server, set the request
+    rate, and the servers' requests/s are then the client's.
+  - runq_s_per_100k: the time the server's threads spent runnable but
+    waiting for a CPU (the second field of /proc/PID/task/*/schedstat, a
+    thread's run-queue wait), per 100k requests: threads contending for
+    the cores with each other and with the client. null where the kernel
+    keeps no schedstat. At the end both servers
 get SIGTERM; coact-kv must exit 0 within 10 s (it drains). Servers are
 stopped on every exit path (errors, SIGINT, SIGTERM).
 
@@ -34,6 +44,7 @@ import io
 import json
 import os
 import re
+import resource
 import selectors
 import signal
 import socket
@@ -45,7 +56,10 @@ import time
 from typing import IO, Any
 
 SERVERS = ("coact", "redis")
-FIGURES = ("rps", "p50_ms", "p99_ms", "cpu_s_per_100k")
+FIGURES = ("rps", "p50_ms", "p99_ms", "cpu_s_per_100k", "client_cpu_share", "runq_s_per_100k")
+# A client whose median CPU share is at least this never waited for either
+# server: the requests/s it measured are its own (row_object's client_bound).
+CLIENT_BOUND_SHARE = 0.9
 LOAD_WARN = 0.3
 
 
@@ -77,6 +91,30 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def runq_wait_seconds(pid: int) -> float | None:
+    """Run-queue wait of a process's threads (each thread's schedstat: on-CPU
+    ns, run-queue wait ns, timeslices), summed; None without schedstat. A
+    thread that ended between two reads drops out of the sum: the servers
+    here keep theirs."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[1])
+            except FileNotFoundError:  # the thread ended since listdir
+                continue
+    except (OSError, IndexError, ValueError):
+        return None
+    return total / 1e9
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's waited-for children."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def free_port() -> int:
@@ -151,14 +189,16 @@ class Server:
 def run_test(srv: Server, a: argparse.Namespace, test: str, pipeline: int, requests: int) -> dict[str, float]:
     cmd = [a.redis_benchmark, "-h", "127.0.0.1", "-p", str(srv.port), "-t", test, "-n", str(requests),
            "-c", str(a.clients), "-P", str(pipeline), "--csv"]
-    c0 = cpu_seconds(srv.proc.pid)
+    c0, q0 = cpu_seconds(srv.proc.pid), runq_wait_seconds(srv.proc.pid)
+    k0, t0 = children_cpu_seconds(), time.monotonic()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout_s)
     except subprocess.TimeoutExpired:
         raise BenchError(f"{srv.name}: {' '.join(cmd)} did not finish within {a.timeout_s} s") from None
+    wall, k1 = time.monotonic() - t0, children_cpu_seconds()
     if srv.proc.poll() is not None:
         raise srv.died(f"during {test} at pipeline {pipeline}")
-    c1 = cpu_seconds(srv.proc.pid)
+    c1, q1 = cpu_seconds(srv.proc.pid), runq_wait_seconds(srv.proc.pid)
     if p.returncode != 0:
         raise BenchError(f"{srv.name}: {' '.join(cmd)} failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
     rows = parse_csv(p.stdout)
@@ -166,10 +206,15 @@ def run_test(srv: Server, a: argparse.Namespace, test: str, pipeline: int, reque
     if row is None or row["rps"] <= 0:
         raise BenchError(f"{srv.name}: redis-benchmark gave no {test} figure: {p.stdout.strip()[-300:]}")
     return {"rps": row["rps"], "p50_ms": row["p50_ms"], "p99_ms": row["p99_ms"],
-            "cpu_s_per_100k": round((c1 - c0) / requests * 1e5, 4)}
+            "cpu_s_per_100k": round((c1 - c0) / requests * 1e5, 4),
+            "client_cpu_share": round((k1 - k0) / wall, 3) if wall > 0 else None,
+            "runq_s_per_100k": round((q1 - q0) / requests * 1e5, 4) if q0 is not None and q1 is not None else None}
 
 
-def dist(xs: list[float]) -> dict[str, Any]:
+def dist(xs: list[float | None]) -> dict[str, Any] | None:
+    """Median, min, max and the trials; None when a trial has no figure."""
+    if not xs or any(x is None for x in xs):
+        return None
     return {"median": round(statistics.median(xs), 4), "min": min(xs), "max": max(xs), "trials": xs}
 
 
@@ -178,15 +223,20 @@ def ratio(x: float, y: float) -> float | None:
 
 
 def row_object(a: argparse.Namespace, test: str, pipeline: int, trials: dict[str, list[dict[str, float]]]) -> dict:
-    side = {s: {f: dist([t[f] for t in trials[s]]) for f in FIGURES} for s in SERVERS}
+    side = {s: {f: dist([t.get(f) for t in trials[s]]) for f in FIGURES} for s in SERVERS}
     rps = ratio(side["coact"]["rps"]["median"], side["redis"]["rps"]["median"])
     p99 = ratio(side["coact"]["p99_ms"]["median"], side["redis"]["p99_ms"]["median"])
     at_least, no_worse = rps is not None and rps >= 1, p99 is not None and p99 <= 1
     ahead = rps is not None and rps > 1
+    shares = [(side[s]["client_cpu_share"] or {}).get("median") for s in SERVERS]
+    client_bound = all(x is not None and x >= CLIENT_BOUND_SHARE for x in shares)
     return {"group": "kv", "workload": test, "pipeline": pipeline, "clients": a.clients, "requests": a.requests,
             "workers": a.workers, "shards": a.shards, "trials": a.trials, "quick": a.quick, **side,
             "coact_over_redis_rps": rps, "p99_coact_over_redis": p99,
             "pairs": [ratio(c["rps"], r["rps"]) for c, r in zip(trials["coact"], trials["redis"])],
+            # Both servers answered faster than the client could ask (CLIENT_BOUND_SHARE): the
+            # requests/s ratio is the client's rate over itself, not a comparison of the servers.
+            "client_bound": client_bound,
             # The issue's goal: at -P 1 at least redis-server's throughput and no worse p99; ahead when pipelined.
             "target": {"rps_at_least_redis": at_least, "p99_no_worse": no_worse, "rps_ahead": ahead,
                        "met": (at_least and no_worse) if pipeline == 1 else ahead}}

@@ -15,7 +15,7 @@ from support import REPORTS, ROOT, alive
 
 from coact_reports import kvbench
 
-COACT_KV = os.environ.get("COACT_KV_BIN", os.path.join(ROOT, "build", "relwithdebinfo", "examples", "kv", "coact-kv"))
+COACT_KV = os.environ.get("KVBENCH_TEST_COACT_KV", os.path.join(ROOT, "build", "relwithdebinfo", "examples", "kv", "coact-kv"))
 TOOLS = ("/usr/bin/redis-server", "/usr/bin/redis-benchmark", "/usr/bin/redis-cli")
 
 # redis-benchmark 7.0.15 -t set,get -n 2000 -c 50 --csv, as it printed it.
@@ -59,6 +59,27 @@ class CsvTest(unittest.TestCase):
         self.assertEqual(row["target"], {"rps_at_least_redis": True, "p99_no_worse": True, "rps_ahead": True,
                                          "met": True})
         self.assertEqual((a.requests, a.trials, a.shards, a.pipelines), (1000000, 2, 2, [1, 16]))
+        # Trials without the client's and the run queue's figures: those are null, not client-bound.
+        self.assertIsNone(row["coact"]["client_cpu_share"])
+        self.assertIsNone(row["redis"]["runq_s_per_100k"])
+        self.assertFalse(row["client_bound"])
+
+    def test_client_bound_when_the_client_never_waited_for_either_server(self):
+        a = kvbench.parse_args(["--coact-kv", "/bin/true", "--redis-server", "/bin/true",
+                                "--redis-benchmark", "/bin/true", "--redis-cli", "/bin/true", "--trials", "3"])
+
+        def trials(shares):
+            return [{"rps": 1.0, "p50_ms": 1.0, "p99_ms": 1.0, "cpu_s_per_100k": 1.0, "client_cpu_share": x,
+                     "runq_s_per_100k": 0.01 * i} for i, x in enumerate(shares)]
+        bound = kvbench.row_object(a, "set", 1, {"coact": trials([0.97, 0.5, 0.95]),
+                                                 "redis": trials([0.99, 0.91, 0.2])})
+        self.assertEqual(bound["coact"]["client_cpu_share"]["median"], 0.95)
+        self.assertEqual(bound["redis"]["runq_s_per_100k"], {"median": 0.01, "min": 0.0, "max": 0.02,
+                                                              "trials": [0.0, 0.01, 0.02]})
+        self.assertTrue(bound["client_bound"])
+        waited = kvbench.row_object(a, "set", 1, {"coact": trials([0.97, 0.95, 0.96]),
+                                                  "redis": trials([0.8, 0.85, 0.99])})
+        self.assertFalse(waited["client_bound"])  # redis-benchmark waited for redis-server
 
 
 @unittest.skipUnless(os.access(COACT_KV, os.X_OK), f"{COACT_KV} not built")
@@ -86,6 +107,11 @@ class TinyRunTest(unittest.TestCase):
                 self.assertGreater(r[side]["rps"]["median"], 0)
                 self.assertEqual(len(r[side]["rps"]["trials"]), 1)
                 self.assertGreaterEqual(r[side]["p99_ms"]["median"], r[side]["p50_ms"]["median"])
+                self.assertGreater(r[side]["client_cpu_share"]["median"], 0)
+                self.assertLess(r[side]["client_cpu_share"]["median"], 1.5)  # one client thread
+                if os.path.exists("/proc/self/schedstat"):
+                    self.assertGreaterEqual(r[side]["runq_s_per_100k"]["median"], 0)
+            self.assertIsInstance(r["client_bound"], bool)
             self.assertGreater(r["coact_over_redis_rps"], 0)
         # The servers it started (their PIDs: the summary's, and its log's) are gone.
         pids = [int(x) for x in re.findall(r"kvbench: started \S+ pid (\d+)", p.stderr)]

@@ -197,16 +197,19 @@ class PerfdocTest(unittest.TestCase):
             self.assertIn("no slowmode summary row", p.stderr)
 
     def test_a_kv_step_renders_its_table_and_runs_without_one_have_no_kv_section(self):
-        def side(rps, p50, p99, cpu):
-            return {"rps": {"median": rps[1], "min": rps[0], "max": rps[2], "trials": rps},
-                    "p50_ms": {"median": p50}, "p99_ms": {"median": p99}, "cpu_s_per_100k": {"median": cpu}}
+        def side(rps, p50, p99, cpu, runq=None, client=None):
+            d = {"rps": {"median": rps[1], "min": rps[0], "max": rps[2], "trials": rps},
+                 "p50_ms": {"median": p50}, "p99_ms": {"median": p99}, "cpu_s_per_100k": {"median": cpu}}
+            if runq is not None:  # runs before the run-queue and client figures had neither
+                d.update(runq_s_per_100k={"median": runq}, client_cpu_share={"median": client})
+            return d
         rows = [{"group": "kv", "workload": "set", "pipeline": 1, "clients": 50, "requests": 1000000, "workers": 2,
                  "shards": 2, "trials": 3, "coact": side([40000.0, 41234.5, 45000.0], 0.95, 2.5, 3.1),
                  "redis": side([38000.0, 39000.0, 39500.0], 0.7, 1.45, 1.85), "coact_over_redis_rps": 1.0573,
                  "p99_coact_over_redis": 1.72, "target": {"met": False}},
                 {"group": "kv", "workload": "get", "pipeline": 16, "clients": 50, "requests": 1000000, "workers": 2,
-                 "shards": 2, "trials": 3, "coact": side([700000.0, 812300.0, 830000.0], 0.8, 1.3, 0.2),
-                 "redis": side([600000.0, 606100.0, 650000.0], 0.65, 0.92, 0.12), "coact_over_redis_rps": 1.34,
+                 "shards": 2, "trials": 3, "coact": side([700000.0, 812300.0, 830000.0], 0.8, 1.3, 0.2, 0.031, 0.97),
+                 "redis": side([600000.0, 606100.0, 650000.0], 0.65, 0.92, 0.12, 0.0144, 0.955), "coact_over_redis_rps": 1.34,
                  "p99_coact_over_redis": 1.41, "target": {"met": True}},
                 {"group": "kv", "workload": "summary", "versions": {"redis_server": "7.0.15"},
                  "loadavg": [0.12, 0.3, 0.4]}]
@@ -221,12 +224,31 @@ class PerfdocTest(unittest.TestCase):
                       "coact-kv at 2 workers and 2 shards", section)
         self.assertIn("redis-server 7.0.15; load average at the start 0.12.", section)
         self.assertIn("| SET | 1 | 41.2 k [40.0 k – 45.0 k] | 39.0 k [38.0 k – 39.5 k] | **1.06** | 0.95 / 0.70 "
-                      "| 2.50 / 1.45 | 3.10 / 1.85 | **not met** |", section)
+                      "| 2.50 / 1.45 | 3.10 / 1.85 | — / — | — / — | **not met** |", section)
         self.assertIn("| GET | 16 | 812.3 k [700.0 k – 830.0 k] | 606.1 k [600.0 k – 650.0 k] | **1.34** | 0.80 / 0.65 "
-                      "| 1.30 / 0.92 | 0.20 / 0.12 | met |", section)
+                      "| 1.30 / 0.92 | 0.20 / 0.12 | 0.03 / 0.01 | 0.97 / 0.95 | met |", section)
         # The accuracy table stays last; a run without kv.json has no kv section.
         self.assertLess(p.stdout.index("## Key-value"), p.stdout.index("## Causal accuracy"))
         self.assertNotIn("## Key-value", perfdoc(FIXTURE).stdout)
+        # --kv FILE: a kvbench run of its own, its command from its summary row.
+        rows[-1]["command"] = "python3 -m coact_reports.kvbench --coact-kv X --trials 3"
+        with tempfile.TemporaryDirectory() as d:
+            kv = os.path.join(d, "kv-alone.jsonl")
+            with open(kv, "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in rows))
+            p = perfdoc(FIXTURE, "--kv", kv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            section = p.stdout.split("## Key-value server: coact-kv vs redis-server 7\n", 1)[1].split("\n## ", 1)[0]
+            self.assertIn("`python3 -m coact_reports.kvbench --coact-kv X --trials 3`", section)
+            self.assertIn("| 0.03 / 0.01 | 0.97 / 0.95 | met |", section)
+            self.assertIn(f"--kv {kv}", p.stdout.splitlines()[4])
+            missing = perfdoc(FIXTURE, "--kv", os.path.join(d, "nope.jsonl"))
+            self.assertEqual(missing.returncode, 2)
+            self.assertIn("--kv '", missing.stderr)
+            self.assertIn("nope.jsonl' is not a file", missing.stderr)
+            alone = perfdoc("--validate", os.path.join(FIXTURE, "validate.json"), "--kv", kv)
+            self.assertEqual(alone.returncode, 2)
+            self.assertIn("--kv is for a page from RUN_DIR", alone.stderr)
 
     def regenerate(self, rel_path, pattern):
         """The file at rel_path, the perfdoc arguments its marker names
