@@ -4,6 +4,7 @@
 # options the tool parses. Built with `all` when help2man is found
 # (scripts/bootstrap.sh installs it); without it, nothing is built or
 # installed and configure says so once.
+include(GNUInstallDirs)  # CMAKE_INSTALL_MANDIR: the top level includes it only after this file
 find_program(COACT_HELP2MAN help2man)
 if(NOT COACT_HELP2MAN)
   message(STATUS "help2man not found: no man pages (apt-get install help2man)")

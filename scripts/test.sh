@@ -40,6 +40,11 @@ rm -rf build/install-check/prefix
 cmake --install build/install-check --prefix "$PWD/build/install-check/prefix" >/dev/null
 test -x build/install-check/prefix/bin/coact-calibrate
 test -x build/install-check/prefix/bin/coact-trace-view
+# Man pages go under the prefix (share/man/man1), where MANPATH finds them.
+if command -v help2man >/dev/null; then
+  test -f build/install-check/prefix/share/man/man1/coact-profile.1 ||
+    { echo "FAIL: coact-profile.1 not installed under the prefix's share/man/man1" >&2; exit 1; }
+fi
 cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install-check/prefix" >/dev/null
 cmake --build build/consumer -j"$JOBS" >/dev/null
 ./build/consumer/consumer

@@ -5,7 +5,7 @@
 // Steps:
 //  1. Resolve the COACT_* options (coact/options.hpp: a bad one is one line
 //     and exit 2; --coact-* arguments are taken out of argv), then parse our
-//     own (CLI11: a bad option prints an error and exits non-zero).
+//     own (CLI11: a bad option is one line naming it, and exit 2).
 //     --print-config lists every key with its value and source and exits.
 //  2. Probe invariant TSC (CPUID + /proc/cpuinfo); measure tsc_hz against
 //     CLOCK_MONOTONIC (or 1e9 on the CLOCK_MONOTONIC fallback); read CPUID's view.
@@ -83,7 +83,13 @@ int main(int argc, char** argv) {
                "command line) and exit");
   app.add_flag("--markdown", markdown, "with --print-config: print the declaration table as Markdown instead");
   app.set_version_flag("--version", "coact-calibrate " COACT_VERSION);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "coact-calibrate: %s (see coact-calibrate --help)\n", e.what());
+    return 2;
+  }
   if (print_config) {
     std::fputs(markdown ? coact::options::markdown_table().c_str() : values.listing().c_str(), stdout);
     return 0;

@@ -117,8 +117,9 @@ A region without a curve at all (fewer than ``min_points`` distinct speedups,
 baseline included, or no baseline: a short sweep) is left out with a warning,
 or, with ``analyze(..., keep_thin=True)`` (``coact-plot profile``), listed
 last as a :class:`Thin` entry with its experiment counts, never ranked.
-The ranking is *settled* when the leader's lower bound at ``rank_at`` is
-above every other ranked region's upper bound (:func:`settlement`)."""
+The ranking is *settled* when every region is ranked and the leader's lower
+bound at ``rank_at`` is above every other ranked region's upper bound
+(:func:`settlement`)."""
 
 from __future__ import annotations
 
@@ -809,11 +810,13 @@ class Settlement:
 
 
 def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Settlement:
-    """Settled: at least one region is ranked, and the best ranked region's
+    """Settled: every region listed is ranked, and the best ranked region's
     lower bound at rank_at is above every other ranked region's upper bound.
-    Regions without enough evidence do not block it but are named (the
-    sweep's own rule, which knows running times, also waits for every region
-    above its time-share floor to be ranked: evidence.hpp)."""
+    A region without enough evidence keeps the ranking from settling (it
+    may lead once measured), and the message says how the ranked ones stand.
+    The sweep's own rule (evidence.hpp) waits only for the regions above its
+    time-share floor; a profile does not record time shares, so a region the
+    sweep left below its floor also keeps the table from saying settled."""
     ranked = [r for r in results if r.ranked]
     unranked = [r.region for r in results if not r.ranked]
     if not ranked:
@@ -829,14 +832,19 @@ def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Set
         msg = (f"not settled: the leader {leader.region} (@{at} lower bound {lo * 100:+.1f}%) "
                f"is not above {_listed(overlapping, 3)}; run the sweep longer "
                f"(coact-profile run --until-settled)")
+    elif unranked:
+        among = (f"{leader.region} is the only ranked region" if len(keyed) == 1 else
+                 f"among the ranked regions {leader.region} leads (@{at} lower bound {lo * 100:+.1f}%)")
+        msg = (f"not settled: {len(unranked)} region(s) without enough evidence to rank "
+               f"({_listed(unranked, 3)}); {among}; run the sweep longer (coact-profile run --until-settled)")
     else:
         msg = (f"settled: {leader.region} leads; its @{at} lower bound ({lo * 100:+.1f}%) is above "
                f"every other ranked region's upper bound")
         if len(keyed) == 1:
             msg = f"settled: {leader.region} is the only ranked region"
-    if unranked:
+    if overlapping and unranked:
         msg += f"; {len(unranked)} region(s) without enough evidence to rank were not compared"
-    return Settlement(not overlapping, leader.region, rank_at, msg, overlapping, unranked)
+    return Settlement(not overlapping and not unranked, leader.region, rank_at, msg, overlapping, unranked)
 
 
 # --------------------------------------------------------------------------

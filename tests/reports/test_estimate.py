@@ -260,6 +260,28 @@ class HonestIntervalTest(unittest.TestCase):
         self.assertFalse(any(r.ranked for r in res_few))
         self.assertFalse(estimate.settlement(res_few).settled)
 
+    def test_a_region_without_enough_evidence_keeps_the_ranking_from_settling(self):
+        # Big and Small are ranked and apart; Thin has two experiments and may
+        # still lead once measured, so the table must not say settled.
+        import random
+        rng = random.Random(5)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "thin.coz")
+            noisy_profile(path, rng, {"Big": 0.5, "Small": 0.1}, 20, 20, 0.03)
+            with open(path, "a") as f:
+                for s in (0.25, 0.5):
+                    f.write(f"experiment\tselected=Thin\tspeedup={s:.2f}\tduration=1000000000\tselected-samples=1\n"
+                            f"throughput-point\tname=p\tdelta={round(1000 / (1 - 0.9 * s))}\n")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", profile.ProfileWarning)
+                res = estimate.analyze(profile.load_profiles([path]))
+        self.assertEqual({r.region: r.ranked for r in res}, {"Big": True, "Small": True, "Thin": False})
+        st = estimate.settlement(res)
+        self.assertFalse(st.settled, st.message)
+        self.assertEqual((st.leader, st.unranked, st.overlapping), ("Big", ["Thin"], []))
+        self.assertTrue(st.message.startswith("not settled: 1 region(s) without enough evidence to rank (Thin); "
+                                              "among the ranked regions Big leads (@25% lower bound +"), st.message)
+
     def test_outlier_is_excluded_and_reported(self):
         import random
         rng = random.Random(3)

@@ -22,7 +22,17 @@ int main(int argc, char** argv) {
                                  "the enqueue depth at deposit, burst recruitment (cost vs width gate)");
   sum->add_option("FILE", file, "trace file (COACT_TRACE_OUTPUT)")->required();
   sum->add_flag("--json", as_json, "one JSON object instead of the table");
-  CLI11_PARSE(app, argc, argv);
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "summary") {
+    std::fprintf(stderr, "coact-trace: unknown command '%s' (commands: summary; see coact-trace --help)\n", argv[1]);
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "coact-trace: %s (see coact-trace --help)\n", e.what());
+    return 2;
+  }
 
   std::ifstream in(file);
   if (!in) {
