@@ -37,7 +37,7 @@ coact_man_page(coact-calibrate $<TARGET_FILE:coact-calibrate> "measure and write
 # find the package relative to the install prefix).
 foreach(tool IN ITEMS coact-plot coact-perf-compare)
   if(tool STREQUAL "coact-plot")
-    set(cmd "/usr/bin/python3 ${PROJECT_SOURCE_DIR}/reports/coact_plot.py")
+    set(cmd "/usr/bin/python3 -B ${PROJECT_SOURCE_DIR}/reports/coact-plot")  # the installed launcher's name
     set(desc "speedup-curve plots, predictions and A/B statistics from coact profiles")
     set(src ${PROJECT_SOURCE_DIR}/reports/coact_plot.py)
   else()

@@ -7,7 +7,9 @@
 # subcommands gets an empty include file.
 set -euo pipefail
 tool=$1 out=$2
-subs=$("$tool" --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{print $1} on && /^$/{on=0}')
+# CLI11 lists them under "Subcommands:", one per line; argparse as "  {a,b,c}".
+subs=$("$tool" --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{print $1} on && /^$/{on=0}
+                             !seen && /^  \{[a-z,]+\}$/{seen=1; gsub(/[{} ]/, ""); n=split($0, a, ","); for (i = 1; i <= n; i++) print a[i]}')
 {
   if [[ -n $subs ]]; then
     echo "[SUBCOMMANDS]"

@@ -6,7 +6,8 @@
 // marks a region inside Counter's handler.
 //
 // Usage: wordcount [SECONDS]   (default 0.3) generates text for SECONDS, then
-// prints "12 distinct words" and exits 0. Every --coact-* argument and COACT_*
+// prints "12 distinct words" and exits 0 (2, with one line, for a SECONDS
+// that is not a number above 0). Every --coact-* argument and COACT_*
 // variable is read by coact::Runtime (a causal sweep: COACT_CAUSAL=1, or
 // `coact-profile run -- wordcount SECONDS`).
 #include <coact/causal/causal.hpp>
@@ -92,7 +93,19 @@ struct Reader : coact::Actor<Reader> {
 
 int main(int argc, char** argv) {
   coact::Runtime rt(argc, argv);                       // --coact-* arguments, COACT_* environment
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 0.3;
+  double seconds = 0.3;
+  if (argc > 2) {
+    std::fprintf(stderr, "wordcount: one argument at most, SECONDS (see the file's header)\n");
+    return 2;
+  }
+  if (argc == 2) {
+    char* end = nullptr;
+    seconds = std::strtod(argv[1], &end);
+    if (end == argv[1] || *end != '\0' || !(seconds > 0) || seconds > 1e6) {
+      std::fprintf(stderr, "wordcount: SECONDS '%s': want a number of seconds above 0\n", argv[1]);
+      return 2;
+    }
+  }
   const auto end = steady::now() + std::chrono::duration_cast<steady::duration>(
                                        std::chrono::duration<double>(seconds));
   auto reader = rt.spawn<Reader>(end);

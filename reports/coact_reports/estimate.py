@@ -680,8 +680,11 @@ def _analyze(profile: Profile, points: Optional[Sequence[str]] = None,
     if points:
         missing = [p for p in points if p not in available]
         if missing:
-            raise ProfileError(f"no progress point named {', '.join(map(repr, missing))}; "
-                               f"available: {', '.join(map(repr, available))}", where)
+            import difflib
+            close = [c for m in missing for c in difflib.get_close_matches(m, available, n=1)]
+            raise ProfileError(f"no progress point named {', '.join(map(repr, missing))}"
+                               + (f" (did you mean {', '.join(map(repr, close))}?)" if close else "")
+                               + f"; available: {', '.join(map(repr, available))}", where)
         chosen = list(points)
     else:
         chosen = available

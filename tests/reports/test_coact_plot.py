@@ -284,8 +284,11 @@ class ProgramSpeedupTest(unittest.TestCase):
             warnings.simplefilter("ignore", cp.ProfileWarning)
             res = cp.analyze(self.profile, points=[LAT])
             self.assertEqual({c.point for r in res for c in r.curves}, {LAT})
-            with self.assertRaisesRegex(cp.ProfileError, "no progress point named 'nope'"):
+            with self.assertRaisesRegex(cp.ProfileError, "no progress point named 'nope'; available"):
                 cp.analyze(self.profile, points=["nope"])
+            with self.assertRaisesRegex(cp.ProfileError, "no progress point named 'requst' "
+                                                         r"\(did you mean 'request'\?\); available"):
+                cp.analyze(self.profile, points=["requst"])
 
     def test_interval_is_deterministic(self):
         with warnings.catch_warnings():

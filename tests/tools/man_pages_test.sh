@@ -11,5 +11,7 @@ done
 grep -q '^\.SS validate' coact-profile.1 || { echo "FAIL: coact-profile.1 has no validate section" >&2; exit 1; }
 grep -q 'fixed.*speedup' coact-profile.1 || { echo "FAIL: coact-profile.1 lacks run's --fixed-speedup" >&2; exit 1; }
 grep -q 'warmup' coact-perf-compare.1 || { echo "FAIL: coact-perf-compare.1 lacks --warmup" >&2; exit 1; }
-grep -q 'estimate' coact-plot.1 || { echo "FAIL: coact-plot.1 lacks its estimate subcommand" >&2; exit 1; }
+grep -q '^\.SS estimate' coact-plot.1 || { echo "FAIL: coact-plot.1 has no estimate section" >&2; exit 1; }
+grep -q 'min.*experiments' coact-plot.1 || { echo "FAIL: coact-plot.1 lacks profile's --min-experiments" >&2; exit 1; }
+! grep -q 'coact_plot' coact-plot.1 || { echo "FAIL: coact-plot.1 names the source-tree script" >&2; exit 1; }
 echo "man pages: 5, with the subcommands' options"

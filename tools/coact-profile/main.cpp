@@ -258,7 +258,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  CLI::App app{"coact-profile: causal profiling of coact programs (Coz-style virtual speedup experiments)"};
+  CLI::App app{"coact-profile: causal profiling of coact programs (Coz-style virtual speedup experiments)",
+               "coact-profile"};  // named: parse() gets a vector, so CLI11 never sees argv[0] for its usage line
   app.set_version_flag("--version", "coact-profile " COACT_VERSION);
   app.require_subcommand(1);
   CLI::App* run_cmd =

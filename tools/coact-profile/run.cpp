@@ -350,6 +350,7 @@ int run(RunArgs& a) {
         ::kill(pid, SIGTERM);
         sent_term = true;
       } else if (!r.errors.empty()) {
+        if (::waitpid(pid, &status, WNOHANG) == pid) break;  // the program ended with the sweep: nothing runs on
         std::fprintf(stderr,
                      "coact-profile: the sweep has ended with the error above (it stopped on: %s); %s runs on "
                      "without it (end it with Ctrl-C if it does not exit by itself)\n",

@@ -198,10 +198,20 @@ std::string ranking_status(const Records& r, bool verbose) {
       }
     }
   }
+  // The regions above the floor that wait for a rank: measured ones listed
+  // above without one, and ones with no experiment yet (not in the list).
   const unsigned waiting = p.value("unranked_above_floor", 0u);
+  const double floor = e.value("time_share_floor", 0.0);
+  unsigned measured_waiting = 0;
+  for (const auto& reg : p.value("regions", json::array())) {
+    const double share = reg.value("time_share", 0.0);
+    if (!reg.value("ranked", false) && share > 0 && share >= floor) ++measured_waiting;
+  }
+  const unsigned unmeasured = waiting > measured_waiting ? waiting - measured_waiting : 0;
   s += e.value("settled", false) ? ", settled"
-       : waiting > 0 ? fmt::format(", not settled ({} region{} above the time-share floor not ranked yet)", waiting,
-                                   waiting == 1 ? "" : "s")
+       : waiting > 0 ? fmt::format(", not settled ({} region{} above the time-share floor not ranked yet{})", waiting,
+                                   waiting == 1 ? "" : "s",
+                                   unmeasured > 0 ? fmt::format(", {} of them not measured yet", unmeasured) : "")
                      : ", not settled";
   if (points.size() > 1) s += fmt::format(" (progress point {})", p.value("point", ""));
   return s;
