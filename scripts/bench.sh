@@ -217,7 +217,7 @@
 #                      without schedstat),"client_cpu_share":{...}},"redis":{the same},
 #             "coact_over_redis_rps":R,"p99_coact_over_redis":R (ratios of the medians),
 #             "pairs":[coact/redis rps of each trial pair],
-#             "client_bound":B (both client CPU medians >= 0.9: the client set the rate),
+#             "client_bound":B (both client CPU medians >= 0.9: neither server kept it waiting),
 #             "target":{"rps_at_least_redis":B,"p99_no_worse":B,"rps_ahead":B,"met":B}}
 #            (met: at -P 1 the first two, pipelined rps_ahead) and a last
 #            {"group":"kv","workload":"summary","command":...,"versions":{"redis_server",

@@ -14,8 +14,11 @@ test, so each test's CPU time (user + sys of the server process, from
 trial say what limited it:
   - client_cpu_share: redis-benchmark's own user + sys time per second of
     its run (getrusage of the waited-for child). Its one thread at 1.0
-    never waited for a reply: the client, not the server, set the request
-    rate, and the servers' requests/s are then the client's.
+    never waited for a reply: neither server kept the client waiting, so
+    requests/s then differ by the CPU time each request costs the client
+    (its reads, writes and wakes, and the kernel work they do for the
+    server) and what the server's threads take from the client's core,
+    not by how fast a server answers.
   - runq_s_per_100k: the time the server's threads spent runnable but
     waiting for a CPU (the second field of /proc/PID/task/*/schedstat, a
     thread's run-queue wait), per 100k requests: threads contending for
@@ -57,8 +60,8 @@ from typing import IO, Any
 
 SERVERS = ("coact", "redis")
 FIGURES = ("rps", "p50_ms", "p99_ms", "cpu_s_per_100k", "client_cpu_share", "runq_s_per_100k")
-# A client whose median CPU share is at least this never waited for either
-# server: the requests/s it measured are its own (row_object's client_bound).
+# A client whose median CPU share is at least this was not kept waiting by
+# either server (row_object's client_bound).
 CLIENT_BOUND_SHARE = 0.9
 LOAD_WARN = 0.3
 
@@ -234,8 +237,8 @@ def row_object(a: argparse.Namespace, test: str, pipeline: int, trials: dict[str
             "workers": a.workers, "shards": a.shards, "trials": a.trials, "quick": a.quick, **side,
             "coact_over_redis_rps": rps, "p99_coact_over_redis": p99,
             "pairs": [ratio(c["rps"], r["rps"]) for c, r in zip(trials["coact"], trials["redis"])],
-            # Both servers answered faster than the client could ask (CLIENT_BOUND_SHARE): the
-            # requests/s ratio is the client's rate over itself, not a comparison of the servers.
+            # Neither server kept the client waiting (CLIENT_BOUND_SHARE): the requests/s ratio is
+            # then the client's cost per request under each server, not how fast each answers.
             "client_bound": client_bound,
             # The issue's goal: at -P 1 at least redis-server's throughput and no worse p99; ahead when pipelined.
             "target": {"rps_at_least_redis": at_least, "p99_no_worse": no_worse, "rps_ahead": ahead,

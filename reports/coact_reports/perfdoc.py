@@ -333,9 +333,9 @@ def kv_section(rows):
             "[min – max] over the trials; latencies and CPU time (the server's user + sys): medians; "
             "coact/redis: the ratio of the medians; run-queue wait: the time the server's threads were "
             "runnable but waiting for a CPU; client CPU: redis-benchmark's CPU time per second of its run "
-            "(1.00: its one thread never waited for a reply, so the client set the request rate, "
-            "not the server). Target: at -P 1 at least redis-server's requests/s and no worse p99; "
-            "ahead when pipelined.")
+            "(1.00: its one thread never waited for a reply; then requests/s differ by what a request "
+            "costs the client under each server, not by how fast the server answers). Target: at -P 1 "
+            "at least redis-server's requests/s and no worse p99; ahead when pipelined.")
     if summary:
         v = (summary[0].get("versions") or {}).get("redis_server")
         load = summary[0].get("loadavg") or []

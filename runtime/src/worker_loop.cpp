@@ -44,8 +44,44 @@ inline Job Scheduler::acquire(Worker& w) {
 void Scheduler::busy_poll(Worker& w, IoPoll& io) {
   w.idle.busy_poll_ns = w.dispatch.clock_ns;
   if (!io.try_begin()) return;  // a parked worker polls, or another busy one
-  io.poll_now();
+  if (!io.poll_now()) {
+    io.deliver_and_end();  // nothing ready: releases the role
+    return;
+  }
+  spill_next(w);  // the hand-off slot's hop is backlog too: it was runnable before the reports
+  const int64_t n = w.own.size();
+  const uint64_t pushes_before = w.stats.deque_pushes.load(std::memory_order_relaxed);
   io.deliver_and_end();
+  if (n > 0) run_reports_after_backlog(w, n, pushes_before);
+}
+
+// A busy worker's reports pushed on top of its backlog would run first (the
+// own deque pops LIFO), and under steady load the connections whose replies
+// went out last would be read again before those waiting longest: a few
+// connections served over and over while the others wait (a pipelined
+// client's tail latency). Here the reports are turned to run after the
+// backlog, in epoll's order. Only when no thief can race (peer steal off:
+// the owner alone touches its deque) and the pushes are all still there (no
+// backlog spill moved some to the injector), as run_fired_in_deadline_order.
+void Scheduler::run_reports_after_backlog(Worker& w, int64_t n, uint64_t pushes_before) {
+  if (tuning_.peer_steal) return;
+  const int64_t k = int64_t(w.stats.deque_pushes.load(std::memory_order_relaxed) - pushes_before);
+  if (k < 1 || w.own.size() != n + k) return;
+  std::vector<Job>& jobs = w.scratch.spill;  // scratch: empty outside schedule_backlog's spill
+  jobs.clear();
+  for (int64_t i = 0; i < k; ++i) jobs.push_back(w.own.pop_unshared());  // the reports, last first
+  if (n > kReorderMax) {
+    std::reverse(jobs.begin(), jobs.end());  // epoll's order
+    injector_.push_many(jobs.data(), jobs.size());
+    injector_pushes_.fetch_add(jobs.size(), std::memory_order_relaxed);
+    jobs.clear();
+    if (sibling_idle()) spin_park_.notify();
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) jobs.push_back(w.own.pop_unshared());  // the backlog, top first
+  for (int64_t i = 0; i < k; ++i) w.own.push(jobs[size_t(i)]);           // the last report at the bottom
+  for (int64_t i = k + n - 1; i >= k; --i) w.own.push(jobs[size_t(i)]);  // the backlog's top back on top
+  jobs.clear();
 }
 
 // Chain backstop: a self-sustaining relay never visits the injector on its

@@ -64,7 +64,7 @@ class CsvTest(unittest.TestCase):
         self.assertIsNone(row["redis"]["runq_s_per_100k"])
         self.assertFalse(row["client_bound"])
 
-    def test_client_bound_when_the_client_never_waited_for_either_server(self):
+    def test_client_bound_when_neither_server_kept_the_client_waiting(self):
         a = kvbench.parse_args(["--coact-kv", "/bin/true", "--redis-server", "/bin/true",
                                 "--redis-benchmark", "/bin/true", "--redis-cli", "/bin/true", "--trials", "3"])
 

@@ -386,8 +386,17 @@ class Scheduler {
   /// (untimed: as park).
   bool park_idle(Worker& w, bool timed, uint64_t deadline_ns);
   /// Busy path: takes a free poll role, polls without waiting and posts, so
-  /// readiness is seen while no worker parks.
+  /// readiness is seen while no worker parks. The actors its reports make
+  /// runnable run after the jobs already on w's own deque
+  /// (run_reports_after_backlog).
   void busy_poll(Worker& w, IoPoll& io);
+  /// busy_poll's order: the k actors its reports pushed (pushes since
+  /// pushes_before) go under the n jobs that were on the own deque, so the
+  /// backlog runs first and the reports in the order epoll gave them. With
+  /// a backlog over kReorderMax jobs they go to the injector instead (FIFO;
+  /// the chain backstop or an idle worker takes them). Owner thread.
+  void run_reports_after_backlog(Worker& w, int64_t n, uint64_t pushes_before);
+  static constexpr int64_t kReorderMax = 256;
   /// The dispatch clock's read spacing (drain_cell): the clock is read every
   /// clock_stride dispatches, and after each read the stride is set so that
   /// reads come about clock_read_ns_ apart: handlers of tens of nanoseconds
