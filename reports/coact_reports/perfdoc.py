@@ -302,6 +302,10 @@ def kilo(x):
     return f"{x / 1e3:.1f} k"
 
 
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def kv_section(rows):
     """scripts/bench.sh kv: coact-kv vs redis-server, one row per test and pipeline depth."""
     summary = [r for r in rows if r.get("group") == "kv" and r.get("workload") == "summary"]
@@ -311,6 +315,10 @@ def kv_section(rows):
 
     def med(side, fig, nd):
         return num(((side or {}).get(fig) or {}).get("median"), nd)
+
+    def ms(side, fig):  # seconds as milliseconds
+        x = ((side or {}).get(fig) or {}).get("median")
+        return num(None if x is None else x * 1e3, 1)
 
     def rps(side):
         d = (side or {}).get("rps") or {}
@@ -323,13 +331,14 @@ def kv_section(rows):
                      f"**{num(r.get('coact_over_redis_rps'), 2)}**",
                      f"{med(c, 'p50_ms', 2)} / {med(s, 'p50_ms', 2)}", f"{med(c, 'p99_ms', 2)} / {med(s, 'p99_ms', 2)}",
                      f"{med(c, 'cpu_s_per_100k', 2)} / {med(s, 'cpu_s_per_100k', 2)}",
-                     f"{med(c, 'runq_s_per_100k', 2)} / {med(s, 'runq_s_per_100k', 2)}",
+                     f"{ms(c, 'runq_s_per_100k')} / {ms(s, 'runq_s_per_100k')}",
                      f"{med(c, 'client_cpu_share', 2)} / {med(s, 'client_cpu_share', 2)}",
                      met((r.get("target") or {}).get("met"))])
     first = rows[0]
     note = (f"`redis-benchmark -n {first.get('requests', '?')} -c {first.get('clients', '?')} -P D`, "
             f"{first.get('trials', '?')} trials per server alternating in ABBA order, coact-kv at "
-            f"{first.get('workers', '?')} workers and {first.get('shards', '?')} shards; requests/s: median "
+            f"{plural(first.get('workers', '?'), 'worker')} and {plural(first.get('shards', '?'), 'shard')}; "
+            "requests/s: median "
             "[min – max] over the trials; latencies and CPU time (the server's user + sys): medians; "
             "coact/redis: the ratio of the medians; run-queue wait: the time the server's threads were "
             "runnable but waiting for a CPU; client CPU: redis-benchmark's CPU time per second of its run "
@@ -343,7 +352,7 @@ def kv_section(rows):
                  (f"; load average at the start {num(load[0], 2)}" if load else "") + ".")
     return note + "\n\n" + table(["test", "-P", "coact-kv req/s", "redis-server req/s", "coact/redis",
                                    "p50 ms coact / redis", "p99 ms coact / redis", "CPU s per 100k coact / redis",
-                                   "run-queue wait s per 100k coact / redis", "client CPU coact / redis",
+                                   "run-queue wait ms per 100k coact / redis", "client CPU coact / redis",
                                    "target"], body)
 
 
@@ -537,6 +546,9 @@ def render(run_dir, validate_path, command, kv_path=None):
                   "another, on a quiet machine). The numbers that matter are ratios measured side by side",
                   "within that run; absolute figures move between runs and machines.", "",
                   f"The run (`{run_dir}`):", ""] + run_header(run_dir) + [""]
+        if kv_path:
+            lines += [f"The key-value table is from a run of its own, `{kv_path}` (its command is under its",
+                      "heading).", ""]
     else:
         lines += ["This page has no `scripts/readme-run.sh` run yet. Its only source is",
                   f"`{validate_path}`, the output of one",

@@ -13,7 +13,8 @@
 // without waiting (Scheduler::busy_poll), so readiness is seen while every
 // worker is busy. The role's holder collects the reports into the reactor's
 // buffer and posts them (deliver_and_end) from its worker thread, outside any
-// handler: mail to an actor made runnable lands on that worker's own deque.
+// handler: mail to an actor made runnable lands on that worker's own deque
+// (a busy worker's, under the jobs it already had: run_reports_after_backlog).
 //
 // Slots. A watch is a slot in a table guarded by the reactor's mutex, named
 // in epoll by its token (slot index | generation << 32). A report is posted

@@ -226,7 +226,7 @@ class PerfdocTest(unittest.TestCase):
         self.assertIn("| SET | 1 | 41.2 k [40.0 k – 45.0 k] | 39.0 k [38.0 k – 39.5 k] | **1.06** | 0.95 / 0.70 "
                       "| 2.50 / 1.45 | 3.10 / 1.85 | — / — | — / — | **not met** |", section)
         self.assertIn("| GET | 16 | 812.3 k [700.0 k – 830.0 k] | 606.1 k [600.0 k – 650.0 k] | **1.34** | 0.80 / 0.65 "
-                      "| 1.30 / 0.92 | 0.20 / 0.12 | 0.03 / 0.01 | 0.97 / 0.95 | met |", section)
+                      "| 1.30 / 0.92 | 0.20 / 0.12 | 31.0 / 14.4 | 0.97 / 0.95 | met |", section)
         # The accuracy table stays last; a run without kv.json has no kv section.
         self.assertLess(p.stdout.index("## Key-value"), p.stdout.index("## Causal accuracy"))
         self.assertNotIn("## Key-value", perfdoc(FIXTURE).stdout)
@@ -240,8 +240,9 @@ class PerfdocTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             section = p.stdout.split("## Key-value server: coact-kv vs redis-server 7\n", 1)[1].split("\n## ", 1)[0]
             self.assertIn("`python3 -m coact_reports.kvbench --coact-kv X --trials 3`", section)
-            self.assertIn("| 0.03 / 0.01 | 0.97 / 0.95 | met |", section)
+            self.assertIn("| 31.0 / 14.4 | 0.97 / 0.95 | met |", section)
             self.assertIn(f"--kv {kv}", p.stdout.splitlines()[4])
+            self.assertIn(f"The key-value table is from a run of its own, `{kv}`", p.stdout)
             missing = perfdoc(FIXTURE, "--kv", os.path.join(d, "nope.jsonl"))
             self.assertEqual(missing.returncode, 2)
             self.assertIn("--kv '", missing.stderr)
