@@ -23,9 +23,9 @@ trial say what limited it:
     waiting for a CPU (the second field of /proc/PID/task/*/schedstat, a
     thread's run-queue wait), per 100k requests: threads contending for
     the cores with each other and with the client. null where the kernel
-    keeps no schedstat. At the end both servers
-get SIGTERM; coact-kv must exit 0 within 10 s (it drains). Servers are
-stopped on every exit path (errors, SIGINT, SIGTERM).
+    keeps no schedstat.
+At the end both servers get SIGTERM; coact-kv must exit 0 within 10 s (it
+drains). Servers are stopped on every exit path (errors, SIGINT, SIGTERM).
 
 Output: one JSON object per (test, depth) with every trial and its
 min/median/max per server, the ratios of the medians and the per-pair
@@ -101,17 +101,18 @@ def runq_wait_seconds(pid: int) -> float | None:
     ns, run-queue wait ns, timeslices), summed; None without schedstat. A
     thread that ended between two reads drops out of the sum: the servers
     here keep theirs."""
-    total = 0
+    total, read = 0, 0
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                     total += int(f.read().split()[1])
-            except FileNotFoundError:  # the thread ended since listdir
+                read += 1
+            except FileNotFoundError:  # the thread ended since listdir, or no schedstat
                 continue
     except (OSError, IndexError, ValueError):
         return None
-    return total / 1e9
+    return total / 1e9 if read else None
 
 
 def children_cpu_seconds() -> float:

@@ -64,6 +64,12 @@ class CsvTest(unittest.TestCase):
         self.assertIsNone(row["redis"]["runq_s_per_100k"])
         self.assertFalse(row["client_bound"])
 
+    def test_run_queue_wait_of_this_process_and_of_none(self):
+        self.assertGreaterEqual(kvbench.runq_wait_seconds(os.getpid()) or 0.0, 0.0)
+        if os.path.exists("/proc/self/schedstat"):
+            self.assertIsNotNone(kvbench.runq_wait_seconds(os.getpid()))
+        self.assertIsNone(kvbench.runq_wait_seconds(2 ** 22 + 7))  # above pid_max's limit: no such process
+
     def test_client_bound_when_neither_server_kept_the_client_waiting(self):
         a = kvbench.parse_args(["--coact-kv", "/bin/true", "--redis-server", "/bin/true",
                                 "--redis-benchmark", "/bin/true", "--redis-cli", "/bin/true", "--trials", "3"])
