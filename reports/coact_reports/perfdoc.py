@@ -313,11 +313,14 @@ def kv_section(rows):
     if not rows:
         return None
 
+    def median(side, fig):
+        return ((side or {}).get(fig) or {}).get("median")
+
     def med(side, fig, nd):
-        return num(((side or {}).get(fig) or {}).get("median"), nd)
+        return num(median(side, fig), nd)
 
     def ms(side, fig):  # seconds as milliseconds
-        x = ((side or {}).get(fig) or {}).get("median")
+        x = median(side, fig)
         return num(None if x is None else x * 1e3, 1)
 
     def rps(side):
