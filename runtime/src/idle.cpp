@@ -48,7 +48,12 @@ Job Scheduler::idle(Worker& w) {
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
     bool more = false;
-    const uint64_t spin_ns = w.idle.spin_window.window_ns(ceiling);
+    // A spin holds a CPU; while a runnable thread already waits for one
+    // (cpu_headroom.hpp) the spin is that thread's time, so park at once.
+    // The window learns nothing from a spin not taken.
+    uint64_t spin_ns = w.idle.spin_window.window_ns(ceiling);
+    const bool crowded = spin_ns != 0 && !headroom_.fits(sync::now_ns(), workers_on_cpu(), workers_on_cpu());
+    if (crowded) spin_ns = 0;
     // An empty window (the adaptive window of a worker whose spins found
     // nothing: an idle pool's timekeeper every tick) skips step 1 and its
     // scan: acquire() or the wake's own checks scanned a moment ago, and
@@ -107,7 +112,7 @@ Job Scheduler::idle(Worker& w) {
       causal::on_resume();
       if (more) spin_park_.notify();
       w.dispatch.clock_ns = sync::now_ns();
-      w.idle.spin_window.found(spin_ns == 0 ? 0 : w.dispatch.clock_ns - spin_start, ceiling);
+      if (!crowded) w.idle.spin_window.found(spin_ns == 0 ? 0 : w.dispatch.clock_ns - spin_start, ceiling);
       return c;
     }
     if (stopping_.load(std::memory_order_seq_cst)) {
@@ -135,13 +140,16 @@ Job Scheduler::idle(Worker& w) {
       park_idle(w, false, 0);
       slept = sync::now_ns() - p0;
     }
-    if (!timed_out && w.idle.polled == nullptr) {
+    // A capped park that ran out was not woken by anyone: no hand-off to time.
+    if (!timed_out && w.idle.polled == nullptr && !std::exchange(w.idle.yield_timed_out, false)) {
       // Live refinement of the hand-off cost from a real cross-thread wake.
       const uint64_t woke = sync::now_ns(), sent = spin_park_.parker(w.index).last_unpark_ns();
       if (sent != 0 && woke > sent) handoff_->observe(std::chrono::nanoseconds(woke - sent));
     }
-    w.idle.spin_window.parked(spun, slept, !timed_out && !injector_.empty(),
-                              uint64_t(handoff_->wake_break_even().count()), ceiling);
+    if (!crowded) {
+      w.idle.spin_window.parked(spun, slept, !timed_out && !injector_.empty(),
+                                uint64_t(handoff_->wake_break_even().count()), ceiling);
+    }
     causal::on_resume();  // woken by a thread that paid: credit
     if (trace_park != 0) [[unlikely]]
       trace::on_park(w, trace_park, timed_out, keeper);
@@ -171,6 +179,21 @@ Job Scheduler::idle(Worker& w) {
 
 bool Scheduler::park_idle(Worker& w, bool timed, uint64_t deadline_ns) {
   IoPoll* io = io_.load(std::memory_order_acquire);
+  // This worker is on the idle list here (but still on its CPU), so a
+  // worker not on it is running (or spinning, then running), and one that
+  // polled a moment ago polls again at its next loop.
+  if (const int64_t others = workers_on_cpu(); io != nullptr && others > 0) {
+    const uint64_t now = sync::now_ns();
+    if (last_busy_poll_ns_.load(std::memory_order_relaxed) + kYieldedParkNs > now &&
+        !headroom_.fits(now, others + 1, others + 1)) {
+      bump(w.stats.poll_yields);
+      const uint64_t cap = now + kYieldedParkNs;
+      if (timed && deadline_ns <= cap) return spin_park_.park_until(w.index, deadline_ns);
+      if (spin_park_.park_until(w.index, cap)) return true;
+      w.idle.yield_timed_out = true;
+      return true;
+    }
+  }
   if (io != nullptr && io->try_begin()) {
     w.idle.polled = io;
     return spin_park_.parker(w.index).park_polling(*io, timed, deadline_ns);

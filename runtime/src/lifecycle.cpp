@@ -310,6 +310,7 @@ RuntimeStats Scheduler::stats() const noexcept {
     s.seize_lost += w->stats.seize_lost.load(std::memory_order_relaxed);
     s.ring_fallbacks += w->stats.ring_fallbacks.load(std::memory_order_relaxed);
     s.timed_parks += w->stats.timed_parks.load(std::memory_order_relaxed);
+    s.poll_yields += w->stats.poll_yields.load(std::memory_order_relaxed);
     s.early_wake_spin_ns += w->stats.early_spin_ns.load(std::memory_order_relaxed);
     s.wake_late_ns += w->stats.wake_late_ns.load(std::memory_order_relaxed);
   }

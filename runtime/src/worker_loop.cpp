@@ -43,6 +43,7 @@ inline Job Scheduler::acquire(Worker& w) {
 
 void Scheduler::busy_poll(Worker& w, IoPoll& io) {
   w.idle.busy_poll_ns = w.dispatch.clock_ns;
+  last_busy_poll_ns_.store(w.dispatch.clock_ns, std::memory_order_relaxed);
   if (!io.try_begin()) return;  // a parked worker polls, or another busy one
   if (!io.poll_now()) {
     io.deliver_and_end();  // nothing ready: releases the role
@@ -88,7 +89,8 @@ void Scheduler::run_reports_after_backlog(Worker& w, int64_t n, uint64_t pushes_
 // own; probe it once so shared work waits at most K own pops. With the
 // injector empty, the own deque's backlog is looked at: spilled if a sibling
 // could take it now (schedule_backlog's rule; a sibling may have gone idle
-// since the last spill check), else, once the cascade has run past the
+// since the last spill check); else (every sibling busy, or an idle one
+// with no CPU free, cpu_headroom.hpp), once the cascade has run past the
 // valve, its oldest job alone moves to the injector (the next backstop or
 // an idle sibling takes it) and the cascade clock restarts. So a job under a
 // chain waits at most a valve period and two backstop periods, and no worker
@@ -105,7 +107,7 @@ Job Scheduler::acquire_backstop(Worker& w, Job c) {
   if (n == 0) return c;
   if (sibling_idle()) {
     if (n > 1) schedule_backlog(w, n);
-    return c;
+    if (w.own.size() < n || sibling_has_cpu(w)) return c;  // spilled, or the next schedule may spill
   }
   const uint64_t valve = valve_ns();
   if (valve == 0 || w.dispatch.clock_ns - w.dispatch.cascade_start_ns <= valve) return c;
@@ -415,9 +417,14 @@ void Scheduler::schedule_backlog(Worker& w, int64_t n) {
   // The valve is at least 6 µs unless pinned: a younger cascade cannot trip
   // it, so the estimate is read only when it could (every spawn-and-send in a
   // fan-out handler lands here, and valve_ns() is not free).
+  // Where no CPU is free for the woken sibling (cpu_headroom.hpp), it
+  // starts only when the kernel gives it a turn, about kCrowdedValveNs
+  // later, and then takes turns with a thread that was running: a cascade
+  // younger than that spills nothing (the clock is not reset, so the next
+  // check looks again).
   const uint64_t elapsed = w.dispatch.clock_ns - w.dispatch.cascade_start_ns;
   const uint64_t valve = valve_pin_ns_ || elapsed > kMinValveNs ? valve_ns() : 0;
-  const bool valve_tripped = valve != 0 && elapsed > valve;
+  const bool valve_tripped = valve != 0 && elapsed > valve && (elapsed > kCrowdedValveNs || sibling_has_cpu(w));
   if (valve_tripped || n >= int64_t(tuning_.local_sticky_max)) {
     // Spill the backlog (all but the freshest) so a heavy cascade
     // parallelizes: oldest first, pushed under one injector lock.

@@ -5,7 +5,8 @@
 // being answered; a reset mid-request and a stopped runtime with live
 // watches are survived; an idle listener costs no CPU; a report of an
 // unregistered watch is never posted; the workers' poll reports a first
-// watch made while they were parked, and readiness while they are busy.
+// watch made while they were parked, and readiness while they are busy, or
+// while one runs a long handler and other threads fill the CPUs.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -115,6 +116,28 @@ struct CountingProbe : coact::Actor<CountingProbe> {
   void on(const coact::IoReady&) { c_->reports.fetch_add(1); }
   void on(StopListening) { stop(); }
   Counters* c_;
+};
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Watches `fd` for one read report, stores when it ran (steady_ns() in
+// `at`), counts it, and stops.
+struct Probe : coact::Actor<Probe> {
+  Probe(Counters* c, std::atomic<int64_t>* at, int fd) : c_(c), at_(at), watch_(self(), fd) {
+    watch_.arm(coact::Interest::read);
+  }
+  void on(const coact::IoReady&) {
+    at_->store(steady_ns());
+    c_->reports.fetch_add(1);
+    watch_.reset();
+    stop();
+  }
+  Counters* c_;
+  std::atomic<int64_t>* at_;
+  coact::IoWatch watch_;
 };
 
 struct Listener : coact::Actor<Listener> {
@@ -382,10 +405,6 @@ TEST_CASE("readiness is reported while every worker runs short handlers", "[reac
   Counters c;
   std::atomic<int64_t> report_ns{0};
   std::atomic<int64_t> busy_end_ns{0};
-  auto now_ns = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
   coact::test::run_checked(workers, [&](coact::Runtime& rt) {
     struct Tick {};
     // Self-sends short handlers for 400 ms: its worker never parks meanwhile.
@@ -408,26 +427,10 @@ TEST_CASE("readiness is reported while every worker runs short handlers", "[reac
       std::atomic<int64_t>* end_;
       int64_t until_;
     };
-    struct Probe : coact::Actor<Probe> {
-      Probe(Counters* c, std::atomic<int64_t>* at, int fd) : c_(c), at_(at), watch_(self(), fd) {
-        watch_.arm(coact::Interest::read);
-      }
-      void on(const coact::IoReady&) {
-        at_->store(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-                .count());
-        c_->reports.fetch_add(1);
-        watch_.reset();
-        stop();
-      }
-      Counters* c_;
-      std::atomic<int64_t>* at_;
-      coact::IoWatch watch_;
-    };
     int sv[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     rt.spawn<Probe>(&c, &report_ns, sv[0]);
-    const int64_t until = now_ns() + 400'000'000;
+    const int64_t until = steady_ns() + 400'000'000;
     for (uint32_t i = 0; i < workers; ++i) rt.spawn<Spinner>(&busy_end_ns, until).send(Tick{});
     std::this_thread::sleep_for(100ms);  // every worker is busy now
     REQUIRE(::write(sv[1], "x", 1) == 1);
@@ -439,6 +442,92 @@ TEST_CASE("readiness is reported while every worker runs short handlers", "[reac
                   << " ms before the busy handlers ended");
   REQUIRE(c.reports.load() == 1);
   CHECK(report_ns.load() < busy_end_ns.load() - 100'000'000);  // well before: written 300 ms before the end
+}
+
+TEST_CASE("readiness is reported while one worker runs a long handler and other threads fill the CPUs",
+          "[reactor]") {
+  // The idle worker leaves the poll role to a busy sibling that polls, where
+  // no CPU is free for it (park_idle, cpu_headroom.hpp). Here the sibling
+  // polls, then stops polling inside one long handler: the idle worker must
+  // take the role back instead of leaving the socket to wait for the handler.
+  // Spinning threads outside the pool fill every CPU; while the sibling
+  // polls, a periodic timer makes the idle worker park and decide again
+  // every 2 ms (it stops when the long handler starts: its fires would make
+  // the idle worker poll as it runs them).
+  coact::test::Watchdog wd(60, "long handler, crowded CPUs");
+  std::atomic<bool> spin{true};
+  std::vector<std::thread> spinners;
+  for (unsigned i = 0; i < std::max(2u, std::thread::hardware_concurrency()); ++i) {
+    spinners.emplace_back([&] {
+      while (spin.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  Counters c;
+  std::atomic<int64_t> report_ns{0};
+  std::atomic<int64_t> long_end_ns{0};
+  std::atomic<int64_t> written_ns{0};
+  coact::RuntimeStats stats;
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    struct Tick {};
+    struct Long {};
+    // Short handlers for 200 ms (its worker busy-polls), then one 400 ms
+    // handler; sets `done` as that one starts.
+    struct Busy : coact::Actor<Busy> {
+      Busy(std::atomic<int64_t>* end, int64_t short_until, std::atomic<bool>* done)
+          : end_(end), short_until_(short_until), done_(done) {}
+      void on(Tick) {
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < 20us) {
+        }
+        if (steady_ns() < short_until_) {
+          self().send(Tick{});
+        } else {
+          self().send(Long{});
+        }
+      }
+      void on(Long) {
+        done_->store(true);
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < 400ms) {
+        }
+        end_->store(steady_ns());
+        stop();
+      }
+      std::atomic<int64_t>* end_;
+      int64_t short_until_;
+      std::atomic<bool>* done_;
+    };
+    // A 2 ms periodic timer until `done`.
+    struct Periodic : coact::Actor<Periodic> {
+      explicit Periodic(std::atomic<bool>* done) : done_(done) {}
+      void on(Tick) {
+        if (done_->load()) return stop();
+        runtime().send_after(self(), 2ms, Tick{});
+      }
+      std::atomic<bool>* done_;
+    };
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+    rt.spawn<Probe>(&c, &report_ns, sv[0]);
+    std::atomic<bool> done{false};
+    rt.spawn<Periodic>(&done).send(Tick{});
+    rt.spawn<Busy>(&long_end_ns, steady_ns() + 200'000'000, &done).send(Tick{});
+    std::this_thread::sleep_for(300ms);  // 100 ms into the long handler
+    written_ns.store(steady_ns());
+    REQUIRE(::write(sv[1], "x", 1) == 1);
+    rt.run();
+    stats = rt.stats();
+    ::close(sv[0]);
+    ::close(sv[1]);
+  });
+  spin.store(false);
+  for (auto& t : spinners) t.join();
+  INFO("reported " << (report_ns.load() - written_ns.load()) / 1000000 << " ms after the write, "
+                   << (long_end_ns.load() - report_ns.load()) / 1000000 << " ms before the long handler ended; "
+                   << stats.poll_yields << " parks left the poll role to the busy worker");
+  REQUIRE(c.reports.load() == 1);
+  CHECK(report_ns.load() < long_end_ns.load() - 100'000'000);  // written 300 ms before the end
 }
 
 TEST_CASE("arming a descriptor epoll cannot watch throws a system_error naming it", "[reactor]") {

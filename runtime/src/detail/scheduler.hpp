@@ -58,6 +58,7 @@
 #include <coact/runtime/tuning.hpp>
 
 #include "burst.hpp"
+#include "cpu_headroom.hpp"
 #include "injector.hpp"
 #include "mail_ring.hpp"
 #include "reactor.hpp"
@@ -229,6 +230,7 @@ struct Worker {
     bool check_done = false;         // stopped an actor since the last end-of-run check (idle())
     IoPoll* polled = nullptr;        // the reactor this worker parked polling (idle(), keep_time); posts after
     uint64_t busy_poll_ns = 0;       // dispatch.clock_ns at this worker's last busy_poll
+    bool yield_timed_out = false;    // park_idle's capped park (the poll role left to a busy worker) ran out
   };
   IdleState idle;
 
@@ -257,6 +259,7 @@ struct Worker {
     std::atomic<uint64_t> seize_lost{0};      // claimed mail deposited (seize lost)
     std::atomic<uint64_t> ring_fallbacks{0};  // in-handler mail that took a heap envelope
     std::atomic<uint64_t> timed_parks{0};     // timekeeper parks with a deadline
+    std::atomic<uint64_t> poll_yields{0};     // parks that left the poll role to a busy worker (park_idle)
     std::atomic<uint64_t> early_spin_ns{0};   // timekeeper spin after an early wake (ns)
     std::atomic<uint64_t> wake_late_ns{0};    // timed parks' lateness past the requested wake (ns)
   };
@@ -383,8 +386,16 @@ class Scheduler {
   /// idle()'s and keep_time's park: in the reactor's poll if this Scheduler
   /// has one and no other worker holds the poll role (Worker::idle.polled
   /// says so after), else on the futex. Returns as Parker::park_until
-  /// (untimed: as park).
+  /// (untimed: as park). Leaves the poll role to a busy sibling that has
+  /// polled within kYieldedParkNs while the machine has no CPU for this
+  /// worker (cpu_headroom.hpp): a readiness wake would only make it take
+  /// turns with a running thread, and the busy worker polls every
+  /// kBusyPollNs anyway. That park lasts at most kYieldedParkNs, then the
+  /// worker looks again (a busy worker in one long handler stops polling,
+  /// and the next park takes the role); when it runs out, park_idle returns
+  /// true, as for a spurious wake, and sets Worker::idle.yield_timed_out.
   bool park_idle(Worker& w, bool timed, uint64_t deadline_ns);
+  static constexpr uint64_t kYieldedParkNs = 1'000'000;
   /// Busy path: takes a free poll role, polls without waiting and posts, so
   /// readiness is seen while no worker parks. The actors its reports make
   /// runnable run after the jobs already on w's own deque
@@ -512,6 +523,14 @@ class Scheduler {
   /// taken at once. Two relaxed loads; a stale answer costs a spill that waits
   /// for the sibling's next look at the injector, or one that waits for the
   /// next check (a later backlog, the chain backstop). Owner thread.
+  /// This Scheduler's workers not on the idle list: running, or spinning
+  /// (on a CPU either way). Any thread; a relaxed snapshot.
+  int64_t workers_on_cpu() const noexcept { return int64_t(workers_.size()) - spin_park_.idle(); }
+  /// Whether a sibling woken by busy worker w would find a CPU that no
+  /// running thread needs (cpu_headroom.hpp). w's thread.
+  bool sibling_has_cpu(Worker& w) noexcept {
+    return headroom_.fits(w.dispatch.clock_ns, workers_on_cpu(), workers_on_cpu() + 1);
+  }
   bool sibling_idle() const noexcept {
     return workers_.size() > 1 && (spin_park_.idle() > 0 || spin_park_.spinning() > 0);
   }
@@ -555,12 +574,17 @@ class Scheduler {
   /// cost estimate clamped to 6..60 µs (the keep-local valve's default).
   uint64_t valve_ns() const noexcept;
   static constexpr uint64_t kMinValveNs = 6000;  ///< valve_ns()'s floor when not pinned
+  /// The valve where no CPU is free for a woken sibling (schedule_backlog):
+  /// about the kernel's wake-up preemption granularity, after which a
+  /// woken thread gets a turn on a busy CPU.
+  static constexpr uint64_t kCrowdedValveNs = 1'000'000;
 
   Runtime* rt_;
   SchedulerTuning tuning_;
   std::optional<uint64_t> valve_pin_ns_;                 // COACT_LOCAL_TIME_BUDGET_US (0 = valve off)
   std::unique_ptr<calibrate::HandoffEstimate> handoff_;  // live-refined by real wakes
   std::unique_ptr<WakeLatency> wake_latency_;            // timekeeper's early wake (spin_window.hpp)
+  CpuHeadroom headroom_;  // spare CPUs, before a spin, a sibling wake or a poll-role park (cpu_headroom.hpp)
   uint64_t batch_max_ns_ = 0;
   uint64_t clock_read_ns_ = 0;  // adapt_clock_stride's aim: min(kClockReadNs, batch_max_ns_ / 4), at least 1
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -579,6 +603,10 @@ class Scheduler {
   // io_: the reactor the workers poll (null until the first IoWatch;
   // io_poll_or_make); io_keep_ owns it until the destructor.
   std::atomic<IoPoll*> io_{nullptr};
+  // When a busy worker last polled, or found the poll role taken (its
+  // dispatch clock, sync::now_ns). Written relaxed by busy_poll, read by
+  // park_idle: a worker leaves the role to busy siblings only while they poll.
+  std::atomic<uint64_t> last_busy_poll_ns_{0};
   std::mutex io_mu_;
   std::shared_ptr<IoPoll> io_keep_;  // guarded by io_mu_
   NameRegistry names_;

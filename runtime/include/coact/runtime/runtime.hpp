@@ -79,6 +79,7 @@ struct RuntimeStats {
   uint64_t seize_lost = 0;          ///< claimed burst mail deposited in the inbox (seize lost)
   uint64_t ring_fallbacks = 0;      ///< in-handler sends that took a heap envelope (ring full)
   uint64_t timed_parks = 0;         ///< timekeeper parks with a timer deadline (each one kernel timer wake)
+  uint64_t poll_yields = 0;         ///< parks that left the reactor's poll to a busy worker: no CPU was free
   uint64_t early_wake_spin_ns = 0;  ///< ns the timekeeper spun between its early wake and the deadline
   uint64_t wake_late_ns = 0;        ///< ns its timed parks returned past the requested (early) wake, summed
   uint64_t mailbox_rejected = 0;    ///< sends from outside the pool refused by COACT_MAILBOX_BOUND (never silent)
