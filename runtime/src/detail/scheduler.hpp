@@ -25,9 +25,11 @@
 // cascade has run longer than the keep-local time valve or the deque reached
 // local_sticky_max, and a sibling is idle (spinning or parked) to take work:
 // then the backlog (all but the freshest) spills to the injector and one
-// sibling is notified. With no idle sibling the backlog stays; the chain
-// backstop moves the deque's oldest job alone to the injector once per valve
-// period instead, so a job under a chain is not starved. Off-pool threads
+// sibling is notified. Where no CPU is free for that sibling
+// (cpu_headroom.hpp) the valve is kCrowdedValveNs instead. With no idle
+// sibling the backlog stays; the chain backstop moves the deque's oldest job
+// alone to the injector once per valve period instead, so a job under a
+// chain is not starved. Off-pool threads
 // enter through the root door: injector push + notify (at most one wake).
 // Burst dispatch (COACT_BURST=on; the life of one burst is numbered in
 // burst.hpp): the flush of step 3 routes a handler's whole output as one
@@ -516,13 +518,9 @@ class Scheduler {
     if (n > 1) schedule_backlog(w, n);  // a chain: the one hop stays warm, nothing to spill
   }
   /// The valve and sticky-max check for a deque of n > 1 jobs: spill (when a
-  /// sibling is idle), notify.
+  /// sibling is idle; for the valve, also a CPU free for it or a cascade of
+  /// kCrowdedValveNs), notify.
   void schedule_backlog(Worker& w, int64_t n);
-  /// Whether another worker of this pool is spinning or on the idle list
-  /// (parked, or polling for I/O), so that work put on the injector now is
-  /// taken at once. Two relaxed loads; a stale answer costs a spill that waits
-  /// for the sibling's next look at the injector, or one that waits for the
-  /// next check (a later backlog, the chain backstop). Owner thread.
   /// This Scheduler's workers not on the idle list: running, or spinning
   /// (on a CPU either way). Any thread; a relaxed snapshot.
   int64_t workers_on_cpu() const noexcept { return int64_t(workers_.size()) - spin_park_.idle(); }
@@ -531,6 +529,11 @@ class Scheduler {
   bool sibling_has_cpu(Worker& w) noexcept {
     return headroom_.fits(w.dispatch.clock_ns, workers_on_cpu(), workers_on_cpu() + 1);
   }
+  /// Whether another worker of this pool is spinning or on the idle list
+  /// (parked, or polling for I/O), so that work put on the injector now is
+  /// taken at once. Two relaxed loads; a stale answer costs a spill that waits
+  /// for the sibling's next look at the injector, or one that waits for the
+  /// next check (a later backlog, the chain backstop). Owner thread.
   bool sibling_idle() const noexcept {
     return workers_.size() > 1 && (spin_park_.idle() > 0 || spin_park_.spinning() > 0);
   }
