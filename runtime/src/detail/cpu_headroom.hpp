@@ -53,7 +53,7 @@ namespace coact::detail {
 
 class CpuHeadroom {
  public:
-  static constexpr uint64_t kRefreshNs = 1'000'000;  // E's sample period (a read costs a few µs: well under 1 % of a core)
+  static constexpr uint64_t kRefreshNs = 1'000'000;  // E's sample period: one small procfs read per period
 
   /// Reads `path` (a /proc/loadavg line; another file for the tests) and
   /// compares with `cpus` CPUs (0: the CPUs online). Any thread.
@@ -68,7 +68,9 @@ class CpuHeadroom {
   /// Any thread; may read a /proc file, never blocks otherwise.
   bool fits(uint64_t now_ns, int64_t on_cpu_now, int64_t threads) noexcept {
     if (fd_ < 0) return true;
-    if (now_ns - sampled_at_ns_.load(std::memory_order_relaxed) >= kRefreshNs) sample(now_ns, on_cpu_now);
+    // A caller's clock may be a little older than the last sample's: no
+    // sample then (an addition, so no wrap-around).
+    if (now_ns >= sampled_at_ns_.load(std::memory_order_relaxed) + kRefreshNs) sample(now_ns, on_cpu_now);
     return others_x256_.load(std::memory_order_relaxed) + threads * 256 <= cpus_ * 256 + 128;
   }
 
