@@ -52,7 +52,10 @@ Job Scheduler::idle(Worker& w) {
     // (cpu_headroom.hpp) the spin is that thread's time, so park at once.
     // The window learns nothing from a spin not taken.
     uint64_t spin_ns = w.idle.spin_window.window_ns(ceiling);
-    const bool crowded = spin_ns != 0 && !headroom_.fits(sync::now_ns(), workers_on_cpu(), workers_on_cpu());
+    // The last dispatch clock is recent enough for a once-per-ms average
+    // (fits() takes no sample on an older clock), and costs no clock read.
+    const int64_t on_cpu = workers_on_cpu();
+    const bool crowded = spin_ns != 0 && !headroom_.fits(w.dispatch.clock_ns, on_cpu, on_cpu);
     if (crowded) spin_ns = 0;
     // An empty window (the adaptive window of a worker whose spins found
     // nothing: an idle pool's timekeeper every tick) skips step 1 and its

@@ -527,7 +527,8 @@ class Scheduler {
   /// Whether a sibling woken by busy worker w would find a CPU that no
   /// running thread needs (cpu_headroom.hpp). w's thread.
   bool sibling_has_cpu(Worker& w) noexcept {
-    return headroom_.fits(w.dispatch.clock_ns, workers_on_cpu(), workers_on_cpu() + 1);
+    const int64_t on_cpu = workers_on_cpu();
+    return headroom_.fits(w.dispatch.clock_ns, on_cpu, on_cpu + 1);
   }
   /// Whether another worker of this pool is spinning or on the idle list
   /// (parked, or polling for I/O), so that work put on the injector now is
