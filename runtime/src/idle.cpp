@@ -190,13 +190,19 @@ bool Scheduler::park_idle(Worker& w, bool timed, uint64_t deadline_ns) {
     if (last_busy_poll_ns_.load(std::memory_order_relaxed) + kYieldedParkNs > now &&
         !headroom_.fits(now, others + 1, others + 1)) {
       bump(w.stats.poll_yields);
-      const uint64_t cap = now + kYieldedParkNs;
+      // After a run-out the cap doubles (kYieldedParkMaxNs at most); any
+      // other outcome, here or below, starts it again at kYieldedParkNs.
+      const uint64_t len = w.idle.yield_cap_ns == 0 ? kYieldedParkNs : w.idle.yield_cap_ns;
+      w.idle.yield_cap_ns = 0;
+      const uint64_t cap = now + len;
       if (timed && deadline_ns <= cap) return spin_park_.park_until(w.index, deadline_ns);
       if (spin_park_.park_until(w.index, cap)) return true;
       w.idle.yield_timed_out = true;
+      w.idle.yield_cap_ns = std::min(2 * len, kYieldedParkMaxNs);
       return true;
     }
   }
+  w.idle.yield_cap_ns = 0;
   if (io != nullptr && io->try_begin()) {
     w.idle.polled = io;
     return spin_park_.parker(w.index).park_polling(*io, timed, deadline_ns);

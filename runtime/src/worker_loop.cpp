@@ -42,8 +42,23 @@ inline Job Scheduler::acquire(Worker& w) {
 }
 
 void Scheduler::busy_poll(Worker& w, IoPoll& io) {
-  w.idle.busy_poll_ns = w.dispatch.clock_ns;
-  last_busy_poll_ns_.store(w.dispatch.clock_ns, std::memory_order_relaxed);
+  const uint64_t now = w.dispatch.clock_ns;
+  w.idle.busy_poll_ns = now;
+  // Where the busy workers do not all have a CPU (cpu_headroom.hpp), one of
+  // them takes the reports: a worker leaves the poll to a lower-indexed
+  // sibling that polled within two periods. Its deque then drains and it
+  // parks (park_idle leaves the role to the poller too), instead of two
+  // workers each fed by their own polls taking turns with a running thread
+  // on too few CPUs. A poller that stops (a long handler) stops writing, and
+  // the next busy worker polls again two periods later.
+  if (const int64_t on_cpu = workers_on_cpu(); on_cpu > 1) {
+    const uint64_t last = last_busy_poll_ns_.load(std::memory_order_relaxed);
+    if (last_busy_poller_.load(std::memory_order_relaxed) < w.index && last + 2 * kBusyPollNs > now &&
+        !headroom_.fits(now, on_cpu, on_cpu))
+      return;
+  }
+  last_busy_poll_ns_.store(now, std::memory_order_relaxed);
+  last_busy_poller_.store(w.index, std::memory_order_relaxed);
   if (!io.try_begin()) return;  // a parked worker polls, or another busy one
   if (!io.poll_now()) {
     io.deliver_and_end();  // nothing ready: releases the role

@@ -2,9 +2,10 @@
 // (CpuHeadroom), read by the scheduler before it spends a CPU that another
 // runnable thread might need: an idle worker's spin, a sibling woken for a
 // cascade's backlog, a parked worker holding the reactor's poll role while
-// another worker is busy (idle.cpp, worker_loop.cpp).
+// another worker is busy, a second busy worker polling beside one that
+// already does (idle.cpp, worker_loop.cpp).
 //
-// Why: those three buy latency with a CPU, which is free only while a CPU is
+// Why: those four buy latency with a CPU, which is free only while a CPU is
 // idle. When the machine's runnable threads already fill its CPUs (a service
 // on a small machine beside the client that loads it; more busy threads than
 // cores), the spinning or extra worker takes its CPU from a thread that was
@@ -33,8 +34,10 @@
 // reads its host's /proc/loadavg is judged by its host's load: on a busy
 // host its workers spin less and spill later. Either way a check changes
 // only when work moves, never whether it runs: a backlog left in place is
-// still taken by the chain backstop (worker_loop.cpp), and a worker that
-// leaves the poll role looks again within a millisecond (park_idle).
+// still taken by the chain backstop (worker_loop.cpp), a worker that leaves
+// the poll role looks again within Scheduler::kYieldedParkMaxNs
+// (park_idle), and a busy worker that leaves the poll to another polls again
+// once that one stops (busy_poll).
 //
 // Unavailable (no /proc, an unparsable line): fits() is always true, and
 // every caller behaves as on an idle machine.

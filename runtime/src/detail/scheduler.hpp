@@ -233,6 +233,7 @@ struct Worker {
     IoPoll* polled = nullptr;        // the reactor this worker parked polling (idle(), keep_time); posts after
     uint64_t busy_poll_ns = 0;       // dispatch.clock_ns at this worker's last busy_poll
     bool yield_timed_out = false;    // park_idle's capped park (the poll role left to a busy worker) ran out
+    uint64_t yield_cap_ns = 0;       // the next capped park's length (park_idle); 0: kYieldedParkNs
   };
   IdleState idle;
 
@@ -392,12 +393,19 @@ class Scheduler {
   /// polled within kYieldedParkNs while the machine has no CPU for this
   /// worker (cpu_headroom.hpp): a readiness wake would only make it take
   /// turns with a running thread, and the busy worker polls every
-  /// kBusyPollNs anyway. That park lasts at most kYieldedParkNs, then the
-  /// worker looks again (a busy worker in one long handler stops polling,
-  /// and the next park takes the role); when it runs out, park_idle returns
-  /// true, as for a spurious wake, and sets Worker::idle.yield_timed_out.
+  /// kBusyPollNs anyway. That park is capped, then the worker looks again
+  /// (a busy worker in one long handler stops polling, and the next park
+  /// takes the role); when it runs out, park_idle returns true, as for a
+  /// spurious wake, and sets Worker::idle.yield_timed_out. The cap starts at
+  /// kYieldedParkNs and doubles, up to kYieldedParkMaxNs, with each capped
+  /// park that ran out and left the role again; any other park resets it.
+  /// Each run-out is a wake of a thread with no CPU free for it, which takes
+  /// a turn from a running thread (under a steady load, from the busy
+  /// sibling's client): backing off keeps those rare while the sibling
+  /// keeps polling, and bounds how late a long handler's readiness is seen.
   bool park_idle(Worker& w, bool timed, uint64_t deadline_ns);
   static constexpr uint64_t kYieldedParkNs = 1'000'000;
+  static constexpr uint64_t kYieldedParkMaxNs = 16'000'000;
   /// Busy path: takes a free poll role, polls without waiting and posts, so
   /// readiness is seen while no worker parks. The actors its reports make
   /// runnable run after the jobs already on w's own deque
@@ -611,6 +619,9 @@ class Scheduler {
   // dispatch clock, sync::now_ns). Written relaxed by busy_poll, read by
   // park_idle: a worker leaves the role to busy siblings only while they poll.
   std::atomic<uint64_t> last_busy_poll_ns_{0};
+  // The worker that wrote last_busy_poll_ns_ (busy_poll: where CPUs are
+  // short, a worker leaves the poll to a lower-indexed one that polls).
+  std::atomic<uint32_t> last_busy_poller_{0};
   std::mutex io_mu_;
   std::shared_ptr<IoPoll> io_keep_;  // guarded by io_mu_
   NameRegistry names_;
