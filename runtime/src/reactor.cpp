@@ -9,10 +9,11 @@
 // The poll role. At most one worker at a time polls (try_begin, then
 // deliver_and_end). A worker about to park takes the role if it is free and
 // parks in epoll_pwait2 instead of its futex (Parker::park_polling): an
-// unpark writes the wake eventfd. A busy worker takes the role now and then and polls
-// without waiting (Scheduler::busy_poll), so readiness is seen while every
-// worker is busy; where the busy workers do not all have a CPU, only the
-// lowest-indexed one that keeps polling does (cpu_headroom.hpp). The role's holder collects the reports into the reactor's
+// unpark writes the wake eventfd. A busy worker takes the role now and then
+// and polls without waiting (Scheduler::busy_poll), so readiness is seen
+// while every worker is busy; where the busy workers do not all have a CPU,
+// only the lowest-indexed one that keeps polling does (cpu_headroom.hpp).
+// The role's holder collects the reports into the reactor's
 // buffer and posts them (deliver_and_end) from its worker thread, outside any
 // handler: mail to an actor made runnable lands on that worker's own deque
 // (a busy worker's, under the jobs it already had: run_reports_after_backlog).
