@@ -83,6 +83,6 @@ cat "$OUT/server.log" >&2
 [ "$STATUS" -eq 0 ] || coact_die "$STATUS" "coact-profile exited $STATUS (server log above)"
 
 echo "== handlers ranked by the reply rate they would give (the clients' latency is 50 / rate) ==" >&2
-/usr/bin/python3 reports/coact_plot.py profile "$OUT/profile.coz" -o "$OUT/curves.png" \
+/usr/bin/python3 reports/coact_plot.py profile "$OUT/profile.jsonl" -o "$OUT/curves.png" \
   -t "coact-kv under redis-benchmark: causal profile (replies per second)"
-echo "profile: $OUT/profile.coz (+ profile.jsonl); plot: $OUT/curves.png" >&2
+echo "profile: $OUT/profile.jsonl (+ profile.coz for Coz's viewer); plot: $OUT/curves.png" >&2

@@ -48,6 +48,6 @@ build/release/tools/coact-profile/coact-profile run \
   -- build/release/examples/dedup/coact-dedup archive "$DIR" --seconds $((SECS + 30)) -o "$OUT/archive.cdar"
 
 echo "== regions ranked by the program speedup they would give ==" >&2
-/usr/bin/python3 reports/coact_plot.py profile "$OUT/profile.coz" -o "$OUT/curves.png" \
+/usr/bin/python3 reports/coact_plot.py profile "$OUT/profile.jsonl" -o "$OUT/curves.png" \
   -t "coact-dedup over $DIR: causal profile"
-echo "profile: $OUT/profile.coz (+ profile.jsonl); plot: $OUT/curves.png" >&2
+echo "profile: $OUT/profile.jsonl (+ profile.coz for Coz's viewer); plot: $OUT/curves.png" >&2

@@ -83,7 +83,10 @@
 //    "progress_reached":bool,"reason":"stopped"|"duration"|"experiments"|"settled"|"no_region"|"no_progress",
 //    "settled":bool,"leader":name|null}  (settled and leader: not in a profile-only run)
 //   {"type":"estimates",...} after each written experiment: the running ranking
-//     (causal/src/evidence.hpp; the Options::region_weight draw and until_settled use it)
+//     (causal/src/evidence.hpp; the Options::region_weight draw and until_settled use it),
+//     with "time_share_floor" and "time_shares" {region name: fraction of the
+//     running time} of every region with an experiment, by which
+//     coact-plot applies the settle rule's floor (causal/src/sweep/draw.cpp)
 #include <coact/causal/controller.hpp>
 
 #include <fcntl.h>

@@ -124,7 +124,7 @@ def _run_profile(a) -> int:
         sys.stdout.write(ranking_json(shown, profile, a.sort, _estimate.estimator_json(a),
                                       a.rank_at) + "\n")
     else:
-        sys.stdout.write(format_ranking(shown, a.rank_at))
+        sys.stdout.write(format_ranking(shown, a.rank_at, profile.time_shares))
     if not plottable(shown):
         # A valid profile too thin to draw: say why and how long to sweep (exit 0).
         print(f"{_prog()}: nothing to plot yet: {_why_nothing(profile, a.points)}; "

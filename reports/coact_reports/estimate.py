@@ -119,7 +119,9 @@ or, with ``analyze(..., keep_thin=True)`` (``coact-plot profile``), listed
 last as a :class:`Thin` entry with its experiment counts, never ranked.
 The ranking is *settled* when every region is ranked and the leader's lower
 bound at ``rank_at`` is above every other ranked region's upper bound
-(:func:`settlement`)."""
+(:func:`settlement`). As in the sweep's own rule, a region the sweep's
+records put under its time-share floor need not be ranked (profile.py,
+"The sweep's time shares"); a Coz-format profile has no such records."""
 
 from __future__ import annotations
 
@@ -130,7 +132,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .profile import Experiment, Profile, ProfileError, ProfileWarning, Throughput
+from .profile import Experiment, Profile, ProfileError, ProfileWarning, Throughput, TimeShares
 
 PREDICT_AT = (0.10, 0.25, 0.50)
 RANK_AT = 0.25                     # default ranking speedup
@@ -809,23 +811,33 @@ class Settlement:
     rank_at: float
     message: str
     overlapping: List[str] = field(default_factory=list)   # ranked regions the leader is not above
-    unranked: List[str] = field(default_factory=list)      # regions without enough evidence
+    unranked: List[str] = field(default_factory=list)      # regions without enough evidence that count
+    below_floor: List[str] = field(default_factory=list)   # unranked, under the sweep's time-share floor
 
 
-def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Settlement:
-    """Settled: every region listed is ranked, and the best ranked region's
-    lower bound at rank_at is above every other ranked region's upper bound.
-    A region without enough evidence keeps the ranking from settling (it
-    may lead once measured), and the message says how the ranked ones stand.
-    The sweep's own rule (evidence.hpp) waits only for the regions above its
-    time-share floor; a profile does not record time shares, so a region the
-    sweep left below its floor also keeps the table from saying settled."""
+def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT,
+               shares: Optional[TimeShares] = None) -> Settlement:
+    """Settled: every region listed that counts is ranked, and the best
+    ranked region's lower bound at rank_at is above every other ranked
+    region's upper bound. A region without enough evidence keeps the
+    ranking from settling (it may lead once measured), and the message says
+    how the ranked ones stand, unless `shares` (Profile.time_shares: the
+    sweep's own records) puts it under the sweep's time-share floor: the
+    sweep's rule (causal/src/sweep/draw.cpp) does not wait for such a
+    region, so neither does this one, and the message names it. Without
+    `shares` (a Coz-format profile) every region counts."""
     ranked = [r for r in results if r.ranked]
-    unranked = [r.region for r in results if not r.ranked]
+    exempt = [r.region for r in results if not r.ranked and shares is not None and shares.below_floor(r.region)]
+    unranked = [r.region for r in results if not r.ranked and r.region not in exempt]
+    floor_note = ""
+    if exempt:
+        listed = [f"{name} ({shares.shares[name] * 100:.3g}%)" for name in exempt]
+        floor_note = (f"; {len(exempt)} region(s) under the sweep's time-share floor "
+                      f"({shares.floor * 100:g}% of the running time) not ranked: {_listed(listed, 3)}")
     if not ranked:
         return Settlement(False, None, rank_at,
                           f"not settled: no region has enough evidence to rank "
-                          f"({len(unranked)} listed without a rank)", [], unranked)
+                          f"({len(unranked) + len(exempt)} listed without a rank)", [], unranked, exempt)
     keyed = sorted(ranked, key=lambda r: -r.best().key[0])
     leader = keyed[0]
     _, lo, _ = leader.best().key
@@ -847,7 +859,9 @@ def settlement(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> Set
             msg = f"settled: {leader.region} is the only ranked region"
     if overlapping and unranked:
         msg += f"; {len(unranked)} region(s) without enough evidence to rank were not compared"
-    return Settlement(not overlapping and not unranked, leader.region, rank_at, msg, overlapping, unranked)
+    msg += floor_note
+    return Settlement(not overlapping and not unranked, leader.region, rank_at, msg, overlapping, unranked,
+                      exempt)
 
 
 # --------------------------------------------------------------------------

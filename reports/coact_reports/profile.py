@@ -71,6 +71,21 @@ processes appended to one file, or several files). The estimator's interval
 accounts for run-to-run variation when a profile holds three or more runs
 (estimate.py).
 
+The sweep's time shares (coact JSON lines)
+-----------------------------------------
+A sweep writes an ``estimates`` record after each experiment (its running
+ranking; causal/src/sweep/draw.cpp). Its ``time_share_floor`` and
+``time_shares`` (region name -> fraction of the running time, for every
+region with an experiment; older records give only each ranked-or-not
+region's ``time_share`` under ``points``) say which regions the sweep's
+settle rule did not wait for: those under the floor
+(``COACT_CAUSAL_TIME_SHARE_FLOOR_PCT``). ``Profile.time_shares`` holds the
+last such record of each run, pooled (the smallest floor, each region's
+largest share), only when every run with experiments wrote one; otherwise
+it is None and every region counts. Coz files carry no such record, so a
+``profile.coz`` never exempts a region. A malformed estimates record is
+skipped with a ``ProfileWarning`` (its run then has none).
+
 Several profiles (merging)
 --------------------------
 ``load_profiles`` pools files; a directory stands for its ``*.jsonl`` files
@@ -108,7 +123,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["ProfileError", "NotAProfileError", "TrialsError", "ProfileWarning", "Throughput", "Latency",
-           "Experiment", "Profile", "parse_profile", "load_profiles"]
+           "Experiment", "TimeShares", "Profile", "parse_profile", "load_profiles"]
 
 
 class ProfileError(Exception):
@@ -161,10 +176,26 @@ class Experiment:
     run: str = ""                # which process wrote it: "path#K", K counting startup records (module doc)
 
 
+@dataclass(frozen=True)
+class TimeShares:
+    """The sweep's own view of which regions it need not rank (module doc,
+    "The sweep's time shares"): its time-share floor, and each region's
+    largest share of the running time over the runs that recorded one."""
+    floor: float                 # fraction of the running time
+    shares: Dict[str, float]     # region -> fraction; regions no record lists are absent
+
+    def below_floor(self, region: str) -> bool:
+        """The sweep did not wait for `region`: every record that lists it
+        puts it under the floor. False for a region no record lists."""
+        share = self.shares.get(region)
+        return share is not None and share < self.floor
+
+
 @dataclass
 class Profile:
     experiments: List[Experiment]
     paths: List[str]
+    time_shares: Optional[TimeShares] = None   # None: some run recorded no estimates
 
     def progress_points(self) -> List[str]:
         return sorted({n for e in self.experiments for n in e.points})
@@ -310,9 +341,10 @@ def _group(obj: dict, origin: dict) -> str:
     return f"host {host}" if host else ""
 
 
-def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
-    """parse_profile's experiments, and the command line of each coact
-    startup record that names one, with its line number."""
+def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]], Dict[str, dict]]:
+    """parse_profile's experiments, the command line of each coact startup
+    record that names one, with its line number, and the last estimates
+    record of each run (keyed like Experiment.run)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -333,6 +365,7 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
     first_other: Optional[Tuple[int, str]] = None   # the first line that is not one
     runs = 0                              # startup records so far: each begins a process's run
     tagged = 0                            # experiments already given their run
+    estimates: Dict[str, dict] = {}       # run -> its last estimates record
     for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r")
         if line.strip() == "":
@@ -343,6 +376,10 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
                 current, current_line, origin = _handle_json(line, path, lineno, experiments,
                                                              current, current_line, origin, seen)
                 startup = origin.get("_line") == lineno
+                if '"estimates"' in line:
+                    record = json.loads(line)
+                    if record.get("type") == "estimates":
+                        estimates[f"{path}#{runs}"] = dict(record, _line=lineno)
                 if startup and isinstance(origin.get("program"), str):
                     args = origin.get("args") if isinstance(origin.get("args"), list) else []
                     programs.append((" ".join([origin["program"]] + [str(x) for x in args]), lineno))
@@ -372,7 +409,52 @@ def _parse(path: str) -> Tuple[List[Experiment], List[Tuple[str, int]]]:
             first_other = (lineno, line)
     if not seen[0] and first_other is not None:
         raise _not_a_profile(path, first_other)
-    return experiments, programs
+    return experiments, programs, estimates
+
+
+def _record_shares(record: dict, path: str) -> Optional[Tuple[float, Dict[str, float]]]:
+    """(floor, region -> share) from one estimates record; None with a
+    ProfileWarning when it lacks them or they are not fractions."""
+    def fraction(x) -> Optional[float]:
+        ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= 1
+        return float(x) if ok else None
+    floor = fraction(record.get("time_share_floor"))
+    shares: Dict[str, float] = {}
+    listed = record.get("time_shares")     # every region with an experiment
+    points = record.get("points")          # the regions with a non-zero speedup (older records: only these)
+    bad = floor is None or not isinstance(points, list) or not isinstance(listed, (dict, type(None)))
+    pairs = list(listed.items()) if isinstance(listed, dict) else []
+    for point in points if isinstance(points, list) and listed is None else []:
+        regions = point.get("regions") if isinstance(point, dict) else None
+        for r in regions if isinstance(regions, list) else [None]:
+            pairs.append((r.get("name"), r.get("time_share")) if isinstance(r, dict) else (None, None))
+    for name, value in pairs:
+        share = fraction(value)
+        if not isinstance(name, str) or share is None:
+            bad = True
+            continue
+        shares[name] = max(share, shares.get(name, 0.0))
+    if bad:
+        warnings.warn(f"{path}:{record.get('_line')}: estimates record without a time_share_floor and a "
+                      "time_share per region (fractions); its run's time shares are not used",
+                      ProfileWarning, stacklevel=3)
+        return None
+    return floor, shares
+
+
+def _time_shares(exps: List[Experiment], estimates: Dict[str, dict]) -> Optional[TimeShares]:
+    """The pooled time shares (module doc), or None unless every run with
+    experiments left a usable estimates record."""
+    floors: List[float] = []
+    pooled: Dict[str, float] = {}
+    for run in sorted({e.run for e in exps}):
+        got = _record_shares(estimates[run], run.rpartition("#")[0]) if run in estimates else None
+        if got is None:
+            return None
+        floors.append(got[0])
+        for name, share in got[1].items():
+            pooled[name] = max(share, pooled.get(name, 0.0))
+    return TimeShares(min(floors), pooled) if floors else None
 
 
 def _not_a_profile(path: str, where: Tuple[int, str]) -> NotAProfileError:
@@ -502,10 +584,12 @@ def load_profiles(paths: Sequence[str]) -> Profile:
     paths = _expand(paths)
     exps: List[Experiment] = []
     per_file = []
+    estimates: Dict[str, dict] = {}
     for p in paths:
-        e, programs = _parse(p)
+        e, programs, est = _parse(p)
         per_file.append((p, e, programs))
         exps.extend(e)
+        estimates.update(est)
     if len(per_file) > 1:
         _check_same_sweep(per_file)
     where = paths[0] if len(paths) == 1 else ", ".join(paths)
@@ -517,4 +601,4 @@ def load_profiles(paths: Sequence[str]) -> Profile:
         raise ProfileError(f"profile has {len(exps)} experiment(s) but no "
                            "progress-point data (no throughput/latency point "
                            "records or empty 'progress')", where)
-    return Profile(exps, list(paths))
+    return Profile(exps, list(paths), _time_shares(exps, estimates))

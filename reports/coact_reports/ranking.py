@@ -8,7 +8,7 @@ from collections import Counter
 from typing import List, Optional, Sequence
 
 from .estimate import DEFINITION, MIN_EXPERIMENTS, PREDICT_AT, RANK_AT, RegionResult, settlement
-from .profile import Profile
+from .profile import Profile, TimeShares
 from .util import clean as _clean, pct as _pct
 
 LINE_QUALIFIER = " @ "
@@ -153,12 +153,14 @@ def ranking_rows(results: Sequence[RegionResult]) -> List[dict]:
 
 def ranking_json(results: Sequence[RegionResult], profile: Profile, sort: str,
                  estimator: Optional[dict] = None, rank_at: float = RANK_AT) -> str:
-    st = settlement(results, rank_at)
+    st = settlement(results, rank_at, profile.time_shares)
     doc = {"files": profile.paths, "sort": sort,
            "progress_points": sorted({c.point for r in results for c in r.curves}
                                      | {t.point for r in results for t in r.thin}),
            "estimator": estimator,
            "settled": st.settled, "leader": st.leader, "settlement": st.message,
+           "time_share_floor": profile.time_shares.floor if profile.time_shares else None,
+           "below_time_share_floor": st.below_floor,
            "regions": ranking_rows(results)}
     return json.dumps(doc, indent=2)
 
@@ -172,7 +174,8 @@ def _shown_name(row: dict) -> str:
     return row["region"]
 
 
-def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) -> str:
+def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT,
+                   shares: Optional[TimeShares] = None) -> str:
     rows = ranking_rows(results)
     at = f"@{rank_at * 100:g}%"
     levels = sorted(set(PREDICT_AT) | {rank_at})
@@ -226,7 +229,7 @@ def format_ranking(results: Sequence[RegionResult], rank_at: float = RANK_AT) ->
     for r in table:
         out.append("  ".join(c.ljust(widths[i]) if i in left else c.rjust(widths[i])
                              for i, c in enumerate(r)).rstrip())
-    st = settlement(results, rank_at)
+    st = settlement(results, rank_at, shares)
     ks = sorted({row["systematic"] for row in rows if row.get("systematic")})
     systematic = (f", and the profiler's own error ({', '.join(f'{k * 100:g}%' for k in ks)} of the value, "
                   "docs/profiling.md)" if ks else "")

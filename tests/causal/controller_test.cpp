@@ -576,6 +576,16 @@ TEST_CASE("controller: the evidence draw gives a light region enough experiments
   const auto& last = est.back();
   REQUIRE(last["points"].size() == 1);
   CHECK(last["points"][0]["leader"] == "controller-test/evidence-heavy");
+  // The time shares a reader needs to apply the settle rule's floor: every
+  // region with an experiment, as fractions of the running time.
+  CHECK(last["time_share_floor"].get<double>() == o.time_share_floor_pct / 100.0);
+  const auto& shares = last["time_shares"];
+  REQUIRE(shares.size() == 2);
+  const double heavy_share = shares["controller-test/evidence-heavy"].get<double>();
+  const double light_share = shares["controller-test/evidence-light"].get<double>();
+  CHECK(light_share > 0);
+  CHECK(heavy_share > light_share);
+  CHECK(heavy_share + light_share <= 1 + 1e-9);
   // The printed interval holds the profiler's own error (a fraction of the
   // key) besides the statistical one.
   const double systematic = last["systematic"].get<double>();

@@ -282,6 +282,115 @@ class HonestIntervalTest(unittest.TestCase):
         self.assertTrue(st.message.startswith("not settled: 1 region(s) without enough evidence to rank (Thin); "
                                               "among the ranked regions Big leads (@25% lower bound +"), st.message)
 
+    @staticmethod
+    def _thin_profile(path, rng, thin_share=None, floor=0.02, runs=1, record_runs=None, top_level=True):
+        """Big and Small ranked and apart, Thin with two experiments; each
+        of `runs` runs ends with the sweep's estimates record (time shares:
+        Big 0.6, Small 0.3, Thin `thin_share`) unless its index is left out
+        of `record_runs`. thin_share None: the record does not list Thin.
+        top_level: the shares in "time_shares" (as the sweep writes them),
+        else only per region under "points" (older records)."""
+        import json
+        with open(path, "w") as f:
+            pass
+        for k in range(runs):
+            part = path + f".{k}"
+            noisy_profile(part, rng, {"Big": 0.5, "Small": 0.1}, 20, 20, 0.03)
+            with open(part) as src, open(path, "a") as f:
+                f.write(src.read())
+                for s in (0.25, 0.5):
+                    f.write(f"experiment\tselected=Thin\tspeedup={s:.2f}\tduration=1000000000\tselected-samples=1\n"
+                            f"throughput-point\tname=p\tdelta={round(1000 / (1 - 0.9 * s))}\n")
+                if record_runs is None or k in record_runs:
+                    regions = [{"name": "Big", "time_share": 0.6}, {"name": "Small", "time_share": 0.3}]
+                    if thin_share is not None:
+                        regions.append({"name": "Thin", "time_share": thin_share})
+                    record = {"type": "estimates", "time_share_floor": floor, "settled": True,
+                              "points": [{"point": "p", "regions": regions}]}
+                    if top_level:
+                        record["time_shares"] = {r["name"]: r.pop("time_share") for r in regions}
+                    f.write(json.dumps(record) + "\n")
+
+    def _settle(self, path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", profile.ProfileWarning)
+            prof = profile.load_profiles([path])
+            res = estimate.analyze(prof)
+        return prof, estimate.settlement(res, shares=prof.time_shares)
+
+    def test_a_region_under_the_sweeps_time_share_floor_does_not_hold_the_ranking_back(self):
+        # The sweep's rule waits only for regions above its time-share
+        # floor; its records say Thin ran 0.5% of the time, so the table
+        # says settled too, and names Thin as under the floor.
+        import random
+        for top_level in (True, False):
+            with tempfile.TemporaryDirectory() as d, self.subTest(top_level=top_level):
+                path = os.path.join(d, "profile.jsonl")
+                self._thin_profile(path, random.Random(5), thin_share=0.005, top_level=top_level)
+                prof, st = self._settle(path)
+                self.assertEqual(prof.time_shares.floor, 0.02)
+                self.assertTrue(st.settled, st.message)
+                self.assertEqual((st.leader, st.unranked, st.below_floor), ("Big", [], ["Thin"]))
+                self.assertTrue(st.message.startswith("settled: Big leads;"), st.message)
+                self.assertIn("1 region(s) under the sweep's time-share floor (2% of the running time) not ranked: "
+                              "Thin (0.5%)", st.message)
+
+    def test_the_floor_exempts_only_what_every_record_puts_under_it(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            cases = {
+                "above": dict(thin_share=0.05),                       # Thin above the floor: waited for
+                "unlisted": dict(thin_share=None),                    # no record gives Thin's share
+                "one run without": dict(thin_share=0.005, runs=2, record_runs={0}),
+            }
+            for name, kw in cases.items():
+                path = os.path.join(d, name.replace(" ", "-") + ".jsonl")
+                self._thin_profile(path, random.Random(5), **kw)
+                prof, st = self._settle(path)
+                with self.subTest(name):
+                    self.assertFalse(st.settled, st.message)
+                    self.assertEqual((st.unranked, st.below_floor), (["Thin"], []))
+                    self.assertTrue(st.message.startswith("not settled: 1 region(s) without enough evidence"),
+                                    st.message)
+            self.assertIsNone(prof.time_shares)        # the last case: one run recorded no shares
+
+    def test_coact_plot_applies_the_floor_from_the_profile(self):
+        # The table and --json of `coact-plot profile profile.jsonl` say what
+        # settlement() says; the same experiments without the sweep's records
+        # (as in profile.coz) are not settled.
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "profile.jsonl")
+            self._thin_profile(path, random.Random(5), thin_share=0.005)
+            bare = os.path.join(d, "profile.coz")
+            with open(path) as src, open(bare, "w") as f:
+                f.writelines(l for l in src if not l.startswith("{"))
+            text = run_cli("profile", path)
+            doc = run_cli("profile", path, "--json")
+            coz = run_cli("profile", bare, "--json")
+        self.assertEqual((text.returncode, doc.returncode, coz.returncode), (0, 0, 0), text.stderr + doc.stderr)
+        self.assertIn("\nsettled: Big leads;", text.stdout)
+        self.assertIn("under the sweep's time-share floor (2% of the running time) not ranked: Thin (0.5%)",
+                      text.stdout)
+        got = json.loads(doc.stdout)
+        self.assertEqual((got["settled"], got["time_share_floor"], got["below_time_share_floor"]),
+                         (True, 0.02, ["Thin"]))
+        got = json.loads(coz.stdout)
+        self.assertEqual((got["settled"], got["time_share_floor"], got["below_time_share_floor"]),
+                         (False, None, []))
+
+    def test_a_malformed_estimates_record_is_skipped_with_a_warning(self):
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "bad.jsonl")
+            self._thin_profile(path, random.Random(5), thin_share=0.005, floor=7)   # floor not a fraction
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                prof = profile.load_profiles([path])
+        self.assertIsNone(prof.time_shares)
+        self.assertTrue(any("estimates record without a time_share_floor" in str(w.message) for w in caught),
+                        [str(w.message) for w in caught])
+
     def test_outlier_is_excluded_and_reported(self):
         import random
         rng = random.Random(3)
@@ -527,6 +636,28 @@ class SweepAgreesWithEstimatorTest(unittest.TestCase):
             self.assertEqual(reg["experiments"], c.experiments, reg["name"])
             self.assertEqual(reg["ranked"], c.ranked, reg["name"])
         self.assertEqual(point["baseline_experiments"], c.baseline_experiments)
+
+
+    def test_settled_verdict_matches_the_sweeps_with_a_region_under_the_floor(self):
+        # A real scripts/run.sh sweep that settled with the Index (1.8% of the
+        # running time, floor 2%) unranked: the table's verdict is the
+        # sweep's (its summary record), and it names the Index. The fixture
+        # keeps the experiments and the last estimates record.
+        path = os.path.join(FIXTURES, "archiver-below-floor.jsonl")
+        with open(path) as f:
+            records = [json.loads(line) for line in f]
+        (summary,) = [r for r in records if r["type"] == "summary"]
+        index = "coact::dedup::Index::on(coact::dedup::HashedChunk)"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", profile.ProfileWarning)
+            prof = profile.load_profiles([path])
+            res = estimate.analyze(prof, keep_thin=True)
+        self.assertEqual({r.region: r.ranked for r in res}[index], False)
+        st = estimate.settlement(res, shares=prof.time_shares)
+        self.assertTrue(summary["settled"])
+        self.assertEqual((st.settled, st.leader), (summary["settled"], summary["leader"]), st.message)
+        self.assertEqual(st.below_floor, [index])
+        self.assertFalse(estimate.settlement(res).settled)   # the same table without the sweep's records
 
 
 class CommandTest(unittest.TestCase):

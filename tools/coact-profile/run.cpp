@@ -497,7 +497,7 @@ int run(RunArgs& a) {
                  "gain of 1/(1-x) - 1, e.g. 33%% less time = 50%% more visits per second)\n",
                  static_cast<unsigned long long>(r.experiments), static_cast<unsigned long long>(r.zero_speedup),
                  elapsed, static_cast<double>(r.experiment_ns) / 1e9, files.c_str(), per_region_text(r).c_str(),
-                 plot.c_str(), o.output.empty() ? o.json_output.c_str() : o.output.c_str());
+                 plot.c_str(), o.json_output.c_str());
     if (o.shards != 0) {
       std::fprintf(stderr,
                    "coact-profile: this was shard %u of %u (0-based, from %s; seed %s); merge the shards' profiles: "

@@ -177,6 +177,13 @@ void Sweep::observe(uint32_t region, const ExperimentRecord& e) {
                       {"unranked_above_floor", unranked_above_floor},
                       {"regions", std::move(rs)}});
   }
+  // Every region with an experiment, speedup 0 included: a reader of the
+  // profile (estimate.py's settlement) applies the floor to the same regions.
+  nlohmann::json shares = nlohmann::json::object();
+  for (const auto& [id, name] : names_) {
+    auto it = share.find(id);
+    shares[name] = it == share.end() ? 0.0 : it->second;
+  }
   settled_ = settled;
   summary_.settled = settled;
   summary_.leader.clear();
@@ -188,6 +195,7 @@ void Sweep::observe(uint32_t region, const ExperimentRecord& e) {
                                {"rank_at", kRankAt},
                                {"min_experiments", o_.min_experiments},
                                {"time_share_floor", floor},
+                               {"time_shares", std::move(shares)},
                                {"systematic", detail::kSystematic},
                                {"settled", settled},
                                {"points", std::move(points)}}
