@@ -272,7 +272,7 @@ class ArchiverRows(unittest.TestCase):
                 f.write(" ".join(rng.choice(["actor", "chunk", "index", "dedup"]) for _ in range(20000)))
         r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-analytics", "--no-kv", "--dedup", DEDUP,
                             "--dedup-dir", tree,
-                            "--dedup-stage", "Index", "--real-chunks", "2", "--real-run-s", "3",
+                            "--dedup-stage", "Index", "--real-chunks", "2", "--real-max-rounds", "2", "--real-run-s", "3",
                             "--real-experiment-ms", "1000", "--dedup-sweep-s", "6",
                             "--json", "--out", os.path.join(out, "v")],
                            capture_output=True, text=True, timeout=120)
@@ -329,8 +329,11 @@ class AnalyticsRow(unittest.TestCase):
         # full-length run).
         out = tempfile.mkdtemp(prefix="coact-validate-analytics-")
         self.addCleanup(shutil.rmtree, out, True)
+        # --real-se-pts 0: a standard error no rounds reach, so both sides run
+        # --real-max-rounds rounds.
         r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--no-kv", "--analytics", ANALYTICS,
-                            "--real-chunks", "2", "--real-run-s", "3", "--real-experiment-ms", "1000",
+                            "--real-chunks", "2", "--real-max-rounds", "3", "--real-se-pts", "0",
+                            "--real-run-s", "3", "--real-experiment-ms", "1000",
                             "--dedup-sweep-s", "6", "--json",
                             "--out", os.path.join(out, "v")], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -346,7 +349,8 @@ class AnalyticsRow(unittest.TestCase):
         self.assertGreater(row["actual"], 0.2, row["note"])
         self.assertEqual(row["actual_measure"], "window_rate")  # no passes: progress per window
         # Each round predicts from its own runs at 0 % and round(100 r) %.
-        self.assertEqual(len(row["predicted_rounds"]), 2)
+        self.assertEqual((len(row["actual_chunks"]), len(row["predicted_rounds"])), (3, 3))
+        self.assertEqual(doc["real_rounds"], {"min": 2, "max": 3, "se_pts": 0, "run_s": 3})
         self.assertGreater(row["predicted"], 0.2, row["note"])
 
 
@@ -359,8 +363,11 @@ class KvRow(unittest.TestCase):
         # halves the shards' handler (the numbers need the full-length run).
         out = tempfile.mkdtemp(prefix="coact-validate-kv-")
         self.addCleanup(shutil.rmtree, out, True)
+        # --real-se-pts 100: any two rounds are enough, so each side stops at
+        # --real-chunks although --real-max-rounds allows 15.
         r = subprocess.run([TOOL, "validate", "--no-known-answer", "--no-dedup", "--no-analytics", "--kv", KV,
-                            "--real-chunks", "2", "--real-run-s", "3", "--real-experiment-ms", "1000",
+                            "--real-chunks", "2", "--real-max-rounds", "15", "--real-se-pts", "100",
+                            "--real-run-s", "3", "--real-experiment-ms", "1000",
                             "--dedup-sweep-s", "6", "--json",
                             "--out", os.path.join(out, "v")], capture_output=True, text=True, timeout=180)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -375,7 +382,7 @@ class KvRow(unittest.TestCase):
         self.assertGreater(row["s"], 0.35, row["note"])  # half of the planted work, plus the handler's own
         self.assertGreater(row["actual"], 0.15, row["note"])
         self.assertEqual(row["actual_measure"], "window_rate")
-        self.assertEqual(len(row["predicted_rounds"]), 2)
+        self.assertEqual((len(row["actual_chunks"]), len(row["predicted_rounds"])), (2, 2))
         self.assertGreater(row["predicted"], 0.15, row["note"])
 
 

@@ -362,10 +362,22 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 86400.0));
   val_cmd
       ->add_option("--real-chunks", v.real_chunks,
-                   "Real-program rows: rounds of baseline, variant, baseline runs (and of the row's sweep); the "
-                   "measured speedup's 95% interval is over these rounds")
+                   "Real-program rows: the fewest rounds of baseline, variant, baseline runs (and of the row's "
+                   "sweep); the measured speedup's 95% interval is over the rounds")
       ->capture_default_str()
       ->check(CLI::Range(2, 100));
+  val_cmd
+      ->add_option("--real-max-rounds", v.real_max_rounds,
+                   "Real-program rows: the most rounds, each side (truth, sweep) run until its mean's standard error "
+                   "is at most --real-se-pts (--real-chunks if that is larger)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1000));
+  val_cmd
+      ->add_option("--real-se-pts", v.real_se_pts,
+                   "Real-program rows: the standard error, in points, at which a side's rounds stop before "
+                   "--real-max-rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   val_cmd->add_option("--real-run-s", v.real_run_s, "Real-program rows: seconds of each baseline or variant run")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 3600.0));

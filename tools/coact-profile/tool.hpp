@@ -50,9 +50,13 @@ struct ValidateArgs {
   int dedup_fast_level = 1;
   std::string dedup_region = "dedup::Compressor::on(coact::dedup::NewChunk)";
   double dedup_sweep_s = 60;
-  // The real programs' rows: rounds of (baseline, variant, baseline) runs,
-  // each round followed by one round of the row's sweep; seconds per run.
+  // The real programs' rows: at least real_chunks rounds of (baseline,
+  // variant, baseline) runs, then more (up to real_max_rounds) until the
+  // standard error of their mean is at most real_se_pts points; the row's
+  // sweep rounds likewise, on their own; seconds per run.
   int real_chunks = 5;
+  int real_max_rounds = 15;
+  double real_se_pts = 0.5;
   double real_run_s = 3;
   // Their sweeps' experiment length: a real program's rate swings with the
   // phase of its work, and a longer window averages more of it.

@@ -193,11 +193,12 @@ void Session::real_program_rows() {
       std::vector<double> speedups;
       std::string region;
       const double real_s = a.real_run_s;
-      const int rounds = a.real_chunks;
+      const int rounds = a.real_chunks;  // at least; up to max_rounds until the mean is known to real_se_pts
+      const int max_rounds = std::max(a.real_chunks, a.real_max_rounds);
       bool by_pass = true;
-      for (int c = 0; c < rounds; ++c) {
-        say(fmt::format("{} {}: real runs {}/{} (baseline, {}, baseline; {:.0f} s each)", prog.workload, v.stage, c + 1,
-                        rounds, change, real_s));
+      for (int c = 0; c < max_rounds && !enough_rounds(speedups, rounds, max_rounds, a.real_se_pts); ++c) {
+        say(fmt::format("{} {}: real runs {} of {}-{} (baseline, {}, baseline; {:.0f} s each)", prog.workload, v.stage,
+                        c + 1, rounds, max_rounds, change, real_s));
         const Measured b0 = measure(prog, v.region, {}, real_s, 0);
         const Measured f = measure(prog, v.region, v.flags, real_s, 0);
         const Measured b1 = measure(prog, v.region, {}, real_s, 0);
@@ -256,9 +257,10 @@ void Session::real_program_rows() {
         // The variant's handler was not measurably faster (r rounds to 0 %,
         // e.g. on a loaded machine): there is no virtual speedup to sweep,
         // so no prediction (the row says why; not a failure of the run).
-        for (int c = 0; c < rounds && pct > 0; ++c) {
-          say(fmt::format("{} {}: sweep {}/{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1, rounds,
-                          pct, each));
+        for (int c = 0; c < max_rounds && pct > 0 && !enough_rounds(r.predicted_rounds, rounds, max_rounds, a.real_se_pts);
+             ++c) {
+          say(fmt::format("{} {}: sweep {} of {}-{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1,
+                          rounds, max_rounds, pct, each));
           double rates[3] = {0, 0, 0};
           int k = 0;
           for (const uint32_t p : {0u, pct, 0u}) {

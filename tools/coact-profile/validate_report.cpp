@@ -120,6 +120,10 @@ int report(Session& ss) {
     j["chunks"] = chunks;
     j["actual_s"] = a.actual_s;
     j["line_experiment_period_us"] = a.line_experiment_period_us;  // 0: the sample period / 8
+    j["real_rounds"] = {{"min", a.real_chunks},
+                        {"max", std::max(a.real_chunks, a.real_max_rounds)},
+                        {"se_pts", a.real_se_pts},
+                        {"run_s", a.real_run_s}};
     j["timing"] = timing;
     j["skipped"] = skipped;
     j["profiles"] = out_dir;

@@ -85,6 +85,25 @@ inline void mean_with_t95(const std::vector<double>& v, double& mean, double& lo
   hi = mean + half;
 }
 
+/// Whether a real row's rounds so far (`v`, fractions) are enough: at least
+/// `min_rounds`, and then either `max_rounds` or a standard error of their
+/// mean of at most `se_pts` points. The rule looks only at the rounds' own
+/// spread, never at the other side of the comparison, so stopping on it
+/// cannot favour agreement. A round that measured nothing adds no value, so
+/// callers also bound their loop by max_rounds.
+inline bool enough_rounds(const std::vector<double>& v, int min_rounds, int max_rounds, double se_pts) {
+  const size_t n = v.size();
+  if (n < static_cast<size_t>(std::max(min_rounds, 2))) return false;
+  if (n >= static_cast<size_t>(max_rounds)) return true;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(n);
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  const double se = std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
+  return se * 100 <= se_pts;
+}
+
 inline std::string fmt_num(double v, int prec = 3) {
   return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, prec);
 }
