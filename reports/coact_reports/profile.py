@@ -186,9 +186,10 @@ class TimeShares:
 
     def below_floor(self, region: str) -> bool:
         """The sweep did not wait for `region`: every record that lists it
-        puts it under the floor. False for a region no record lists."""
+        puts it under the floor, or at no running time at all (the sweep's
+        rule, draw.cpp). False for a region no record lists."""
         share = self.shares.get(region)
-        return share is not None and share < self.floor
+        return share is not None and (share < self.floor or share <= 0)
 
 
 @dataclass
@@ -422,7 +423,8 @@ def _record_shares(record: dict, path: str) -> Optional[Tuple[float, Dict[str, f
     shares: Dict[str, float] = {}
     listed = record.get("time_shares")     # every region with an experiment
     points = record.get("points")          # the regions with a non-zero speedup (older records: only these)
-    bad = floor is None or not isinstance(points, list) or not isinstance(listed, (dict, type(None)))
+    bad = (floor is None or not isinstance(listed, (dict, type(None)))
+           or (listed is None and not isinstance(points, list)))
     pairs = list(listed.items()) if isinstance(listed, dict) else []
     for point in points if isinstance(points, list) and listed is None else []:
         regions = point.get("regions") if isinstance(point, dict) else None

@@ -335,6 +335,16 @@ class HonestIntervalTest(unittest.TestCase):
                 self.assertIn("1 region(s) under the sweep's time-share floor (2% of the running time) not ranked: "
                               "Thin (0.5%)", st.message)
 
+    def test_with_no_floor_a_region_that_never_ran_is_still_not_waited_for(self):
+        # The sweep's rule skips a region with no running time even at floor 0.
+        import random
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "profile.jsonl")
+            self._thin_profile(path, random.Random(5), thin_share=0.0, floor=0.0)
+            _, st = self._settle(path)
+        self.assertTrue(st.settled, st.message)
+        self.assertEqual(st.below_floor, ["Thin"])
+
     def test_the_floor_exempts_only_what_every_record_puts_under_it(self):
         import random
         with tempfile.TemporaryDirectory() as d:
