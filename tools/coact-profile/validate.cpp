@@ -50,8 +50,8 @@
 //     Per row, in turn, at least --real-chunks rounds (then more, up to
 //     --real-max-rounds, until the standard error of a side's mean is at
 //     most --real-se-pts points; truth and prediction each on their own
-//     rounds, so the rule never looks at the comparison) of: a. the baseline, the variant and the baseline again
-//     (--real-run-s each), each under a fixed-speedup-0 sweep of the row's
+//     rounds, so the rule never looks at the comparison) of: a. the
+//     baseline, the variant and the baseline again (--real-run-s each), each under a fixed-speedup-0 sweep of the row's
 //     handler with 1 s windows, measuring the program's rate and the mean
 //     handler time per visit: r = 1 − t_variant / t_baseline. The rate is
 //     whole passes per second where the program reports them (the
