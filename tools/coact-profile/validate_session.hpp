@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -67,6 +68,14 @@ inline double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// The standard error of the mean `mean` of `v` (at least two values).
+inline double standard_error(const std::vector<double>& v, double mean) {
+  const size_t n = v.size();
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
+}
+
 // The mean of `v` and its Student-t 95% interval over the values (lo and hi
 // stay NaN from one value, or when the values agree exactly). Empty: NaN.
 inline void mean_with_t95(const std::vector<double>& v, double& mean, double& lo, double& hi) {
@@ -76,9 +85,7 @@ inline void mean_with_t95(const std::vector<double>& v, double& mean, double& lo
   for (double x : v) sum += x;
   mean = sum / static_cast<double>(n);
   if (n < 2) return;
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  const double se = std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
+  const double se = standard_error(v, mean);
   if (se <= 1e-12) return;
   const double half = ca::student_t95(static_cast<uint32_t>(n - 1)) * se;
   lo = mean - half;
@@ -95,13 +102,8 @@ inline bool enough_rounds(const std::vector<double>& v, int min_rounds, int max_
   const size_t n = v.size();
   if (n < static_cast<size_t>(std::max(min_rounds, 2))) return false;
   if (n >= static_cast<size_t>(max_rounds)) return true;
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(n);
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  const double se = std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
-  return se * 100 <= se_pts;
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(n);
+  return standard_error(v, mean) * 100 <= se_pts;
 }
 
 inline std::string fmt_num(double v, int prec = 3) {
