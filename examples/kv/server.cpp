@@ -181,6 +181,7 @@ struct Conn : Actor<Conn> {
 
   void on(const IoReady& r) {
     armed_ = 0;
+    read_drained_ = false;  // a report may carry input: only a read to EAGAIN drains it
     if (r.fd != fd_ || closing_) return;
     if (!flush()) return reset();
     if (want_read()) read_some();
@@ -238,16 +239,19 @@ struct Conn : Actor<Conn> {
   void read_some() {
     char buf[16384];
     if (!in_.empty() && can_parse()) parse_all(batches_);
+    read_drained_ = false;
     while (want_read()) {
       const ssize_t n = ::read(fd_, buf, sizeof buf);
       if (n > 0) {
         last_active_ = Clock::now();
         in_.append(buf, size_t(n));
         parse_all(batches_);
-        // A short read drained the socket: the next arm reports at once if
-        // more has arrived since (readiness is checked when armed), so no
-        // second read is spent on EAGAIN.
-        if (size_t(n) < sizeof buf) break;
+        // A short read drained the socket: more input arrives as a new
+        // edge, which arm_drained reports, so no second read is spent on EAGAIN.
+        if (size_t(n) < sizeof buf) {
+          read_drained_ = true;
+          break;
+        }
         continue;
       }
       if (n == 0) {
@@ -259,6 +263,7 @@ struct Conn : Actor<Conn> {
         send_batches(batches_);
         return reset();
       }
+      read_drained_ = true;
       break;
     }
     send_batches(batches_);
@@ -412,7 +417,13 @@ struct Conn : Actor<Conn> {
     if (want_read()) want |= uint32_t(Interest::read);
     if (!out_.empty()) want |= uint32_t(Interest::write);
     if (want == 0 || want == armed_) return;
-    watch_.arm(Interest(want));
+    // Output left unsent means the last send saw EAGAIN; reading may have
+    // stopped with input left (back-pressure), which only arm() reports.
+    if ((want & uint32_t(Interest::read)) == 0 || read_drained_) {
+      watch_.arm_drained(Interest(want));
+    } else {
+      watch_.arm(Interest(want));
+    }
     armed_ = want;
   }
 
@@ -436,6 +447,7 @@ struct Conn : Actor<Conn> {
   std::deque<Slot> slots_;
   uint64_t base_seq_ = 0;  // the seq of slots_.front()
   uint32_t armed_ = 0;     // the interest armed and not yet reported
+  bool read_drained_ = false;  // the last read saw EAGAIN or a short read: nothing left unread
   Clock::time_point last_active_;
   std::vector<ShardBatch> batches_;  // one per shard: filled by a read, sent at its end, reused
   bool eof_ = false;

@@ -28,10 +28,24 @@
 // reference to its actor's cell, so posting to an actor that has stopped is
 // the runtime's ordinary dropped (and counted) send.
 //
-// One-shot. The first arm adds the descriptor to epoll, every later one
-// modifies it, always with EPOLLONESHOT: epoll reports the descriptor once
-// and disarms it, so each arm gives at most one report, and epoll_ctl
-// from any thread needs no lock of ours (epoll serialises it).
+// Arming. A slot's descriptor joins epoll at its first arm, edge-triggered
+// (EPOLLET) for the interest of the arm that last asked epoll, and stays in
+// it until unregistered. The one-report-per-arm rule is the slot's, kept
+// under the mutex: `armed` is what the actor asked to be told about and not
+// yet told; `latched` is readiness epoll reported since the last report
+// posted, kept until a report carries it. An edge for a slot not armed for
+// it is latched, not posted. An arm first looks at `latched`: readiness
+// already seen is posted at once by the arming thread. Otherwise:
+//   - arm() (level: data already there must be reported) re-registers the
+//     descriptor with EPOLL_CTL_MOD, which makes epoll check its readiness
+//     now and queue an edge if it is ready: one system call;
+//   - arm_drained() (the actor saw EAGAIN or a short read since its last
+//     report, so anything more arrives as a new edge) only records the
+//     interest, unless epoll's registration lacks part of it.
+// epoll_ctl runs under the mutex, so the registration and the slot's record
+// of it (`mask`) cannot disagree when two threads arm one watch.
+// Hang-up and error bits stay latched (a closed peer stays closed), as a
+// level-triggered watch would report them at every arm.
 //
 // Causal sweeps (causal/include/coact/causal/hooks.hpp): the poller is a
 // parked worker, credited when it resumes like any parked worker (its wait
@@ -73,11 +87,28 @@ namespace {
 constexpr uint64_t kWakeToken = ~uint64_t{0};
 constexpr int kMaxEvents = 256;
 
+constexpr uint32_t kReadWrite = IoReady::kReadable | IoReady::kWritable;
+constexpr uint32_t kAlways = IoReady::kHangup | IoReady::kError;  // reported with any interest
+
 struct Slot {
   ActorCell* cell = nullptr;  // a held reference; null when free
   IoPostFn post = nullptr;
   int fd = -1;
-  uint32_t gen = 0;  // bumped when freed
+  uint32_t gen = 0;      // bumped when freed
+  uint32_t armed = 0;    // IoReady bits asked for and not yet reported (0: disarmed)
+  uint32_t latched = 0;  // IoReady bits epoll reported and no report has carried yet
+  uint32_t mask = 0;     // IoReady read/write bits of epoll's registration (0: not in epoll)
+
+  // Posts what is both latched and armed, if anything, and disarms.
+  // The reactor's mutex held, the reactor open.
+  void post_ready() {
+    if (armed == 0) return;
+    const uint32_t now = latched & (armed | kAlways);
+    if (now == 0) return;
+    post(cell, fd, now);
+    armed = 0;
+    latched &= ~(now & kReadWrite);
+  }
 };
 
 struct Reactor final : IoPoll {
@@ -196,7 +227,8 @@ void Reactor::deliver_and_end() noexcept {
       if (index >= slots.size()) continue;
       Slot& s = slots[index];
       if (s.cell == nullptr || s.gen != gen) continue;  // unregistered since epoll returned it
-      s.post(s.cell, s.fd, to_report(evs[i].events));
+      s.latched |= to_report(evs[i].events);
+      s.post_ready();
     }
   }
   ready = 0;
@@ -239,23 +271,33 @@ std::shared_ptr<void> io_register(ActorCell* cell, IoPostFn post, int fd, uint64
   return r;
 }
 
-void io_arm(void* reactor, uint64_t token, int fd, Interest interest) {
+void io_arm(void* reactor, uint64_t token, int fd, Interest interest, bool drained) {
   auto* r = static_cast<Reactor*>(reactor);
+  uint32_t want = 0;
+  if ((uint32_t(interest) & uint32_t(Interest::read)) != 0) want |= IoReady::kReadable;
+  if ((uint32_t(interest) & uint32_t(Interest::write)) != 0) want |= IoReady::kWritable;
+  std::lock_guard lk(r->mu);
+  const uint32_t index = uint32_t(token);
+  if (r->closed || index >= r->slots.size()) return;  // nothing is reported after shutdown
+  Slot& s = r->slots[index];
+  if (s.cell == nullptr || s.gen != uint32_t(token >> 32)) return;
+  s.armed = want;
+  s.post_ready();
+  if (s.armed == 0) return;  // reported from what was latched
+  if (drained && s.mask != 0 && (want & ~s.mask) == 0) return;  // the next edge reports it
   epoll_event ev{};
-  ev.events = EPOLLONESHOT | EPOLLRDHUP;
-  if ((uint32_t(interest) & uint32_t(Interest::read)) != 0) ev.events |= EPOLLIN;
-  if ((uint32_t(interest) & uint32_t(Interest::write)) != 0) ev.events |= EPOLLOUT;
+  ev.events = EPOLLET | EPOLLRDHUP;
+  if ((want & IoReady::kReadable) != 0) ev.events |= EPOLLIN;
+  if ((want & IoReady::kWritable) != 0) ev.events |= EPOLLOUT;
   ev.data.u64 = token;
   // Added at the first arm, not at registration: a descriptor in epoll with
-  // an empty mask still reports EPOLLHUP and EPOLLERR, while one disarmed by
-  // a one-shot report reports nothing until modified.
-  // A first arm racing another thread's first arm finds EEXIST and modifies.
-  if (::epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) return;
-  if (errno == ENOENT) {
-    if (::epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) return;
-    if (errno == EEXIST && ::epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) return;
+  // an empty mask still reports EPOLLHUP and EPOLLERR.
+  if (::epoll_ctl(r->epfd, s.mask != 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
+    s.armed = 0;
+    throw std::system_error(errno, std::generic_category(),
+                            "coact::IoWatch::arm: epoll_ctl of fd " + std::to_string(fd));
   }
-  throw std::system_error(errno, std::generic_category(), "coact::IoWatch::arm: epoll_ctl of fd " + std::to_string(fd));
+  s.mask = want;
 }
 
 void io_unregister(void* reactor, uint64_t token, int fd) noexcept {
@@ -269,6 +311,7 @@ void io_unregister(void* reactor, uint64_t token, int fd) noexcept {
       cell = std::exchange(s.cell, nullptr);
       s.post = nullptr;
       s.fd = -1;
+      s.armed = s.latched = s.mask = 0;
       ++s.gen;
       r->free_slots.push_back(index);
     }

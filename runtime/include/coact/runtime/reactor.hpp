@@ -8,7 +8,7 @@
 //     explicit Conn(int fd) : watch(self(), fd) { watch.arm(coact::Interest::read); }
 //     void on(const coact::IoReady& r) {
 //       ... read(fd) until EAGAIN, answer ...
-//       watch.arm(coact::Interest::read);   // one report per arm
+//       watch.arm_drained(coact::Interest::read);   // one report per arm
 //     }
 //   };
 //
@@ -16,15 +16,20 @@
 // of the Runtime its actor lives in (started by the first watch of that
 // Runtime). Each arm() asks for one report: the first time the descriptor is
 // ready for the interest armed, the actor gets one coact::IoReady mail and
-// the watch is disarmed (epoll one-shot) until the next arm(). So a watch
-// sends at most one report per arm (an actor that arms only from its IoReady
-// handler has at most one queued; one that also re-arms elsewhere may get a
-// second, which finds nothing to do), and an actor that stops arming for
-// reads stops being told about input: the back-pressure of a connection
-// whose output is not drained (arm for write only until it drains). Readiness is
-// level-triggered at the moment of the arm: data that arrived before the arm
-// is reported at once. Hang-ups and errors are reported with whatever was
-// armed (IoReady::hangup(), error()); the actor reads to see EOF or the
+// the watch is disarmed until the next arm(). So a watch sends at most one
+// report per arm, and an actor that stops arming for reads stops being told
+// about input: the back-pressure of a connection whose output is not drained
+// (arm for write only until it drains). Readiness is level-triggered at the
+// moment of arm(): data that arrived before the arm is reported at once.
+// arm_drained() is the cheaper arm for an actor that has just drained the
+// descriptor (read or write returned EAGAIN, or a read returned less than it
+// asked for): it reports readiness that arrives after the drain, and costs no
+// system call while nothing has (the reactor watches edges and remembers
+// those that come while the watch is disarmed). A report may find nothing to
+// do (an actor that also re-arms outside its IoReady handler, or readiness
+// that came and was consumed while the watch was disarmed): read or write
+// until EAGAIN and arm again. Hang-ups and errors are reported with whatever
+// was armed (IoReady::hangup(), error()); the actor reads to see EOF or the
 // error. An IoReady is delivered even over COACT_MAILBOX_BOUND (one per arm:
 // the arms bound it).
 // Threads: construct, arm and destroy an IoWatch from any thread (usually
@@ -93,8 +98,10 @@ void io_post(ActorCell* cell, int fd, uint32_t events) {
 /// while watches remain) and the slot's token. Throws std::system_error. Any
 /// thread.
 std::shared_ptr<void> io_register(ActorCell* cell, IoPostFn post, int fd, uint64_t* token);
-/// Arms one report of `interest` for the slot `token` of `fd`. Throws std::system_error.
-void io_arm(void* reactor, uint64_t token, int fd, Interest interest);
+/// Arms one report of `interest` for the slot `token` of `fd`; `drained`:
+/// readiness before the call need not be reported (IoWatch::arm_drained).
+/// Throws std::system_error.
+void io_arm(void* reactor, uint64_t token, int fd, Interest interest, bool drained);
 /// Removes the slot (no report for it is posted after this returns) and the
 /// descriptor from epoll. Never throws.
 void io_unregister(void* reactor, uint64_t token, int fd) noexcept;
@@ -131,7 +138,16 @@ class IoWatch {
   /// Asks for one IoReady when the descriptor is ready for `interest`
   /// (replacing an interest armed before and not yet reported). Requires a
   /// registered watch. Throws std::system_error.
-  void arm(Interest interest) const { detail::io_arm(reactor_.get(), token_, fd_, interest); }
+  void arm(Interest interest) const { detail::io_arm(reactor_.get(), token_, fd_, interest, false); }
+  /// As arm(), for a caller that has drained the descriptor for `interest`
+  /// since the last report it handled: for read, its last read returned
+  /// EAGAIN or fewer bytes than asked (a stream socket or a pipe); for write,
+  /// its last write returned EAGAIN. Readiness that arrives after that drain
+  /// is reported; readiness left over from before it may not be, so an actor
+  /// that stopped reading with input left (back-pressure) calls arm(). Costs
+  /// no system call unless epoll's registration must change (the watch's
+  /// first arm, or an interest it was not last registered for).
+  void arm_drained(Interest interest) const { detail::io_arm(reactor_.get(), token_, fd_, interest, true); }
   /// Unregisters now (as the destructor does). Idempotent.
   void reset() noexcept {
     if (reactor_) detail::io_unregister(reactor_.get(), token_, fd_);
