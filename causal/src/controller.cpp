@@ -25,7 +25,9 @@
 //     exclusive time each ran since that pick, as Coz, whose next line is the
 //     one the next sample lands in) or uniform. None ran: sleep a window and
 //     retry.
-//  4. Speedup: Options::fixed_speedup_pct if set, else Coz's draw: r uniform in
+//  4. Speedup: Options::fixed_speedup_pct if set (alternating with
+//     Options::alternate_speedup_pct, A B B A ..., by completed windows, if
+//     that is set too), else Coz's draw: r uniform in
 //     0..27; r <= 7 gives 0, else (r − 7)·5 %. So P(0) = 8/28 ≈ 0.29 and each
 //     of 5..100 % has 1/28 (SpeedupDivisions = 20, ZeroSpeedupWeight = 7 in
 //     libcoz/profiler.h; its comment's "~25%" and some READMEs' "50%" are
@@ -198,6 +200,9 @@ void Controller::start(const Options& options) {
   }
   if (options.fixed_speedup_pct && *options.fixed_speedup_pct > 100) {
     throw std::invalid_argument("coact causal: Options::fixed_speedup_pct must be 0..100");
+  }
+  if (options.alternate_speedup_pct && (!options.fixed_speedup_pct || *options.alternate_speedup_pct > 100)) {
+    throw std::invalid_argument("coact causal: Options::alternate_speedup_pct must be 0..100, with fixed_speedup_pct");
   }
   if (options.min_delta == 0) throw std::invalid_argument("coact causal: Options::min_delta must be >= 1");
   if (s.thread.joinable()) s.thread.join();  // a sweep that ended by itself

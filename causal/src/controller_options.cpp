@@ -38,6 +38,7 @@ namespace {
 constexpr std::string_view kEnable = "COACT_CAUSAL";
 constexpr std::string_view kFixedRegion = "COACT_CAUSAL_FIXED_REGION";
 constexpr std::string_view kFixedSpeedup = "COACT_CAUSAL_FIXED_SPEEDUP";
+constexpr std::string_view kAlternateSpeedup = "COACT_CAUSAL_ALTERNATE_SPEEDUP";
 constexpr std::string_view kExperimentMs = "COACT_CAUSAL_EXPERIMENT_MS";
 constexpr std::string_view kMaxExperimentMs = "COACT_CAUSAL_MAX_EXPERIMENT_MS";
 constexpr std::string_view kExperiments = "COACT_CAUSAL_EXPERIMENTS";
@@ -96,7 +97,8 @@ std::optional<Options> options_from(const options::Values& v) {
   if (o.profile_only) {
     for (auto [key, set] :
          {std::pair{kFixedRegion, !o.fixed_region.empty()}, std::pair{kFixedSpeedup, o.fixed_speedup_pct.has_value()},
-          std::pair{kExperiments, o.max_experiments != 0}, std::pair{kUntilSettled, o.until_settled}}) {
+          std::pair{kAlternateSpeedup, o.alternate_speedup_pct.has_value()}, std::pair{kExperiments, o.max_experiments != 0},
+          std::pair{kUntilSettled, o.until_settled}}) {
       if (set) {
         bad_value(v, kProfileOnly, "1",
                   fmt::format("0 when {} is set (a profile-only run has no experiments)", written_as(v, key)));
@@ -107,6 +109,10 @@ std::optional<Options> options_from(const options::Values& v) {
     bad_value(v, kUntilSettled, "1",
               fmt::format("0 when {} or {} is set (a fixed experiment never ranks regions)",
                           written_as(v, kFixedRegion), written_as(v, kFixedSpeedup)));
+  }
+  if (o.alternate_speedup_pct && !o.fixed_speedup_pct) {
+    bad_value(v, kAlternateSpeedup, std::to_string(*o.alternate_speedup_pct),
+              fmt::format("auto unless {} is set (it alternates with that speedup)", written_as(v, kFixedSpeedup)));
   }
   if (o.output.empty() && o.json_output.empty()) {
     bad_value(v, kOutput, "",
@@ -135,8 +141,9 @@ std::vector<std::pair<std::string, std::string>> to_env(const Options& o) {
 }
 
 // Each bound key under its TOML field, typed by its declaration; an "auto"
-// integer is null. COACT_CAUSAL_FIXED_SPEEDUP is recorded as a fraction
-// (fixed_speedup: 0.25), as the experiment records' speedups are.
+// integer is null. COACT_CAUSAL_FIXED_SPEEDUP and _ALTERNATE_SPEEDUP are
+// recorded as fractions (fixed_speedup: 0.25), as the experiment records'
+// speedups are.
 std::string options_json(const Options& o) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const OptionField& f : option_fields()) {
@@ -147,7 +154,7 @@ std::string options_json(const Options& o) {
       case options::Type::integer:
         if (text == "auto") {
           out = nullptr;
-        } else if (f.key == kFixedSpeedup) {
+        } else if (f.key == kFixedSpeedup || f.key == kAlternateSpeedup) {
           out = static_cast<double>(std::stoull(text)) / 100.0;
         } else {
           out = std::stoull(text);

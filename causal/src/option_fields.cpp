@@ -86,6 +86,7 @@ constexpr std::array kFields{
     bind<&Options::until_settled>("COACT_CAUSAL_UNTIL_SETTLED"),
     bind<&Options::settle_width_pct>("COACT_CAUSAL_SETTLE_WIDTH_PCT"),
     bind<&Options::fixed_speedup_pct>("COACT_CAUSAL_FIXED_SPEEDUP"),
+    bind<&Options::alternate_speedup_pct>("COACT_CAUSAL_ALTERNATE_SPEEDUP"),
     bind<&Options::experiment>("COACT_CAUSAL_EXPERIMENT_MS"),
     bind<&Options::max_experiment>("COACT_CAUSAL_MAX_EXPERIMENT_MS"),
     bind<&Options::cooldown>("COACT_CAUSAL_COOLDOWN_MS"),

@@ -65,11 +65,15 @@ ArchiveStats archive(Runtime& rt, const ArchiveOptions& opt) {
   for (;;) {
     auto ctx = std::make_shared<PassContext>();
     ctx->opt = opt;
+    if (opt.configure_pass) {
+      opt.configure_pass(total.passes, ctx->opt);
+      check_options(ctx->opt);
+    }
     ctx->root = opt.input;
     ctx->tmp_path = tmp.string();
     std::FILE* out = std::fopen(tmp.c_str(), "wb");
     if (!out) throw dedup_error("cannot create '" + tmp.string() + "': " + errno_text(errno));
-    std::setvbuf(out, nullptr, _IOFBF, opt.fast_writer ? kFastOutBufferBytes : kOutBufferBytes);
+    std::setvbuf(out, nullptr, _IOFBF, ctx->opt.fast_writer ? kFastOutBufferBytes : kOutBufferBytes);
     add_inode(ctx->skip_inodes, tmp);
     add_inode(ctx->skip_inodes, opt.output);
 
@@ -77,12 +81,12 @@ ArchiveStats archive(Runtime& rt, const ArchiveOptions& opt) {
     // Spawn upstream-last so every actor is wired through its constructor;
     // the Reader, spawned first, learns its downstream in Start.
     auto reader = rt.spawn<Reader>(ctx);
-    auto writer = rt.spawn<Writer>(ctx, reader, out, opt.compressors);
+    auto writer = rt.spawn<Writer>(ctx, reader, out, ctx->opt.compressors);
     std::vector<ActorRef<Compressor>> comps;
-    for (uint32_t i = 0; i < opt.compressors; ++i) comps.push_back(rt.spawn<Compressor>(ctx, writer));
-    auto index = rt.spawn<Index>(ctx, comps, writer, opt.fingerprinters);
+    for (uint32_t i = 0; i < ctx->opt.compressors; ++i) comps.push_back(rt.spawn<Compressor>(ctx, writer));
+    auto index = rt.spawn<Index>(ctx, comps, writer, ctx->opt.fingerprinters);
     std::vector<ActorRef<Fingerprinter>> fps;
-    for (uint32_t i = 0; i < opt.fingerprinters; ++i) fps.push_back(rt.spawn<Fingerprinter>(ctx, index));
+    for (uint32_t i = 0; i < ctx->opt.fingerprinters; ++i) fps.push_back(rt.spawn<Fingerprinter>(ctx, index));
     auto chunker = rt.spawn<Chunker>(ctx, fps);
     reader.send(Start{chunker, writer});
     rt.run();
@@ -114,6 +118,7 @@ ArchiveStats archive(Runtime& rt, const ArchiveOptions& opt) {
     ++total.passes;
     total.total_seconds += ps.seconds;
     total.total_bytes_in += ps.bytes_in;
+    if (opt.pass_done) opt.pass_done(total.passes - 1, ps);
 
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // Any condition that is set and met ends the run (see ArchiveOptions).

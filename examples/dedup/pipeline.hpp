@@ -83,6 +83,8 @@ struct ZSTD_CCtx_s;
 
 namespace coact::dedup {
 
+struct PassStats;
+
 /// What to archive and how.
 struct ArchiveOptions {
   std::filesystem::path input = "/usr/share/doc";
@@ -118,6 +120,16 @@ struct ArchiveOptions {
   std::chrono::duration<double> min_duration{0};
   /// Polled between passes; false ends the run. Empty = always true.
   std::function<bool()> keep_going;
+  /// Called on the driver's thread before each pass with the pass's number
+  /// (0 = the first) and the options that pass will run with, a copy of
+  /// these: it may change the copy's stage options (level and the variants
+  /// above; coact-dedup --alternate switches a variant on for some passes),
+  /// which archive() then checks as it checks these. Empty = every pass
+  /// runs with these options.
+  std::function<void(uint32_t pass, ArchiveOptions& pass_options)> configure_pass;
+  /// Called on the driver's thread after each completed pass with its
+  /// number and figures, before the next pass starts. Empty = none.
+  std::function<void(uint32_t pass, const PassStats& stats)> pass_done;
   /// Receives each warning (skipped file, ...). Empty = "coact-dedup:
   /// warning: ..." on stderr. Called from worker threads, serialised.
   std::function<void(const std::string&)> warn;

@@ -246,7 +246,10 @@ TEST_CASE("option_fields: each key's value reaches Options, survives to_env and 
     const coact::options::Key& k = f.declared();
     const std::string value = non_default_value(k);
     INFO(f.key << "=" << value);
-    const auto o = ca::options_from_env(envp({"COACT_CAUSAL=1", std::string(f.key) + "=" + value}).data());
+    std::vector<std::string> env{"COACT_CAUSAL=1", std::string(f.key) + "=" + value};
+    // The one key that is valid only beside another.
+    if (f.key == "COACT_CAUSAL_ALTERNATE_SPEEDUP") env.push_back("COACT_CAUSAL_FIXED_SPEEDUP=0");
+    const auto o = ca::options_from_env(envp(env).data());
     REQUIRE(o);
     CHECK(f.text(*o) == value);  // the binding read it into its member
     CHECK(f.text(*o) != f.text(*d));
@@ -306,6 +309,18 @@ TEST_CASE("options_from_env: bad values are errors naming the key", "[causal][co
             .find("COACT_CAUSAL_FIXED_SPEEDUP is set") != std::string::npos);
   CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_PROFILE_ONLY=1", "COACT_CAUSAL_EXPERIMENTS=3"})
             .find("COACT_CAUSAL_PROFILE_ONLY='1'") != std::string::npos);
+  // An alternate speedup alternates with the fixed one: alone it names nothing to alternate with.
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_ALTERNATE_SPEEDUP=20"})
+            .find("COACT_CAUSAL_ALTERNATE_SPEEDUP='20': expected auto unless COACT_CAUSAL_FIXED_SPEEDUP is set") !=
+        std::string::npos);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=0", "COACT_CAUSAL_ALTERNATE_SPEEDUP=101"})
+            .find("COACT_CAUSAL_ALTERNATE_SPEEDUP='101'") != std::string::npos);
+  const auto alt =
+      ca::options_from_env(envp({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=0", "COACT_CAUSAL_ALTERNATE_SPEEDUP=20"})
+                               .data());
+  REQUIRE(alt);
+  CHECK(alt->alternate_speedup_pct == 20u);
+  CHECK(json::parse(ca::options_json(*alt))["alternate_speedup"].get<double>() == Approx(0.2));
 }
 
 TEST_CASE("options_from_env: the line-experiment period and profile-only keys", "[causal][controller]") {
@@ -386,6 +401,41 @@ TEST_CASE("controller: a sweep at fixed speedup 0 keeps direct sends unless buff
   };
   CHECK(path_in_child(false) == 0);  // direct: the cheapest sweep
   CHECK(path_in_child(true) == 1);   // buffered, as a sweep at any other speedup
+}
+
+TEST_CASE("controller: an alternate speedup alternates with the fixed one, A B B A", "[causal][controller]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "alternating sweep");
+  TempDir dir;
+  Workload w([] {
+    {
+      COACT_SCOPE("controller-test/busy");
+      spin_for(200us);
+    }
+    COACT_PROGRESS("controller-test/iterations");
+  });
+  auto o = quick_options(dir);
+  o.fixed_region = "controller-test/busy";
+  o.fixed_speedup_pct = 0;
+  o.alternate_speedup_pct = 40;
+  o.progress = {"controller-test/iterations"};
+  o.max_experiments = 8;
+  ca::Controller::start(o);
+  REQUIRE(ca::Controller::wait(30s));
+  const ca::SweepSummary s = ca::Controller::stop();
+  CHECK(s.experiments == 8u);
+  const auto exps = records(dir.path / "profile.jsonl", "experiment");
+  REQUIRE(exps.size() == 8u);
+  const double want[] = {0, 0.4, 0.4, 0, 0, 0.4, 0.4, 0};
+  for (size_t i = 0; i < exps.size(); ++i) {
+    INFO("experiment " << i);
+    CHECK(exps[i]["speedup"].get<double>() == Approx(want[i]));
+    // Only the non-zero speedup injects delay (s x the region's time, up to
+    // a straddler's few microseconds, as in the test below).
+    const double delay = exps[i]["delay_ns"].get<double>(), region = exps[i]["region_ns"].get<double>();
+    if (want[i] == 0) CHECK(delay < 1e6);
+    if (want[i] > 0) CHECK(delay > 0.2 * region);
+  }
 }
 
 TEST_CASE("controller: fixed region and speedup record experiments with s·Δ delay", "[causal][controller]") {

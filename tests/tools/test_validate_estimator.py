@@ -259,6 +259,53 @@ class ArchiverRows(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn(f"cannot write --summary-json '{bad}'", r.stderr)
 
+    def test_alternate_splits_passes_and_region_counters_by_arm(self):
+        out = tempfile.mkdtemp(prefix="coact-dedup-alternate-")
+        self.addCleanup(shutil.rmtree, out, True)
+        tree = os.path.join(out, "tree")
+        os.makedirs(tree)
+        rng = random.Random(5)
+        with open(os.path.join(tree, "f"), "w") as f:
+            f.write(" ".join(rng.choice(["actor", "chunk", "index"]) for _ in range(60000)))
+        # Nothing to alternate with: a usage error naming what is expected.
+        r = subprocess.run([DEDUP, "archive", tree, "-o", os.path.join(out, "a.cdar"), "-q", "--alternate"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--alternate: expected a stage variant", r.stderr)
+        # Nine passes: the first in neither arm, then A B B A A B B A.
+        path = os.path.join(out, "s.json")
+        env = dict(os.environ, COACT_CAUSAL="1", COACT_CAUSAL_FIXED_REGION="coact::dedup::Index::on(coact::dedup::HashedChunk)",
+                   COACT_CAUSAL_FIXED_SPEEDUP="0", COACT_CAUSAL_PROGRESS="chunks", COACT_CAUSAL_OUTPUT="",
+                   COACT_CAUSAL_JSON_OUTPUT=os.path.join(out, "p.jsonl"))
+        r = subprocess.run([DEDUP, "archive", tree, "-o", os.path.join(out, "a.cdar"), "-q", "--passes", "9",
+                            "--fast-index", "--alternate", "--summary-json", path],
+                           capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            doc = json.load(f)
+        arms = doc["alternate"]
+        self.assertEqual(arms["order"], "ABBA")
+        chunks = doc["chunks_per_pass"]
+        self.assertGreater(chunks, 0)
+        for name in ("baseline", "variant"):
+            arm = arms[name]
+            self.assertEqual(len(arm["pass_seconds"]), 4, name)
+            self.assertTrue(all(s > 0 for s in arm["pass_seconds"]), name)
+            # The region counters, split at pass boundaries: one Index visit per chunk per pass.
+            index = arm["regions"]["coact::dedup::Index::on(coact::dedup::HashedChunk)"]
+            self.assertEqual(index["visits"], 4 * chunks, name)
+            self.assertGreater(index["ns"], 0, name)
+        # Without a sweep the region counters do not run: the arms carry pass times only.
+        r = subprocess.run([DEDUP, "archive", tree, "-o", os.path.join(out, "a.cdar"), "-q", "--passes", "4",
+                            "--level", "1", "--alternate", "--summary-json", path],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(path) as f:
+            arms = json.load(f)["alternate"]
+        self.assertEqual(len(arms["baseline"]["pass_seconds"]), 1)  # pass 1
+        self.assertEqual(len(arms["variant"]["pass_seconds"]), 2)   # passes 2 and 3
+        self.assertEqual(arms["baseline"]["regions"], {})
+
     def test_a_stage_row_is_real_and_names_its_change(self):
         # A short run of one archiver row on a small tree: only its shape is checked (the
         # numbers need the full-length run).
@@ -306,9 +353,10 @@ class ArchiverRows(unittest.TestCase):
             self.assertIsNone(row["predicted"], row["note"])
             self.assertEqual(row["predicted_rounds"], [])
             self.assertIn("not faster per visit, so no virtual speedup to predict", row["note"])
-        # The archiver reports whole passes (--summary-json), so its truth is pass time, and two
-        # rounds give the measured speedup a Student-t interval around their mean.
-        self.assertEqual(row["actual_measure"], "pass_time")
+        # The archiver alternates baseline and variant passes in one run (--alternate), so its
+        # truth is their pass times, and two rounds give the measured speedup a Student-t
+        # interval around their mean.
+        self.assertEqual(row["actual_measure"], "pass_time_ab")
         self.assertEqual(row["actual_runs"], 2)
         lo, hi = row["actual_ci"]
         self.assertAlmostEqual(row["actual"], sum(row["actual_chunks"]) / 2, places=12)

@@ -50,30 +50,34 @@
 //     Per row, in turn, at least --real-chunks rounds (then more, up to
 //     --real-max-rounds, until the standard error of a side's mean is at
 //     most --real-se-pts points; truth and prediction each on their own
-//     rounds, so the rule never looks at the comparison) of: a. the
-//     baseline, the variant and the baseline again (--real-run-s each), each under a fixed-speedup-0 sweep of the row's
-//     handler with 1 s windows, measuring the program's rate and the mean
-//     handler time per visit: r = 1 − t_variant / t_baseline. The rate is
-//     whole passes per second where the program reports them (the
-//     archiver's --summary-json: a run ends at a pass boundary, and a pass
-//     is a fixed number of progress visits), else progress visits per
-//     second of the windows (the analytics job: no phases). Actual speedup
-//     = 1 − rate(baseline) / rate(variant) per round; the row's actual is
-//     the mean over the rounds, with a Student-t 95% interval over them
-//     ("actual_ci"). b. The prediction at s = r: per round, runs of the
-//     baseline under fixed-region sweeps of the handler at speedups 0,
-//     round(100 r) %, 0 (--dedup-sweep-s in all, at least 2.5 windows a
-//     run; --real-experiment-ms windows). A round's prediction is measured
-//     as the truth is, over whole runs: 1 − rate(at 0) / rate(at p), a
-//     run's rate being its progress visits per effective second, scaled
-//     to r along the line through the origin; the row's prediction is the
-//     mean over rounds with a Student-t 95% interval ("predicted_rounds",
-//     "predicted_ci"). The estimator's per-window fit of the same profiles
-//     is reported beside it ("window_predicted", "window_predicted_ci"):
-//     the archiver's rate swings with the phase of each pass (walk,
-//     chunking, the Writer's metadata at the end), and windows a fraction
-//     of a pass long see that swing. Fixed speedups, not a
-//     default sweep, for the same reason: a default sweep's handful of
+//     rounds, so the rule never looks at the comparison) of: a. the truth,
+//     under a fixed-speedup-0 sweep of the row's handler. Where the program
+//     alternates a variant with the baseline in one run (the archiver's
+//     --alternate: passes after the first A B B A ...; its --summary-json
+//     reports each arm's pass times and region counters), one run of 3 x
+//     --real-run-s: actual speedup = 1 - mean pass time(variant) / mean
+//     pass time(baseline), r = 1 - t_variant / t_baseline from the handler's
+//     time per visit in each arm. Otherwise (the analytics job, the
+//     service: no phases) the baseline, the variant and the baseline again,
+//     --real-run-s each, 1 s windows: actual = 1 - rate(baseline) /
+//     rate(variant) from progress visits per second of the windows, r from
+//     each run's handler time per visit. The row's actual is the mean over
+//     the rounds, with a Student-t 95% interval over them ("actual_ci").
+//     b. The prediction at s = r: per round, one run of the baseline under
+//     a fixed-region sweep of the handler whose windows alternate 0 and
+//     p = round(100 r) % (A B B A ...; Options::alternate_speedup_pct;
+//     --real-experiment-ms windows, 3 x --dedup-sweep-s / (3 x
+//     --real-chunks) s, at least 7.5 windows). Leaving out the first
+//     window (start-up), the round's prediction is 1 - rate(at 0) / rate(at
+//     p), each rate the progress visits per effective second of that
+//     speedup's windows, scaled to r along the line through the origin; the
+//     row's prediction is the mean over rounds with a Student-t 95%
+//     interval ("predicted_rounds", "predicted_ci"). Both sides compare
+//     within one process, alternating faster than the machine's speed
+//     drifts: separate processes differ by several points, as much as the
+//     effects measured. The estimator's per-window fit of the same profiles
+//     is reported beside it ("window_predicted", "window_predicted_ci").
+//     Fixed speedups, not a default sweep: a default sweep's handful of
 //     windows near s = r is noisier than the same seconds spent at s = r. A
 //     variant whose handler was not
 //     measurably faster (r rounds to 0 %) gets no prediction and says so.

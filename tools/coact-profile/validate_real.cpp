@@ -1,8 +1,9 @@
 // tools/coact-profile/validate_real.cpp: step 5 of `coact-profile validate`
 // (the protocol is in validate.cpp): the real programs (the archiver, the
 // analytics job, the service), one row per stage variant: the real change's
-// interleaved runs, then the prediction at s = r over whole fixed-speedup
-// runs.
+// interleaved runs (A/B passes in one process where the program has them),
+// then the prediction at s = r from fixed-speedup runs that alternate 0 and
+// s = r in one process.
 #include "validate_session.hpp"
 
 namespace coact::profile_tool::validation {
@@ -44,6 +45,11 @@ void Session::real_program_rows() {
     // and its rate is whole passes per second: progress per time window
     // would depend on where in a pass each window falls.
     std::string summary_flag;
+    // The program's option that alternates baseline and variant passes in
+    // one run (A B B A ...) and reports each arm in its summary (empty:
+    // none; then each round runs baseline, variant, baseline as processes).
+    // Needs summary_flag.
+    std::string alternate_flag;
   };
   std::vector<RealProgram> programs;
   // The archive goes to tmpfs when there is one: rewriting ~55 MB per pass
@@ -72,7 +78,7 @@ void Session::real_program_rows() {
                           return std::vector<std::string>{dd,      "archive", a.dedup_dir, "-o",
                                                           archive, "-q",      "--seconds", fmt::format("{}", secs)};
                         },
-                        vs, "--summary-json"});
+                        vs, "--summary-json", "--alternate"});
   }
   const std::string an = a.no_analytics || a.reanalyze
                              ? std::string()
@@ -88,7 +94,7 @@ void Session::real_program_rows() {
                         [&](double secs) {
                           return std::vector<std::string>{an, "--seconds", fmt::format("{}", secs), "-q"};
                         },
-                        analytics_variants(), ""});
+                        analytics_variants(), "", ""});
   }
   // The service: coact-kv under redis-benchmark load for a run's seconds
   // (examples/kv/kv_under_load.py: the client runs beside it, then SIGTERM
@@ -115,26 +121,32 @@ void Session::real_program_rows() {
                               "/usr/bin/python3",      kv_load,           "--kv",   kv,         "--seconds",
                               fmt::format("{}", secs), "--shard-cost-ns", "200000", "--shards", "2"};
                         },
-                        kv_variants(), ""});
+                        kv_variants(), "", ""});
   }
   // Runs `prog` (the baseline, or with a variant's `flags`) for `secs`
   // under a sweep of `region` with a fixed speedup (`buffered`: at 0 too on
   // the send path of a sweep that injects delay), 1 s windows; returns its
   // progress visits per effective second and the mean handler time per
-  // visit of the region (ns).
+  // visit of the region (ns). With `alt_pct`, the windows alternate
+  // between `pct` and `alt_pct` (A B B A ...; COACT_CAUSAL_ALTERNATE_SPEEDUP):
+  // the first window (start-up) is left out, and `rate` and `alt_rate` are
+  // the rates over the others at each speedup.
   struct Measured {
-    double rate = 0, handler_ns = 0;
+    double rate = 0, alt_rate = 0, handler_ns = 0;
     double pass_s = 0;  // seconds per pass after the first (the program's summary; 0: none)
+    json summary;       // the program's summary (null: none)
     std::string region;
     std::string profile;  // its JSON-lines file
   };
   int runs = 0;
   auto measure = [&](const RealProgram& prog, const std::string& region, const std::vector<std::string>& flags,
-                     double secs, uint32_t pct, int64_t window_ms = 1000, bool buffered = false) {
+                     double secs, uint32_t pct, int64_t window_ms = 1000, bool buffered = false,
+                     std::optional<uint32_t> alt_pct = std::nullopt) {
     ca::Options m;
     m.progress = {prog.progress};
     m.fixed_region = region;
     m.fixed_speedup_pct = pct;
+    m.alternate_speedup_pct = alt_pct;
     // The row's sweep runs (at 0 and at round(100 r) %, separate processes)
     // share one send path: the runtime's direct sends, taken at speedup 0
     // alone, can change a program's rate by as much as a small virtual
@@ -154,29 +166,34 @@ void Session::real_program_rows() {
     if (!prog.summary_flag.empty()) argv.insert(argv.end(), {prog.summary_flag, summary});
     const ChildResult r = run_child(argv, child_env(ca::to_env(m)), log);
     if (!exited_ok(r)) failed = true;
-    double visits = 0, eff = 0;
+    double visits[2] = {0, 0}, eff[2] = {0, 0};  // at pct, at alt_pct
     uint64_t rv = 0, rns = 0;
     Measured out;
     out.profile = m.json_output;
     if (!prog.summary_flag.empty()) {
       std::ifstream sin(summary);
       const json sj = json::parse(sin, nullptr, false);
+      if (sj.is_object()) out.summary = sj;
       if (sj.is_object() && sj.value("passes", 0) > 1) out.pass_s = sj.value("later_pass_seconds", 0.0);
     }
     std::ifstream in(m.json_output);
     std::string line;
+    bool first = true;
     while (std::getline(in, line)) {
       const json j = json::parse(line, nullptr, false);
       if (!j.is_object() || j.value("type", "") != "experiment") continue;
       out.region = j.value("region", "");
+      if (alt_pct && std::exchange(first, false)) continue;
+      const int at = alt_pct && std::lround(j.value("speedup", 0.0) * 100) == *alt_pct && *alt_pct != pct ? 1 : 0;
       if (j.contains("progress")) {
-        for (const auto& [k, v] : j["progress"].items()) visits += v.get<double>();
+        for (const auto& [k, v] : j["progress"].items()) visits[at] += v.get<double>();
       }
-      eff += static_cast<double>(j.value("effective_ns", uint64_t{0})) / 1e9;
+      eff[at] += static_cast<double>(j.value("effective_ns", uint64_t{0})) / 1e9;
       rv += j.value("visits", uint64_t{0});
       rns += j.value("region_ns", uint64_t{0});
     }
-    out.rate = eff > 0 ? visits / eff : 0;
+    out.rate = eff[0] > 0 ? visits[0] / eff[0] : 0;
+    out.alt_rate = eff[1] > 0 ? visits[1] / eff[1] : 0;
     out.handler_ns = rv > 0 ? static_cast<double>(rns) / static_cast<double>(rv) : 0;
     return out;
   };
@@ -196,7 +213,41 @@ void Session::real_program_rows() {
       const int rounds = a.real_chunks;  // at least; up to max_rounds until the mean is known to real_se_pts
       const int max_rounds = std::max(a.real_chunks, a.real_max_rounds);
       bool by_pass = true;
-      for (int c = 0; c < max_rounds && !enough_rounds(speedups, rounds, max_rounds, a.real_se_pts); ++c) {
+      const bool ab = !prog.alternate_flag.empty();
+      for (int c = 0; ab && c < max_rounds && !enough_rounds(speedups, rounds, max_rounds, a.real_se_pts); ++c) {
+        // One process, its passes after the first alternating baseline and
+        // variant (A B B A ...), as long as the three runs below: the
+        // machine's speed differs between processes by more than the
+        // passes within one differ, and a ratio within one run cancels it.
+        say(fmt::format("{} {}: real run {} of {}-{} (baseline and {} passes alternating; {:.0f} s)", prog.workload,
+                        v.stage, c + 1, rounds, max_rounds, change, 3 * real_s));
+        std::vector<std::string> flags = v.flags;
+        flags.push_back(prog.alternate_flag);
+        const Measured m = measure(prog, v.region, flags, 3 * real_s, 0);
+        if (!m.region.empty()) region = m.region;
+        const json arms = m.summary.is_object() ? m.summary.value("alternate", json()) : json();
+        if (!arms.is_object()) continue;
+        // Per arm: mean seconds per pass, and the region's time per visit
+        // (the profiler's own counters, split at the pass boundaries).
+        double pass_s[2] = {0, 0}, per_visit[2] = {0, 0};
+        for (int k = 0; k < 2; ++k) {
+          const json& arm = arms.value(k == 0 ? "baseline" : "variant", json::object());
+          const std::vector<double> secs = arm.value("pass_seconds", std::vector<double>{});
+          if (!secs.empty()) pass_s[k] = std::accumulate(secs.begin(), secs.end(), 0.0) / double(secs.size());
+          const json& regs = arm.value("regions", json::object());
+          const std::string& name = region.empty() ? v.region : region;
+          if (regs.contains(name) && regs[name].value("visits", 0.0) > 0)
+            per_visit[k] = regs[name].value("ns", 0.0) / regs[name].value("visits", 0.0);
+        }
+        if (pass_s[0] <= 0 || pass_s[1] <= 0 || per_visit[0] <= 0 || per_visit[1] <= 0) continue;
+        const double chunks = m.summary.value("chunks_per_pass", 0.0);
+        speedups.push_back(1.0 - pass_s[1] / pass_s[0]);
+        rate0 += chunks / pass_s[0];
+        rate1 += chunks / pass_s[1];
+        t0 += per_visit[0];
+        t1 += per_visit[1];
+      }
+      for (int c = 0; !ab && c < max_rounds && !enough_rounds(speedups, rounds, max_rounds, a.real_se_pts); ++c) {
         say(fmt::format("{} {}: real runs {} of {}-{} (baseline, {}, baseline; {:.0f} s each)", prog.workload, v.stage,
                         c + 1, rounds, max_rounds, change, real_s));
         const Measured b0 = measure(prog, v.region, {}, real_s, 0);
@@ -231,17 +282,19 @@ void Session::real_program_rows() {
       r.region = region.empty() ? v.region : region;
       r.actual_runs = nrun;
       r.actual_chunks = speedups;
-      r.actual_measure = by_pass ? "pass_time" : "window_rate";
+      r.actual_measure = ab ? "pass_time_ab" : by_pass ? "pass_time" : "window_rate";
       if (nrun > 0 && t0 > 0) {
         // The measured speedup's own 95% interval: Student t over the rounds.
         mean_with_t95(speedups, r.actual, r.actual_lo, r.actual_hi);
         r.s = std::round(std::clamp(1.0 - t1 / t0, 0.0, 1.0) * 1e4) / 1e4;
-        // 5b. The prediction at s = r: the baseline under fixed-speedup
-        // sweeps of the handler at 0, round(100 r) % and 0 again per round.
-        // A round's prediction is its program-level one, measured as the
-        // truth is: 1 - rate(the two runs at 0) / rate(the run at p), each
-        // rate the run's progress visits per effective second over all its
-        // windows, scaled from p to r along the line through the origin.
+        // 5b. The prediction at s = r: per round, the baseline under a
+        // fixed-region sweep of the handler whose windows alternate 0 and
+        // p = round(100 r) % (A B B A ...). A round's prediction is its
+        // program-level one: 1 - rate(at 0) / rate(at p), each rate the
+        // progress visits per effective second over that speedup's windows
+        // (the first, start-up, left out), scaled from p to r along the line
+        // through the origin. One process per round: the speed of separate
+        // processes differs by as much as the effect being measured.
         // The row's prediction is the mean over rounds with a Student-t 95%
         // interval, so prediction and truth carry the same kind of noise
         // (the program's rate drifting between runs). A per-window fit of
@@ -259,17 +312,12 @@ void Session::real_program_rows() {
         // so no prediction (the row says why; not a failure of the run).
         for (int c = 0; c < max_rounds && pct > 0 && !enough_rounds(r.predicted_rounds, rounds, max_rounds, a.real_se_pts);
              ++c) {
-          say(fmt::format("{} {}: sweep {} of {}-{} at 0 %, {} %, 0 % ({:.0f} s each)", prog.workload, v.stage, c + 1,
-                          rounds, max_rounds, pct, each));
-          double rates[3] = {0, 0, 0};
-          int k = 0;
-          for (const uint32_t p : {0u, pct, 0u}) {
-            const Measured m = measure(prog, v.region, {}, each, p, a.real_experiment_ms, true);
-            profiles.push_back(m.profile);
-            rates[k++] = m.rate;
-          }
-          const double at0 = (rates[0] + rates[2]) / 2;
-          if (at0 > 0 && rates[1] > 0) r.predicted_rounds.push_back((1.0 - at0 / rates[1]) * r.s / (pct / 100.0));
+          say(fmt::format("{} {}: sweep {} of {}-{}, windows alternating 0 % and {} % ({:.0f} s)", prog.workload,
+                          v.stage, c + 1, rounds, max_rounds, pct, 3 * each));
+          const Measured m = measure(prog, v.region, {}, 3 * each, 0, a.real_experiment_ms, true, pct);
+          profiles.push_back(m.profile);
+          if (m.rate > 0 && m.alt_rate > 0)
+            r.predicted_rounds.push_back((1.0 - m.rate / m.alt_rate) * r.s / (pct / 100.0));
         }
         if (pct > 0) {
           mean_with_t95(r.predicted_rounds, r.predicted, r.predicted_lo, r.predicted_hi);

@@ -47,7 +47,8 @@ void Sweep::run() {
   // Options::buffered_baseline: a baseline for fixed-speedup runs in other
   // processes must take their path), buffered to the pay point throughout
   // any other. A profile-only run injects no delay either.
-  const bool fixed_zero = o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0;
+  const bool fixed_zero =
+      o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0 && o_.alternate_speedup_pct.value_or(0) == 0;
   if ((!fixed_zero || o_.buffered_baseline) && !o_.profile_only && global_delay_cycles() == 0) {
     add_global_delay(1);
   }
@@ -117,7 +118,9 @@ std::string Sweep::loop() {
     // Step 4.
     uint32_t pct;
     if (o_.fixed_speedup_pct) {
-      pct = *o_.fixed_speedup_pct;
+      // A B B A A B B A ...: each pair of pairs is balanced in time.
+      const bool b = o_.alternate_speedup_pct && ((windows_ + 1) / 2) % 2 == 1;
+      pct = b ? *o_.alternate_speedup_pct : *o_.fixed_speedup_pct;
     } else {
       const uint32_t r = std::uniform_int_distribution<uint32_t>(0, kZeroSpeedupWeight + kSpeedupDivisions)(rng_);
       pct = r <= kZeroSpeedupWeight ? 0 : (r - kZeroSpeedupWeight) * (100 / kSpeedupDivisions);

@@ -82,6 +82,12 @@ struct Options {
   uint32_t settle_width_pct = 0;
   /// COACT_CAUSAL_FIXED_SPEEDUP: 0..100 (%); unset: draw (controller.cpp step 4).
   std::optional<uint32_t> fixed_speedup_pct;
+  /// COACT_CAUSAL_ALTERNATE_SPEEDUP: 0..100 (%), only with fixed_speedup_pct:
+  /// the experiments alternate between the two speedups in the order
+  /// A B B A A B B A ... (A = fixed_speedup_pct), so one process measures
+  /// both and neither a difference between processes nor a linear drift in
+  /// the program's rate biases their comparison. unset: every experiment at A.
+  std::optional<uint32_t> alternate_speedup_pct;
   /// COACT_CAUSAL_EXPERIMENT_MS: initial window (Coz ExperimentMinTime: 500 ms). 1..3'600'000.
   std::chrono::milliseconds experiment{500};
   /// COACT_CAUSAL_MAX_EXPERIMENT_MS: cap of the adaptive window (Coz: 16 × the
