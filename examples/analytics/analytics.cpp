@@ -165,7 +165,7 @@ Worker::Worker(std::shared_ptr<JobContext> ctx, ActorRef<Coordinator> coordinato
 
 void Worker::on(const Batch& b) {
   Aggregate a;
-  const bool fast = ctx_->opt.fast_parse;
+  const bool fast = b.fast;
   for (uint32_t i = b.begin; i < b.end; ++i) {
     if (fast)
       parse_fast(ctx_->corpus[i], a);
@@ -189,10 +189,20 @@ void Coordinator::on(Start& s) {
 void Coordinator::start_job() {
   merged_ = Aggregate{};
   received_ = 0;
+  bool fast = ctx_->opt.fast_parse;
+  if (ctx_->opt.alternate) {
+    if (job_ % kAlternateBlock == 0) {  // a block ends (but the first) and the next begins
+      const auto now = std::chrono::steady_clock::now();
+      if (job_ > 0) ctx_->stats.alternation.end(std::chrono::duration<double>(now - block_t0_).count());
+      ctx_->stats.alternation.begin(job_ / kAlternateBlock);
+      block_t0_ = now;
+    }
+    fast = examples::Alternation::arm_of(job_ / kAlternateBlock) == 1;
+  }
   const uint64_t lines = ctx_->corpus.size(), batches = ctx_->opt.batches;
   for (uint64_t k = 0; k < batches; ++k) {
-    workers_[k % workers_.size()].send(
-        Batch{job_, static_cast<uint32_t>(k * lines / batches), static_cast<uint32_t>((k + 1) * lines / batches)});
+    workers_[k % workers_.size()].send(Batch{job_, static_cast<uint32_t>(k * lines / batches),
+                                             static_cast<uint32_t>((k + 1) * lines / batches), fast});
   }
 }
 

@@ -18,7 +18,10 @@
 // std::from_chars, a transparent map lookup) instead of parse_simple
 // (std::istringstream, std::stoull, a std::string key per line). Both give
 // the same Aggregate for every line (tests/examples/analytics_test.cpp), so
-// the variant changes only Worker::on(Batch)'s time.
+// the variant changes only Worker::on(Batch)'s time. RunOptions::alternate
+// runs both in one run: the jobs after the first block of kAlternateBlock
+// alternate by blocks, A B B A ... (A: parse_simple), and RunStats says what
+// each arm took (examples/common/alternation.hpp).
 //
 // Threads: run() blocks its caller (not a coact handler) while the actors
 // run on the Runtime's workers. Errors: run() throws std::runtime_error if a
@@ -35,6 +38,8 @@
 #include <vector>
 
 #include <coact/runtime/runtime.hpp>
+
+#include "common/alternation.hpp"
 
 namespace coact::analytics {
 
@@ -73,12 +78,24 @@ struct RunOptions {
   uint32_t workers = 4;      ///< Worker actors, 1..256
   double seconds = 1;        ///< run jobs until this much time passed (at least one job)
   bool fast_parse = false;   ///< Workers use parse_fast (the really-faster variant)
+  /// Blocks of kAlternateBlock jobs alternate parse_simple and parse_fast
+  /// (fast_parse is then ignored); RunStats::alternation has each arm.
+  bool alternate = false;
 };
+
+/// Jobs per unit of RunOptions::alternate: long enough that a Worker visit
+/// still closing when its block ends (its region counters are read as the
+/// next block starts) is a small part of a block, short enough to follow
+/// the machine's drifting speed.
+inline constexpr uint64_t kAlternateBlock = 16;
 
 struct RunStats {
   uint64_t jobs = 0;
   double seconds = 0;
   Aggregate last;  ///< the last job's aggregate (every job's is the same)
+  /// With RunOptions::alternate: the whole blocks' seconds and region
+  /// counters per arm (the last, unfinished block is in neither).
+  examples::Alternation alternation;
 };
 
 /// Runs jobs on `rt` as RunOptions says; see the file comment. Not from a handler.
@@ -95,6 +112,7 @@ struct Start {  ///< driver -> Coordinator: the Workers, then go
 struct Batch {  ///< Coordinator -> Worker: lines [begin, end) of the corpus
   uint64_t job;
   uint32_t begin, end;
+  bool fast;  ///< parse with parse_fast
 };
 struct Partial {  ///< Worker -> Coordinator
   uint64_t job;
@@ -136,6 +154,7 @@ struct Coordinator : Actor<Coordinator> {
   uint32_t received_ = 0;
   Aggregate merged_, first_;
   std::chrono::steady_clock::time_point t0_;
+  std::chrono::steady_clock::time_point block_t0_;  // RunOptions::alternate: the current block's start
 };
 
 }  // namespace coact::analytics

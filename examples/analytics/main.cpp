@@ -4,18 +4,24 @@
 // partial aggregates and starts the next job, until --seconds have passed.
 //
 //   coact-analytics [--seconds S] [--lines N] [--batches N] [--actors N]
-//                   [--workers N] [--fast-parse] [-q]
+//                   [--workers N] [--fast-parse] [--alternate]
+//                   [--summary-json FILE] [-q]
 //
 // Progress point "jobs" (one per joined job). Runtime knobs come from
 // --coact-* arguments, COACT_* / COACT_CONFIG as for every coact program;
 // --workers overrides COACT_WORKERS. --fast-parse is the really-faster
-// Worker that `coact-profile validate` compares the profiler with.
+// Worker that `coact-profile validate` compares the profiler with;
+// --alternate runs it against the baseline in one run (blocks of jobs,
+// A B B A ...), and --summary-json reports each arm.
 // Exit status: 0 success (a summary on stderr unless -q), 1 error, 2 for a
 // bad COACT_* option, CLI11's codes for other usage errors.
 #include <cstdio>
+#include <fstream>
 #include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <coact/runtime/runtime.hpp>
 
 #include "analytics/analytics.hpp"
@@ -40,13 +46,35 @@ int main(int argc, char** argv) {
   app.add_flag("--fast-parse", opt.fast_parse,
                "really-faster Worker: string_view fields and std::from_chars instead of std::istringstream and "
                "std::stoull (the same aggregates)");
+  app.add_flag("--alternate", opt.alternate,
+               "A/B in one run: the jobs after the first block of " + std::to_string(an::kAlternateBlock) +
+                   " alternate by blocks, A B B A ..., between the simple parser (A) and --fast-parse (B); needs "
+                   "--fast-parse; --summary-json reports each arm");
+  std::string summary_json;
+  app.add_option("--summary-json", summary_json,
+                 "also write the summary as one JSON object to this file (jobs, seconds, and --alternate's arms)");
   app.add_flag("-q,--quiet", quiet, "no summary");
   CLI11_PARSE(app, argc, argv);
+  if (opt.alternate && !opt.fast_parse) {
+    std::fprintf(stderr, "coact-analytics: --alternate: expected --fast-parse (the variant to alternate with)\n");
+    return 2;
+  }
   try {
     coact::SchedulerTuning tuning = coact::resolve_tuning();
     if (workers) tuning.workers = *workers;
     coact::Runtime rt(tuning);
     const an::RunStats s = an::run(rt, opt);
+    if (!summary_json.empty()) {
+      nlohmann::json j = {{"jobs", s.jobs}, {"seconds", s.seconds}, {"workers", rt.workers()}};
+      if (opt.alternate) j["alternate"] = s.alternation.to_json("block of jobs", an::kAlternateBlock);
+      std::ofstream out(summary_json, std::ios::trunc);
+      out << j.dump() << "\n";
+      out.flush();
+      if (!out) {
+        std::fprintf(stderr, "coact-analytics: error: cannot write --summary-json '%s'\n", summary_json.c_str());
+        return 1;
+      }
+    }
     if (!quiet) {
       const an::Aggregate& a = s.last;
       std::fprintf(stderr,
@@ -55,7 +83,7 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(s.jobs), s.seconds, s.seconds > 0 ? double(s.jobs) / s.seconds : 0.0,
                    static_cast<unsigned long long>(a.lines), static_cast<unsigned long long>(a.malformed),
                    a.endpoints.size(), double(a.bytes) / 1e6, static_cast<unsigned long long>(a.status_class[5]),
-                   opt.fast_parse ? "fast" : "simple", opt.workers, rt.workers());
+                   opt.alternate ? "alternating" : opt.fast_parse ? "fast" : "simple", opt.workers, rt.workers());
     }
   } catch (const coact::options::option_error& e) {
     coact::options::exit_with(argv[0], e);

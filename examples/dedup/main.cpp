@@ -20,27 +20,25 @@
 // --alternate runs them against the baseline in one process: the passes
 // after the first alternate A B B A A B B A ... (A: the baseline code, B: the
 // variants given), and --summary-json reports each arm's passes and, under
-// a causal sweep, each handler's visits and time in each arm (Alternation).
+// a causal sweep, each handler's visits and time in each arm
+// (examples/common/alternation.hpp).
 // Exit status: 0 success, 1 error (message on stderr naming the input),
 // 2 for a bad COACT_* option, CLI11's codes for other usage errors.
 #include <zstd.h>
 
-#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <coact/calibrate/tsc.hpp>
-#include <coact/causal/region.hpp>
 #include <coact/runtime/runtime.hpp>
+
+#include "common/alternation.hpp"
 
 #include "dedup/extract.hpp"
 #include "dedup/pipeline.hpp"
@@ -81,71 +79,11 @@ bool has_variant(const dd::ArchiveOptions& o) {
          b.fast_index != o.fast_index || b.fast_reader != o.fast_reader || b.fast_writer != o.fast_writer;
 }
 
-// --alternate: which passes run the variant, and what each arm measured.
-// The first pass (start-up: page cache, a profiler's symbolizer) runs the
-// baseline and is in neither arm; then A B B A A B B A ..., so that within
-// every four passes each arm has one early and one late pass and a linear
-// drift of the machine's speed cancels. Used on the driver's thread only
-// (ArchiveOptions::configure_pass and pass_done).
-class Alternation {
- public:
-  explicit Alternation(dd::ArchiveOptions variant) : variant_(std::move(variant)) {}
-
-  // Pass `pass` >= 1 runs the variant (arm 1) or the baseline (arm 0).
-  static int arm_of(uint32_t pass) { return pass == 0 ? 0 : (pass / 2) % 2; }
-
-  void configure(uint32_t pass, dd::ArchiveOptions& o) {
-    set_stages(o, arm_of(pass) == 1 ? variant_ : dd::ArchiveOptions{});
-    before_.clear();
-    for (const coact::causal::RegionStats& r : coact::causal::region_snapshot()) before_[r.id] = {r.visits, r.cycles};
-  }
-
-  // Adds a finished pass's time, and the regions' growth since its start,
-  // to its arm.
-  void done(uint32_t pass, const dd::PassStats& s) {
-    if (pass == 0) return;
-    Arm& arm = arms_[arm_of(pass)];
-    arm.seconds.push_back(s.seconds);
-    for (const coact::causal::RegionStats& r : coact::causal::region_snapshot()) {
-      const auto was = before_.find(r.id);  // absent: registered during the pass
-      const auto [v0, c0] = was == before_.end() ? std::pair<uint64_t, uint64_t>{0, 0} : was->second;
-      if (r.visits == v0) continue;
-      auto& [visits, cycles] = arm.regions[r.name];
-      visits += r.visits - v0;
-      cycles += r.cycles - c0;
-    }
-  }
-
-  // {"order": "ABBA", "baseline": ARM, "variant": ARM}, each ARM
-  // {"pass_seconds": [...], "regions": {NAME: {"visits": N, "ns": T}}}: the
-  // regions only under a causal sweep (their counters run only then).
-  nlohmann::json to_json() const {
-    nlohmann::json j = {{"order", "ABBA"}};
-    const double hz = arms_[0].regions.empty() && arms_[1].regions.empty() ? 0 : double(coact::calibrate::tsc_hz());
-    for (int a = 0; a < 2; ++a) {
-      nlohmann::json regions = nlohmann::json::object();
-      for (const auto& [name, vc] : arms_[a].regions)
-        regions[name] = {{"visits", vc.first}, {"ns", double(vc.second) * 1e9 / hz}};
-      j[a == 0 ? "baseline" : "variant"] = {{"pass_seconds", arms_[a].seconds}, {"regions", regions}};
-    }
-    return j;
-  }
-
- private:
-  struct Arm {
-    std::vector<double> seconds;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> regions;  // visits, TSC cycles
-  };
-  dd::ArchiveOptions variant_;
-  std::array<Arm, 2> arms_;
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> before_;  // by region id: visits, cycles at the pass's start
-};
-
 // --summary-json: the run's figures as one JSON object in `path` (replaced),
 // with --alternate's arms under "alternate". Throws std::runtime_error
 // naming the path if it cannot be written.
 void write_summary_json(const std::string& path, const dd::ArchiveStats& s, unsigned workers,
-                        const Alternation* alternation) {
+                        const coact::examples::Alternation* alternation) {
   nlohmann::json j = {{"passes", s.passes},
                             {"total_seconds", s.total_seconds},
                             {"later_pass_seconds", s.later_pass_seconds()},
@@ -155,7 +93,7 @@ void write_summary_json(const std::string& path, const dd::ArchiveStats& s, unsi
                             {"unique_chunks", s.last.unique_chunks},
                             {"archive_bytes", s.last.archive_bytes},
                             {"workers", workers}};
-  if (alternation) j["alternate"] = alternation->to_json();
+  if (alternation) j["alternate"] = alternation->to_json("pass", s.last.chunks);
   std::ofstream out(path, std::ios::trunc);
   out << j.dump() << "\n";
   out.flush();
@@ -240,7 +178,7 @@ int main(int argc, char** argv) {
                                               : dd::ArchiveOptions::FingerprintAlgo::sha256;
       opt.min_duration = std::chrono::duration<double>(seconds);
       if (seconds > 0 && passes_opt->count() == 0) opt.passes = 0;  // --seconds alone: time decides
-      std::optional<Alternation> alternation;
+      std::optional<coact::examples::Alternation> alternation;
       if (alternate) {
         if (!has_variant(opt)) {
           std::fprintf(stderr,
@@ -250,9 +188,13 @@ int main(int argc, char** argv) {
                        dd::ArchiveOptions{}.level);
           return 2;
         }
-        alternation.emplace(opt);
-        opt.configure_pass = [&](uint32_t pass, dd::ArchiveOptions& o) { alternation->configure(pass, o); };
-        opt.pass_done = [&](uint32_t pass, const dd::PassStats& s) { alternation->done(pass, s); };
+        alternation.emplace();
+        // The passes after the first alternate A B B A ... (Alternation::arm_of).
+        opt.configure_pass = [&, variant = opt](uint32_t pass, dd::ArchiveOptions& o) {
+          set_stages(o, coact::examples::Alternation::arm_of(pass) == 1 ? variant : dd::ArchiveOptions{});
+          alternation->begin(pass);
+        };
+        opt.pass_done = [&](uint32_t, const dd::PassStats& s) { alternation->end(s.seconds); };
       }
       install_signal_handlers();
       opt.keep_going = [] { return !g_interrupted.load(std::memory_order_relaxed); };

@@ -99,3 +99,32 @@ TEST_CASE("a run of jobs joins every batch; the fast parser gives the same aggre
   }
   CHECK(base == parse_all(an::make_corpus(2000), false));
 }
+
+TEST_CASE("--alternate runs blocks of jobs A B B A, the fast parser's blocks faster", "[analytics]") {
+  Watchdog wd(60, "analytics alternate");
+  an::RunOptions opt;
+  opt.lines = 2000;
+  opt.batches = 8;
+  opt.seconds = 0.5;
+  opt.fast_parse = true;
+  opt.alternate = true;
+  coact::Runtime rt(tuning_for(2));
+  const an::RunStats s = an::run(rt, opt);  // throws if the two parsers' jobs aggregated differently
+  const nlohmann::json j = s.alternation.to_json("block of jobs", an::kAlternateBlock);
+  CHECK(j["order"] == "ABBA");
+  CHECK(j["progress_per_unit"] == an::kAlternateBlock);
+  const auto& a = j["baseline"]["seconds"];
+  const auto& b = j["variant"]["seconds"];
+  REQUIRE(a.size() >= 2);
+  REQUIRE(b.size() >= 2);
+  // Whole blocks after the first, A B B A ...: the arms differ by at most two blocks.
+  const uint64_t whole = s.jobs / an::kAlternateBlock - 1;  // the last block may be unfinished
+  CHECK(a.size() + b.size() >= whole);
+  CHECK(a.size() + b.size() <= whole + 1);
+  CHECK((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) <= 2);
+  double sa = 0, sb = 0;
+  for (double x : a) sa += x;
+  for (double x : b) sb += x;
+  CHECK(sb / double(b.size()) < sa / double(a.size()));  // parse_fast is several times faster
+  CHECK(j["baseline"]["regions"].empty());  // region counters run only under a sweep
+}

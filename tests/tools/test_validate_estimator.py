@@ -265,8 +265,10 @@ class ArchiverRows(unittest.TestCase):
         tree = os.path.join(out, "tree")
         os.makedirs(tree)
         rng = random.Random(5)
+        # About 450 chunks a pass: enough Index visits for the sampled handler timing
+        # (one run in 64-191 timed per thread) to time some in each arm.
         with open(os.path.join(tree, "f"), "w") as f:
-            f.write(" ".join(rng.choice(["actor", "chunk", "index"]) for _ in range(60000)))
+            f.write(" ".join(rng.choice(["actor", "chunk", "index"]) for _ in range(600000)))
         # Nothing to alternate with: a usage error naming what is expected.
         r = subprocess.run([DEDUP, "archive", tree, "-o", os.path.join(out, "a.cdar"), "-q", "--alternate"],
                            capture_output=True, text=True, timeout=60)
@@ -285,13 +287,16 @@ class ArchiverRows(unittest.TestCase):
             doc = json.load(f)
         arms = doc["alternate"]
         self.assertEqual(arms["order"], "ABBA")
+        self.assertEqual(arms["unit"], "pass")
         chunks = doc["chunks_per_pass"]
         self.assertGreater(chunks, 0)
+        self.assertEqual(arms["progress_per_unit"], chunks)
         for name in ("baseline", "variant"):
             arm = arms[name]
-            self.assertEqual(len(arm["pass_seconds"]), 4, name)
-            self.assertTrue(all(s > 0 for s in arm["pass_seconds"]), name)
-            # The region counters, split at pass boundaries: one Index visit per chunk per pass.
+            self.assertEqual(len(arm["seconds"]), 4, name)
+            self.assertTrue(all(s > 0 for s in arm["seconds"]), name)
+            # The region counters, split at pass boundaries: one Index visit per chunk per pass,
+            # and the time of the sampled (timed) ones, weighted by the runs each stands for.
             index = arm["regions"]["coact::dedup::Index::on(coact::dedup::HashedChunk)"]
             self.assertEqual(index["visits"], 4 * chunks, name)
             self.assertGreater(index["ns"], 0, name)
@@ -302,8 +307,8 @@ class ArchiverRows(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(path) as f:
             arms = json.load(f)["alternate"]
-        self.assertEqual(len(arms["baseline"]["pass_seconds"]), 1)  # pass 1
-        self.assertEqual(len(arms["variant"]["pass_seconds"]), 2)   # passes 2 and 3
+        self.assertEqual(len(arms["baseline"]["seconds"]), 1)  # pass 1
+        self.assertEqual(len(arms["variant"]["seconds"]), 2)   # passes 2 and 3
         self.assertEqual(arms["baseline"]["regions"], {})
 
     def test_a_stage_row_is_real_and_names_its_change(self):
@@ -356,7 +361,7 @@ class ArchiverRows(unittest.TestCase):
         # The archiver alternates baseline and variant passes in one run (--alternate), so its
         # truth is their pass times, and two rounds give the measured speedup a Student-t
         # interval around their mean.
-        self.assertEqual(row["actual_measure"], "pass_time_ab")
+        self.assertEqual(row["actual_measure"], "alternating")
         self.assertEqual(row["actual_runs"], 2)
         lo, hi = row["actual_ci"]
         self.assertAlmostEqual(row["actual"], sum(row["actual_chunks"]) / 2, places=12)
@@ -395,7 +400,8 @@ class AnalyticsRow(unittest.TestCase):
         self.assertEqual(row["region"], "coact::analytics::Worker::on(coact::analytics::Batch)")
         self.assertGreater(row["s"], 0.3, row["note"])
         self.assertGreater(row["actual"], 0.2, row["note"])
-        self.assertEqual(row["actual_measure"], "window_rate")  # no passes: progress per window
+        # Blocks of jobs alternate the two parsers in one run (--alternate).
+        self.assertEqual(row["actual_measure"], "alternating")
         # Each round predicts from its own runs at 0 % and round(100 r) %.
         self.assertEqual((len(row["actual_chunks"]), len(row["predicted_rounds"])), (3, 3))
         self.assertEqual(doc["real_rounds"], {"min": 2, "max": 3, "se_pts": 0, "run_s": 3})

@@ -45,9 +45,10 @@ void Session::real_program_rows() {
     // and its rate is whole passes per second: progress per time window
     // would depend on where in a pass each window falls.
     std::string summary_flag;
-    // The program's option that alternates baseline and variant passes in
-    // one run (A B B A ...) and reports each arm in its summary (empty:
-    // none; then each round runs baseline, variant, baseline as processes).
+    // The program's option that alternates baseline and variant units of
+    // work (passes, blocks of jobs) in one run, A B B A ..., and reports
+    // each arm in its summary (examples/common/alternation.hpp). Empty:
+    // none; then each round runs baseline, variant, baseline as processes.
     // Needs summary_flag.
     std::string alternate_flag;
   };
@@ -94,7 +95,7 @@ void Session::real_program_rows() {
                         [&](double secs) {
                           return std::vector<std::string>{an, "--seconds", fmt::format("{}", secs), "-q"};
                         },
-                        analytics_variants(), "", ""});
+                        analytics_variants(), "--summary-json", "--alternate"});
   }
   // The service: coact-kv under redis-benchmark load for a run's seconds
   // (examples/kv/kv_under_load.py: the client runs beside it, then SIGTERM
@@ -215,11 +216,12 @@ void Session::real_program_rows() {
       bool by_pass = true;
       const bool ab = !prog.alternate_flag.empty();
       for (int c = 0; ab && c < max_rounds && !enough_rounds(speedups, rounds, max_rounds, a.real_se_pts); ++c) {
-        // One process, its passes after the first alternating baseline and
-        // variant (A B B A ...), as long as the three runs below: the
-        // machine's speed differs between processes by more than the
-        // passes within one differ, and a ratio within one run cancels it.
-        say(fmt::format("{} {}: real run {} of {}-{} (baseline and {} passes alternating; {:.0f} s)", prog.workload,
+        // One process, its units of work after the first alternating
+        // baseline and variant (A B B A ...), as long as the three runs
+        // below: the machine's speed differs between processes by more
+        // than the units within one differ, and a ratio within one run
+        // cancels it.
+        say(fmt::format("{} {}: real run {} of {}-{} (baseline and {} alternating; {:.0f} s)", prog.workload,
                         v.stage, c + 1, rounds, max_rounds, change, 3 * real_s));
         std::vector<std::string> flags = v.flags;
         flags.push_back(prog.alternate_flag);
@@ -227,12 +229,12 @@ void Session::real_program_rows() {
         if (!m.region.empty()) region = m.region;
         const json arms = m.summary.is_object() ? m.summary.value("alternate", json()) : json();
         if (!arms.is_object()) continue;
-        // Per arm: mean seconds per pass, and the region's time per visit
-        // (the profiler's own counters, split at the pass boundaries).
+        // Per arm: mean seconds per unit, and the region's time per visit
+        // (the profiler's own counters, split at the unit boundaries).
         double pass_s[2] = {0, 0}, per_visit[2] = {0, 0};
         for (int k = 0; k < 2; ++k) {
           const json& arm = arms.value(k == 0 ? "baseline" : "variant", json::object());
-          const std::vector<double> secs = arm.value("pass_seconds", std::vector<double>{});
+          const std::vector<double> secs = arm.value("seconds", std::vector<double>{});
           if (!secs.empty()) pass_s[k] = std::accumulate(secs.begin(), secs.end(), 0.0) / double(secs.size());
           const json& regs = arm.value("regions", json::object());
           const std::string& name = region.empty() ? v.region : region;
@@ -240,10 +242,10 @@ void Session::real_program_rows() {
             per_visit[k] = regs[name].value("ns", 0.0) / regs[name].value("visits", 0.0);
         }
         if (pass_s[0] <= 0 || pass_s[1] <= 0 || per_visit[0] <= 0 || per_visit[1] <= 0) continue;
-        const double chunks = m.summary.value("chunks_per_pass", 0.0);
+        const double per_unit = arms.value("progress_per_unit", 0.0);
         speedups.push_back(1.0 - pass_s[1] / pass_s[0]);
-        rate0 += chunks / pass_s[0];
-        rate1 += chunks / pass_s[1];
+        rate0 += per_unit / pass_s[0];
+        rate1 += per_unit / pass_s[1];
         t0 += per_visit[0];
         t1 += per_visit[1];
       }
@@ -282,7 +284,7 @@ void Session::real_program_rows() {
       r.region = region.empty() ? v.region : region;
       r.actual_runs = nrun;
       r.actual_chunks = speedups;
-      r.actual_measure = ab ? "pass_time_ab" : by_pass ? "pass_time" : "window_rate";
+      r.actual_measure = ab ? "alternating" : by_pass ? "pass_time" : "window_rate";
       if (nrun > 0 && t0 > 0) {
         // The measured speedup's own 95% interval: Student t over the rounds.
         mean_with_t95(speedups, r.actual, r.actual_lo, r.actual_hi);
