@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
   for (const char* other : {"--fixed-speedup", "--fixed-region", "--experiments", "--until-settled"})
     flag("--profile-only")->excludes(flag(other));
   for (const char* other : {"--fixed-speedup", "--fixed-region"}) flag("--until-settled")->excludes(flag(other));
+  flag("--alternate-speedup")->needs(flag("--fixed-speedup"));
   std::string shard;
   run_cmd
       ->add_option("--shard", shard,

@@ -40,10 +40,10 @@ void Session::real_program_rows() {
     std::string progress;                                  // its throughput progress point
     std::function<std::vector<std::string>(double)> argv;  // a run of `secs` seconds, the baseline's options
     std::vector<RealVariant> variants;
-    // The program's option that writes its summary as JSON with
-    // "later_pass_seconds" (empty: none). A run then ends at a pass boundary
-    // and its rate is whole passes per second: progress per time window
-    // would depend on where in a pass each window falls.
+    // The program's option that writes its summary as JSON (empty: none).
+    // Where it has "later_pass_seconds" (the archiver), a run ends at a pass
+    // boundary and its rate is whole passes per second: progress per time
+    // window would depend on where in a pass each window falls.
     std::string summary_flag;
     // The program's option that alternates baseline and variant units of
     // work (passes, blocks of jobs) in one run, A B B A ..., and reports
@@ -148,10 +148,12 @@ void Session::real_program_rows() {
     m.fixed_region = region;
     m.fixed_speedup_pct = pct;
     m.alternate_speedup_pct = alt_pct;
-    // The row's sweep runs (at 0 and at round(100 r) %, separate processes)
-    // share one send path: the runtime's direct sends, taken at speedup 0
-    // alone, can change a program's rate by as much as a small virtual
-    // speedup's effect. The truth's runs (all at 0) keep the direct path.
+    // A prediction's windows at 0 take the send path of its windows at
+    // round(100 r) % (a sweep that can inject delay buffers sends to the pay
+    // point; `buffered` asks for it at a fixed 0 alone): the runtime's
+    // direct sends can change a program's rate by as much as a small
+    // virtual speedup's effect. The truth's runs (all at 0) keep the
+    // direct path, baseline and variant alike.
     m.buffered_baseline = buffered;
     m.experiment = std::chrono::milliseconds(window_ms);
     m.max_experiment = m.experiment;
@@ -298,14 +300,13 @@ void Session::real_program_rows() {
         // through the origin. One process per round: the speed of separate
         // processes differs by as much as the effect being measured.
         // The row's prediction is the mean over rounds with a Student-t 95%
-        // interval, so prediction and truth carry the same kind of noise
-        // (the program's rate drifting between runs). A per-window fit of
+        // interval, as the truth's is. A per-window fit of
         // the same profiles (the estimator, as a default sweep's table uses)
         // is kept beside it as window_predicted: its windows, a fraction of
         // a pass each, swing with the pass's phase.
         const uint32_t pct = static_cast<uint32_t>(std::lround(r.s * 100));
         bool missing_prediction = false;
-        // Each sweep run holds at least two whole windows after start-up.
+        // Each sweep run holds at least 7.5 windows (3 x 2.5).
         const double each =
             std::max(2.5 * static_cast<double>(a.real_experiment_ms) / 1e3, a.dedup_sweep_s / (3.0 * rounds));
         std::vector<std::string> profiles;
