@@ -94,10 +94,10 @@ constexpr std::array kKeys{
     Key{"COACT_CAUSAL_SAMPLE_SIGNAL"sv, "causal"sv, "sample_signal"sv, Type::text, ""sv, 0, 0, false, "rt"sv, ""sv,
         "the samples' signal: rt (a real-time signal no handler uses, picked at start), prof (SIGPROF), or rtmin+N; "
         "other deliveries of it go to the program's handler"sv},
-    Key{"COACT_CAUSAL_BUFFERED_BASELINE"sv, "causal"sv, "buffered_baseline"sv, Type::boolean, ""sv, 0, 1, false,
+    Key{"COACT_CAUSAL_PAYING_BASELINE"sv, "causal"sv, "paying_baseline"sv, Type::boolean, ""sv, 0, 1, false,
         "false"sv, ""sv,
-        "a sweep at fixed speedup 0 buffers handlers' sends to the pay point, as every sweep that can inject delay "
-        "does, so it is a baseline for fixed-speedup runs in other processes (coact-profile validate's real rows)"sv},
+        "a sweep at fixed speedup 0 pays at every pay point and before each send from a handler, as every sweep "
+        "that can inject delay does, so it is a baseline for fixed-speedup runs in other processes"sv},
     Key{"COACT_CAUSAL_PROFILE_ONLY"sv, "causal"sv, "profile_only"sv, Type::boolean, ""sv, 0, 1, false, "false"sv, ""sv,
         "run no experiment: record where the time goes (regions' visits and time; sampled lines with "
         "COACT_CAUSAL_SAMPLING)"sv},
@@ -178,6 +178,7 @@ struct Renamed {
 constexpr std::array kRenamed{
     Renamed{"COACT_SPIN_WINDOW_USEC"sv, "COACT_SPIN_WINDOW_US"sv},
     Renamed{"COACT_BATCH_MAX_USEC"sv, "COACT_BATCH_MAX_US"sv},
+    Renamed{"COACT_CAUSAL_BUFFERED_BASELINE"sv, "COACT_CAUSAL_PAYING_BASELINE"sv},
 };
 
 constexpr std::array kGroups{"options"sv, "calibrate"sv, "causal"sv, "scheduler"sv};

@@ -80,6 +80,18 @@ void hook_pay_point() noexcept {
   pay_point_slow();
 }
 
+void hook_pay_point_in_handler() noexcept {
+  if (global_delay_cycles() == 0) return;
+  // The running region is suspended while the thread pays: the wait is
+  // neither its exclusive time nor its virtual speedup, as a pay point at the
+  // flush (after the handler's exit) is not. Closing its segment first also
+  // means no payer waits on this thread's part of the selected region while
+  // this thread waits on theirs.
+  suspend_running_segment();
+  pay_point_slow();
+  resume_running_segment();
+}
+
 namespace {
 void pay_point_slow() noexcept {
   // Pay until caught up: first publish what the selected region has run so

@@ -3,7 +3,8 @@
 // called by the region stack and the handler paths around every segment),
 // materialize_live (every pay point before it reads its debt, and
 // end_experiment) publishing other threads' running part of the selected
-// region into the global delay, settle_running_segment, and the membarrier
+// region into the global delay, suspending, resuming and settling the
+// running segment (suspend_running_segment and friends), and the membarrier
 // registration the fast frames' handshake needs (heavy_fence: called by
 // begin_experiment). The slot hand-off protocol is at LiveSlot.
 #include "detail/region_state.hpp"
@@ -178,7 +179,7 @@ uint64_t materialize_live() noexcept {
   return total;
 }
 
-void settle_running_segment() noexcept {
+void suspend_running_segment() noexcept {
   ThreadRegions& t = t_regions;
   unfast(t);  // the frame stays an ordinary one until its exit (the gate stays closed)
   if (t.depth == 0) return;
@@ -187,8 +188,22 @@ void settle_running_segment() noexcept {
   uint64_t now = 0;  // read lazily (tsc): only a timed frame or a live region reads it
   if (top.weight != 0) top.acc += tsc(now) - top.seg_start;
   close_segment(t, top.region, top.weight != 0 ? top.seg_start : 0, sel, now);
+}
+
+void resume_running_segment() noexcept {
+  ThreadRegions& t = t_regions;
+  if (t.depth == 0) return;
+  // Read afresh: an experiment may have begun or ended since the suspend.
+  const uint64_t sel = g_selection.load(std::memory_order_acquire);
+  Frame& top = t.frames[t.depth - 1];
+  uint64_t now = 0;
   if (top.weight != 0) top.seg_start = tsc(now);
   open_segment(t, top.region, sel, now);
+}
+
+void settle_running_segment() noexcept {
+  suspend_running_segment();
+  resume_running_segment();
 }
 
 }  // namespace detail

@@ -102,7 +102,7 @@ constexpr std::array kFields{
     OptionField{"COACT_CAUSAL_LINE_EXPERIMENT_PERIOD_US", &read_line_period,
                 &member_text<&Options::line_experiment_period>},
     OptionField{"COACT_CAUSAL_SAMPLE_SIGNAL", &read_sample_signal, &member_text<&Options::sample_signal>},
-    bind<&Options::buffered_baseline>("COACT_CAUSAL_BUFFERED_BASELINE"),
+    bind<&Options::paying_baseline>("COACT_CAUSAL_PAYING_BASELINE"),
     bind<&Options::profile_only>("COACT_CAUSAL_PROFILE_ONLY"),
     bind<&Options::print_notes>("COACT_CAUSAL_PRINT_NOTES"),
     bind<&Options::source_scope>("COACT_CAUSAL_SOURCE_SCOPE"),

@@ -63,46 +63,50 @@ namespace coact::detail {
 void Scheduler::post(ActorCell* target, Envelope* e) {
   Worker* w = t_worker;
   if (w != nullptr && w->dispatch.in_handler == kInHandler) {
-    // Direct send (burst off, untraced, and a pay point would pay nothing
-    // now): push now; if the push took the recipient's run-token, the
-    // recipient is held by this handler's outbound list and is scheduled
-    // (made runnable) only at the flush, after its pay point, as a buffered
-    // send would be. Mail to a recipient held by someone else is visible to
-    // it at once, before the flush's pay point: exact, because a pay point
-    // here would have paid nothing — no sweep runs, or G == 0 (a sweep at
-    // speedup 0, or before its first delay: causal::pay_point_is_noop, the
-    // same test on_pay_point makes), so the sender owes nothing at the push
-    // and its mail is not early in virtual time. If delay is injected later
-    // in this handler (an experiment with s > 0 starts mid-handler), mail
-    // pushed before it was sent while nothing was owed; sends from then on
-    // buffer and the flush pays first. Timer delay_stamps are untouched
-    // (taken at arming, timers.cpp arm). No reference is taken: the
-    // caller's keeps the cell alive through the push, and a token we hold
-    // keeps the actor from stopping (its life reference) until the flush
-    // schedules it. Per-sender FIFO: pushes happen in send order, and once
-    // this invocation has buffered a send (a pay point was live) every later
-    // one buffers too (the last entry is then a buffered one), so no direct
-    // push overtakes mail that waits for the flush.
-    if (w->sched == this && pay_point_is_noop()) [[likely]] {
-      if (direct_sends_) {
-        if (w->outbound.empty() || w->outbound.back().second == nullptr) [[likely]] {
-          push_direct(w, target, e);
-          return;
-        }
-      } else if (burst_direct_ && w->outbound.empty() && no_live_burst(w->dispatch.current)) [[likely]] {
-        // Burst on: the invocation's first send, when the producer has no
-        // live burst (so no open group anywhere to order behind) and a pay
-        // point would pay nothing (the same argument as above), takes the
-        // same direct path: a burst of one mail has nothing to batch (a
-        // reply, a chain hop). The later sends of this invocation are
-        // buffered (kInHandlerSent) and batched by the flush; they land
-        // behind this one (a claimed group's mail seizes or deposits behind
-        // what the inbox holds).
-        start_direct(w, w->dispatch.current->producer);
-        w->dispatch.in_handler = kInHandlerSent;
+    // Direct send (burst off, untraced): push now; if the push took the
+    // recipient's run-token, the recipient is held by this handler's
+    // outbound list and is scheduled (made runnable) only at the flush,
+    // after its pay point, as a buffered send would be. Mail to a recipient
+    // held by someone else is visible to it at once, before the flush's pay
+    // point, so during a sweep that injected delay the sender pays its debt
+    // first, here (causal::on_pay_point_in_handler: its running region is
+    // suspended while it pays): its mail is then not early in virtual time,
+    // and it arrives mid-handler as it does without a sweep. (Buffering to
+    // the flush instead delivered a handler's sends at its end: a stage
+    // that sends as it goes, such as a reader that sends each block it
+    // reads, then fed its consumer later under a sweep than without one,
+    // and the sweep under-predicted its effect.) Outside a sweep, or in one
+    // at speedup 0 (G == 0: causal::pay_point_is_noop), the pay is one
+    // load. Timer delay_stamps are untouched (taken at arming, timers.cpp
+    // arm). No reference is taken: the caller's keeps the cell alive
+    // through the push, and a token we hold keeps the actor from stopping
+    // (its life reference) until the flush schedules it. Per-sender FIFO:
+    // pushes happen in send order, and once this invocation has buffered a
+    // send (to another runtime's actor) every later one buffers too (the
+    // last entry is then a buffered one), so no direct push overtakes mail
+    // that waits for the flush.
+    if (w->sched == this && direct_sends_) [[likely]] {
+      if (w->outbound.empty() || w->outbound.back().second == nullptr) [[likely]] {
+        causal::on_pay_point_in_handler();
         push_direct(w, target, e);
         return;
       }
+    } else if (w->sched == this && burst_direct_ && pay_point_is_noop() && w->outbound.empty() &&
+               no_live_burst(w->dispatch.current)) [[likely]] {
+      // Burst on: the invocation's first send, when the producer has no
+      // live burst (so no open group anywhere to order behind) and a pay
+      // point would pay nothing (so the sender owes nothing at the push and
+      // its mail is not early), takes the same direct path: a burst of one
+      // mail has nothing to batch (a reply, a chain hop). The later sends
+      // of this invocation are buffered (kInHandlerSent) and batched by the
+      // flush; they land behind this one (a claimed group's mail seizes or
+      // deposits behind what the inbox holds). During a sweep that injected
+      // delay it is buffered with them: burst on routes a handler's sends
+      // at its end in any case.
+      start_direct(w, w->dispatch.current->producer);
+      w->dispatch.in_handler = kInHandlerSent;
+      push_direct(w, target, e);
+      return;
     }
     buffer_send(w, target, e);
     return;

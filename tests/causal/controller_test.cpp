@@ -270,7 +270,7 @@ TEST_CASE("option_fields: each key's value reaches Options, survives to_env and 
   CHECK(dj["fixed_speedup"].is_null());  // auto
   CHECK(dj["seed"] == 0);
   CHECK(dj["shard"] == "");
-  CHECK(dj["buffered_baseline"] == false);
+  CHECK(dj["paying_baseline"] == false);
   CHECK(dj["progress"] == json::array());
 }
 
@@ -344,26 +344,26 @@ TEST_CASE("options_from_env: the line-experiment period and profile-only keys", 
   CHECK(j["profile_only"] == true);
 }
 
-TEST_CASE("options_from_env: COACT_CAUSAL_BUFFERED_BASELINE reads and round-trips", "[causal][controller]") {
+TEST_CASE("options_from_env: COACT_CAUSAL_PAYING_BASELINE reads and round-trips", "[causal][controller]") {
   const auto d = ca::options_from_env(envp({"COACT_CAUSAL=1"}).data());
   REQUIRE(d);
-  CHECK_FALSE(d->buffered_baseline);
+  CHECK_FALSE(d->paying_baseline);
   const auto o = ca::options_from_env(
-      envp({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=0", "COACT_CAUSAL_BUFFERED_BASELINE=1"}).data());
+      envp({"COACT_CAUSAL=1", "COACT_CAUSAL_FIXED_SPEEDUP=0", "COACT_CAUSAL_PAYING_BASELINE=1"}).data());
   REQUIRE(o);
-  CHECK(o->buffered_baseline);
+  CHECK(o->paying_baseline);
   std::vector<std::string> kv;
   for (const auto& [k, v] : ca::to_env(*o)) kv.push_back(k + "=" + v);
   // Booleans are exported in the options core's canonical text.
-  CHECK(std::find(kv.begin(), kv.end(), "COACT_CAUSAL_BUFFERED_BASELINE=true") != kv.end());
+  CHECK(std::find(kv.begin(), kv.end(), "COACT_CAUSAL_PAYING_BASELINE=true") != kv.end());
   const auto back = ca::options_from_env(envp(kv).data());
   REQUIRE(back);
-  CHECK(back->buffered_baseline);
-  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_BUFFERED_BASELINE=maybe"}).find("COACT_CAUSAL_BUFFERED_BASELINE") !=
+  CHECK(back->paying_baseline);
+  CHECK(error_of({"COACT_CAUSAL=1", "COACT_CAUSAL_PAYING_BASELINE=maybe"}).find("COACT_CAUSAL_PAYING_BASELINE") !=
         std::string::npos);
 }
 
-TEST_CASE("controller: a sweep at fixed speedup 0 keeps direct sends unless buffered_baseline", "[causal][controller]") {
+TEST_CASE("controller: a sweep at fixed speedup 0 skips the pay path unless paying_baseline", "[causal][controller]") {
 #if defined(__SANITIZE_THREAD__) || defined(COACT_TSAN)
   // Run in forked children (a child starts with no injected delay), and a
   // forked child may not start threads under ThreadSanitizer.
@@ -372,19 +372,19 @@ TEST_CASE("controller: a sweep at fixed speedup 0 keeps direct sends unless buff
   return;
 #endif
   std::lock_guard lock(ca::test_ledger_mutex());
-  coact::test::Watchdog wd(60, "buffered baseline");
+  coact::test::Watchdog wd(60, "paying baseline");
   (void)cal::tsc_hz();
   // In a child: start a fixed-speedup-0 sweep, wait until it is active, and
-  // exit 0 if the runtime's send path is direct (pay points pay nothing), 1
-  // if buffered, 2 if the sweep never became active.
-  auto path_in_child = [](bool buffered) {
+  // exit 0 if pay points pay nothing (the runtime's sends skip the pay), 1
+  // if they pay, 2 if the sweep never became active.
+  auto path_in_child = [](bool paying) {
     const pid_t pid = fork();
     if (pid == 0) {
       TempDir dir;
       auto o = quick_options(dir);
       o.fixed_region = "controller-test/never-runs";
       o.fixed_speedup_pct = 0;
-      o.buffered_baseline = buffered;
+      o.paying_baseline = paying;
       ca::Controller::start(o);
       int code = 2;
       for (int i = 0; i < 2000 && code == 2; ++i) {
@@ -399,8 +399,8 @@ TEST_CASE("controller: a sweep at fixed speedup 0 keeps direct sends unless buff
     REQUIRE(WIFEXITED(status));
     return WEXITSTATUS(status);
   };
-  CHECK(path_in_child(false) == 0);  // direct: the cheapest sweep
-  CHECK(path_in_child(true) == 1);   // buffered, as a sweep at any other speedup
+  CHECK(path_in_child(false) == 0);  // no pay: the cheapest sweep
+  CHECK(path_in_child(true) == 1);   // paying, as a sweep at any other speedup
 }
 
 TEST_CASE("controller: an alternate speedup alternates with the fixed one, A B B A", "[causal][controller]") {

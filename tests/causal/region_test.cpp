@@ -276,6 +276,48 @@ TEST_CASE("virtual speedup: a region begun before the experiment counts only its
   ca::credit_resume();
 }
 
+TEST_CASE("a pay inside a running region suspends it: the wait is neither its time nor its speedup",
+          "[causal][region][ledger]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  (void)cal::tsc_hz();
+  SweepOn on;
+  const uint32_t busy = ca::scope_region("region-test/pays-mid-run");
+  ca::begin_experiment(busy, 50);
+  const auto r0 = ca::region_stats(busy);
+  constexpr auto kOwed = std::chrono::milliseconds(6);
+  uint64_t g_before = 0, g_after = 0, debt_after_pay = ~uint64_t{0}, outer = 0;
+  std::thread t([&] {  // a plain thread, not the actor runtime
+    { COACT_SCOPE("region-test/warm-up"); }
+    ca::register_thread();
+    ca::credit_resume();
+    g_before = ca::global_delay_cycles();
+    const uint64_t t0 = cal::now_cycles();
+    {
+      COACT_SCOPE("region-test/pays-mid-run");
+      spin_for(std::chrono::milliseconds(2));
+      ca::inject_delay_cycles_for_test(cycles_of(kOwed));  // this thread owes it (its L is untouched)
+      ca::on_pay_point_in_handler();
+      debt_after_pay = ca::debt_cycles();
+      spin_for(std::chrono::milliseconds(2));
+    }
+    outer = cal::now_cycles() - t0;
+    g_after = ca::global_delay_cycles();
+  });
+  t.join();
+  ca::end_experiment();
+  const uint64_t delta = ca::region_stats(busy).cycles - r0.cycles;
+  CHECK(ca::region_stats(busy).visits == r0.visits + 1);
+  CHECK(outer >= cycles_of(std::chrono::milliseconds(4)) + cycles_of(kOwed));  // it paid, inside the region
+  CHECK(delta >= cycles_of(std::chrono::milliseconds(4)));
+  CHECK(delta < cycles_of(std::chrono::milliseconds(4)) + cycles_of(kOwed) / 2);  // the wait is not its time
+  CHECK(debt_after_pay < cycles_of(kOwed) / 2);
+  // G grew by the owed delay, the region's s·Δ (Δ without the wait: the
+  // live segment was closed while it paid) and the pay's own excess (its
+  // bookkeeping, a late wake), which a loaded machine makes unbounded.
+  CHECK(g_after - g_before >= cycles_of(kOwed) + delta / 2);
+  ca::credit_resume();
+}
+
 // Two copies of the filter used to disagree on an empty entry: the
 // controller's matched every name with it (std::string::find("") == 0), the
 // region table's matched none. One function now; an empty entry matches

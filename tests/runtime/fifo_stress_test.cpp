@@ -1,11 +1,13 @@
 // Stress: no message lost, duplicated or reordered per sender-recipient pair,
 // and an actor never runs on two workers at once, over random topologies,
-// several seeds and worker counts 1, 2, 4, 8. Senders are handlers (in-pool,
-// buffered and flushed at the handler boundary) and outside threads (root door).
+// several seeds and worker counts 1, 2, 4, 8. Senders are handlers (in-pool:
+// direct pushes, or buffered and flushed at the handler boundary) and outside
+// threads (root door).
 // Each (sender, recipient) pair carries its own sequence number; the recipient
 // checks it is exactly the next one. Failures are counted in atomics on the
 // workers and asserted on the test thread (Catch2 is not thread-safe).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <coact/calibrate/tsc.hpp>
+#include <coact/causal/delay_ledger.hpp>
 #include <coact/causal/hooks.hpp>
 #include <coact/causal/testing.hpp>
 #include <coact/runtime/runtime.hpp>
@@ -164,14 +168,15 @@ TEST_CASE("FIFO and exclusivity hold with peer steal on (stealers take from dequ
 }
 
 // Burst off, a send inside a handler pushes into the recipient's inbox at once
-// (a direct send) unless a pay point would pay something (a causal sweep runs
-// and delay was injected: causal::pay_point_is_noop); then it buffers until
-// the flush. A handler that buffered one send must buffer the rest, or a
-// later direct push would overtake the buffered mail. Here every handler
-// sends several seq-numbered mails to one sink while another thread flips the
-// sweep gate, so invocations straddle the flip both ways. G is made nonzero
-// first (1 cycle, below the pay catch-up threshold, so no pay point waits):
-// with G == 0 a sweep keeps direct sends on and the gate would not flip.
+// (a direct send); while a pay point would pay something (a causal sweep runs
+// and delay was injected: causal::pay_point_is_noop) the sender first pays
+// mid-handler, its running region suspended (causal::on_pay_point_in_handler).
+// Here every handler sends several seq-numbered mails to one sink while
+// another thread flips the sweep gate, so invocations straddle the flip both
+// ways (frames opened with the gate on and closed with it off, and the
+// reverse) and per-sender FIFO must hold throughout. G is made nonzero first
+// (1 cycle, below the pay catch-up threshold, so no pay point waits): with
+// G == 0 a pay point pays nothing and the in-handler pay is never taken.
 namespace {
 struct Sink : coact::Actor<Sink> {
   explicit Sink(Shared* s, uint32_t sources) : sh(s), expected(sources, 0) {}
@@ -233,4 +238,83 @@ TEST_CASE("per-sender FIFO holds while the causal sweep gate flips mid-handler",
   INFO("workers=" << workers);
   CHECK(sh.order_violations.load() == 0);
   CHECK(sh.received.load() == sh.tokens_total);
+}
+
+// During a sweep that injected delay, a handler's send pays the sender's debt
+// first and then reaches a recipient that is already running at once, before
+// the handler returns, as it does without a sweep (scheduler post; hooks.hpp
+// on_pay_point_in_handler). The Waiter holds a worker until the Sender has
+// sent; the Sender owes kOwed when it sends and waits, bounded, for the
+// Waiter to have handled the mail before it returns. Mail held to the end of
+// the handler would never arrive in that wait.
+namespace {
+struct MidRun {
+  std::atomic<bool> waiter_running{false}, sent{false}, pinged{false};
+  std::atomic<int64_t> send_ns{-1};
+};
+bool wait_flag(const std::atomic<bool>& f, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!f.load()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+struct Waiter : coact::Actor<Waiter> {
+  struct Hold {};
+  struct Ping {};
+  explicit Waiter(MidRun* m) : mr(m) {}
+  void on(Hold) {
+    mr->waiter_running = true;
+    (void)wait_flag(mr->sent, std::chrono::seconds(10));
+  }
+  void on(Ping) {
+    mr->pinged = true;
+    stop();
+  }
+  MidRun* mr;
+};
+struct Sender : coact::Actor<Sender> {
+  struct Go {};
+  static constexpr auto kOwed = std::chrono::milliseconds(20);
+  Sender(MidRun* m, coact::ActorRef<Waiter> w) : mr(m), waiter(std::move(w)) {}
+  void on(Go) {
+    together = wait_flag(mr->waiter_running, std::chrono::seconds(10));
+    coact::causal::register_thread();
+    coact::causal::inject_delay_cycles_for_test(coact::calibrate::duration_to_cycles(kOwed));  // this worker owes it
+    const auto t0 = std::chrono::steady_clock::now();
+    waiter.send(Waiter::Ping{});
+    mr->send_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    mr->sent = true;
+    delivered_in_handler = wait_flag(mr->pinged, std::chrono::seconds(5));
+    stop();
+  }
+  MidRun* mr;
+  coact::ActorRef<Waiter> waiter;
+  static inline std::atomic<bool> together{false}, delivered_in_handler{false};
+};
+}  // namespace
+
+TEST_CASE("during a sweep a handler's send pays first and reaches a running recipient before the handler returns",
+          "[causal][send]") {
+  std::lock_guard<std::mutex> lock(coact::causal::test_ledger_mutex());
+  coact::test::Watchdog wd(60, "send mid-handler under a sweep");
+  (void)coact::calibrate::tsc_hz();
+  if (coact::causal::global_delay_cycles() == 0) coact::causal::inject_delay_cycles_for_test(1);
+  coact::causal::g_sweep_active.store(true);
+  MidRun mr;
+  Sender::together = false;
+  Sender::delivered_in_handler = false;
+  coact::test::run_checked(2, [&](coact::Runtime& rt) {
+    auto w = rt.spawn<Waiter>(&mr);
+    auto s = rt.spawn<Sender>(&mr, w);
+    w.send(Waiter::Hold{});
+    s.send(Sender::Go{});
+    rt.run();
+  });
+  coact::causal::g_sweep_active.store(false);
+  coact::causal::credit_resume();
+  REQUIRE(Sender::together.load());  // the two ran on two workers at once
+  CHECK(mr.send_ns.load() >= std::chrono::nanoseconds(Sender::kOwed).count() * 9 / 10);  // the send paid the debt
+  CHECK(Sender::delivered_in_handler.load());
 }

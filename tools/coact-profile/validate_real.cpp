@@ -125,8 +125,7 @@ void Session::real_program_rows() {
                         kv_variants(), "", ""});
   }
   // Runs `prog` (the baseline, or with a variant's `flags`) for `secs`
-  // under a sweep of `region` with a fixed speedup (`buffered`: at 0 too on
-  // the send path of a sweep that injects delay), 1 s windows; returns its
+  // under a sweep of `region` with a fixed speedup, 1 s windows; returns its
   // progress visits per effective second and the mean handler time per
   // visit of the region (ns). With `alt_pct`, the windows alternate
   // between `pct` and `alt_pct` (A B B A ...; COACT_CAUSAL_ALTERNATE_SPEEDUP):
@@ -141,20 +140,17 @@ void Session::real_program_rows() {
   };
   int runs = 0;
   auto measure = [&](const RealProgram& prog, const std::string& region, const std::vector<std::string>& flags,
-                     double secs, uint32_t pct, int64_t window_ms = 1000, bool buffered = false,
+                     double secs, uint32_t pct, int64_t window_ms = 1000,
                      std::optional<uint32_t> alt_pct = std::nullopt) {
     ca::Options m;
     m.progress = {prog.progress};
     m.fixed_region = region;
     m.fixed_speedup_pct = pct;
     m.alternate_speedup_pct = alt_pct;
-    // A prediction's windows at 0 take the send path of its windows at
-    // round(100 r) % (a sweep that can inject delay buffers sends to the pay
-    // point; `buffered` asks for it at a fixed 0 alone): the runtime's
-    // direct sends can change a program's rate by as much as a small
-    // virtual speedup's effect. The truth's runs (all at 0) keep the
-    // direct path, baseline and variant alike.
-    m.buffered_baseline = buffered;
+    // A prediction alternates 0 with round(100 r) % in one sweep, so its
+    // windows at 0 take the pay path of its windows at r (sweep.cpp step 1).
+    // The truth's runs (all at 0) skip it, baseline and variant alike, as
+    // the program does without a sweep.
     m.experiment = std::chrono::milliseconds(window_ms);
     m.max_experiment = m.experiment;
     m.output = "";
@@ -317,7 +313,7 @@ void Session::real_program_rows() {
              ++c) {
           say(fmt::format("{} {}: sweep {} of {}-{}, windows alternating 0 % and {} % ({:.0f} s)", prog.workload,
                           v.stage, c + 1, rounds, max_rounds, pct, 3 * each));
-          const Measured m = measure(prog, v.region, {}, 3 * each, 0, a.real_experiment_ms, true, pct);
+          const Measured m = measure(prog, v.region, {}, 3 * each, 0, a.real_experiment_ms, pct);
           profiles.push_back(m.profile);
           if (m.rate > 0 && m.alt_rate > 0)
             r.predicted_rounds.push_back((1.0 - m.rate / m.alt_rate) * r.s / (pct / 100.0));

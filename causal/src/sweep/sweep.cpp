@@ -38,18 +38,18 @@ void Sweep::run() {
   // A sweep that may inject delay makes G nonzero before it activates the
   // hooks (one cycle, on no thread's behalf: every thread owes it, and it
   // is below the pay catch-up threshold, so no one waits for it). While
-  // G == 0 a pay point pays nothing and the runtime keeps direct sends on
-  // (hooks.hpp pay_point_is_noop); without this, the experiments before
-  // the first injected delay would run with the cheaper send path and the
-  // rest without, and a speedup-0 baseline taken early would be faster
-  // than one taken late. So the send path is the same in every experiment
-  // of a sweep: direct throughout a sweep at fixed speedup 0 (unless
-  // Options::buffered_baseline: a baseline for fixed-speedup runs in other
-  // processes must take their path), buffered to the pay point throughout
-  // any other. A profile-only run injects no delay either.
+  // G == 0 a pay point is one load (hooks.hpp pay_point_is_noop), and a
+  // handler's send and the dispatch loop skip the pay; without this, the
+  // experiments before the first injected delay would run on that cheaper
+  // path and the rest on the paying one, and a speedup-0 baseline taken
+  // early would be faster than one taken late. So the pay path is the same
+  // in every experiment of a sweep: skipped throughout a sweep at fixed
+  // speedup 0 (unless Options::paying_baseline: a baseline for
+  // fixed-speedup runs in other processes must take their path), taken
+  // throughout any other. A profile-only run injects no delay either.
   const bool fixed_zero =
       o_.fixed_speedup_pct && *o_.fixed_speedup_pct == 0 && o_.alternate_speedup_pct.value_or(0) == 0;
-  if ((!fixed_zero || o_.buffered_baseline) && !o_.profile_only && global_delay_cycles() == 0) {
+  if ((!fixed_zero || o_.paying_baseline) && !o_.profile_only && global_delay_cycles() == 0) {
     add_global_delay(1);
   }
   g_sweep_active.store(true, std::memory_order_relaxed);

@@ -128,13 +128,14 @@ struct Options {
   /// experiment selects a line region (LineSamplingOptions::experiment_period);
   /// 0 (default): sample_period / 8. 0 or 10..1'000'000.
   std::chrono::microseconds line_experiment_period{0};
-  /// COACT_CAUSAL_BUFFERED_BASELINE: a sweep at fixed speedup 0 takes the
-  /// send path of a sweep that can inject delay (sends buffered to the pay
-  /// point) instead of the runtime's direct sends. For a speedup-0 baseline
-  /// run in its own process and compared with fixed-speedup runs in others:
-  /// the two send paths can differ in throughput by as much as a small
-  /// virtual speedup's effect (controller.cpp step 1). Default off.
-  bool buffered_baseline = false;
+  /// COACT_CAUSAL_PAYING_BASELINE: a sweep at fixed speedup 0 takes the
+  /// pay path of a sweep that can inject delay (a pay at every pay point and
+  /// before each send from a handler, hooks.hpp) instead of skipping it. For
+  /// a speedup-0 baseline run in its own process and compared with
+  /// fixed-speedup runs in others: the paths' own cost can differ by as
+  /// much as a small virtual speedup's effect (sweep.cpp step 1). Default
+  /// off.
+  bool paying_baseline = false;
   /// COACT_CAUSAL_PROFILE_ONLY: run no experiment, only record the profile of
   /// where the time goes (controller.cpp step 11: the "profile" record;
   /// profile.coz's samples records), with sampled lines when `sampling` is

@@ -9,7 +9,8 @@
 //     (actor type × message kind) on the worker's region stack (region.hpp):
 //     visit counts, exclusive cycles, virtual speedup of a selected region
 //     (add_delay); handler-completion progress points read those visits;
-//   on_pay_point: delay_ledger pay_debt();
+//   on_pay_point: delay_ledger pay_debt(); on_pay_point_in_handler: the
+//     same inside a handler, its running region suspended while it pays;
 //   on_resume: delay_ledger credit_resume();
 //   timer_stamp_cycles: the ledger value a virtual timer armed now on this
 //     thread is shifted from (G minus this thread's debt).
@@ -73,6 +74,7 @@ namespace detail {
 [[gnu::cold]] void hook_handler_enter(const void* actor_type, uint32_t kind) noexcept;
 [[gnu::cold]] void hook_handler_exit(const void* actor_type, uint32_t kind) noexcept;
 void hook_pay_point() noexcept;
+void hook_pay_point_in_handler() noexcept;
 void hook_resume() noexcept;
 uint64_t hook_timer_stamp() noexcept;
 }  // namespace detail
@@ -145,6 +147,21 @@ inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
       [[unlikely]]
     detail::hook_pay_point();
 }
+/// on_pay_point() from inside a running handler, before a send makes mail
+/// visible to another actor at once (the runtime's direct send during a
+/// sweep, scheduler's post): the thread pays its debt there, mid-handler,
+/// so that its mail is not early in virtual time, and its running region is
+/// suspended while it pays (region.hpp suspend_running_segment): the wait
+/// counts as neither the region's time nor its virtual speedup. So a sweep
+/// delivers a handler's mail when the program without a sweep would, not at
+/// the handler's end. While no delay was ever injected: one load, as
+/// on_pay_point. Called on a worker thread inside a handler (between its
+/// on_handler_enter and on_handler_exit).
+[[gnu::always_inline]] inline void on_pay_point_in_handler() noexcept {
+  if (detail::g_global_delay.load(std::memory_order_relaxed) != 0 && g_sweep_active.load(std::memory_order_relaxed))
+      [[unlikely]]
+    detail::hook_pay_point_in_handler();
+}
 /// Whether on_pay_point() on this thread would pay nothing if called now: no
 /// sweep runs, or no delay was ever injected (G == 0: a sweep at speedup 0,
 /// or one whose experiments with s > 0 have not yet published any delay) —
@@ -187,6 +204,7 @@ requires std::is_invocable_r_v<const void*, TypeOf>
 inline void on_handler_exit(void*, TypeOf, uint32_t) noexcept {}
 inline void on_handler_exit(const void*, uint32_t) noexcept {}
 inline void on_pay_point() noexcept {}
+inline void on_pay_point_in_handler() noexcept {}
 inline void on_resume() noexcept {}
 inline bool pay_point_is_noop() noexcept { return true; }
 #endif

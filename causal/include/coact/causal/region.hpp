@@ -198,6 +198,16 @@ uint64_t materialize_live() noexcept;
 /// (hooks.hpp timer_stamp_cycles). Calling thread only; never blocks except
 /// while a payer updates its slot.
 void settle_running_segment() noexcept;
+/// settle_running_segment in two halves, for a pay point inside a handler
+/// (hooks.hpp on_pay_point_in_handler): suspend closes the running segment
+/// as settle does and starts none; resume starts a new one. The time between
+/// them is in neither the frame's exclusive cycles nor its virtual speedup:
+/// the thread waits for the ledger then, it does not run the region. Every
+/// suspend is followed by one resume before the frame's exit or any other
+/// region hook on this thread. Calling thread only; never blocks except
+/// while a payer updates its slot.
+void suspend_running_segment() noexcept;
+void resume_running_segment() noexcept;
 /// fork() child handler (hooks.cpp): no region selected, the forking
 /// thread's region stack emptied and its live slot closed.
 void reset_regions_in_forked_child() noexcept;
