@@ -202,9 +202,16 @@ int main(int argc, char** argv) {
       if (workers) tuning.workers = *workers;
       coact::Runtime rt(tuning);
       const dd::ArchiveStats s = dd::archive(rt, opt);
-      if (!quiet)
-        std::fprintf(stderr, "%s\n  runtime      %u workers, %u fingerprinters, %u compressors, zstd level %d\n",
-                     dd::format_summary(opt, s).c_str(), rt.workers(), opt.fingerprinters, opt.compressors, opt.level);
+      if (!quiet) {
+        // Alternating, `opt` holds the variant's level; the baseline's passes ran the default.
+        const int base_level = dd::ArchiveOptions{}.level;
+        const std::string level = alternation && opt.level != base_level
+                                      ? std::to_string(base_level) + " and " + std::to_string(opt.level) + ", alternating"
+                                      : std::to_string(opt.level);
+        std::fprintf(stderr, "%s\n  runtime      %u workers, %u fingerprinters, %u compressors, zstd level %s\n",
+                     dd::format_summary(opt, s).c_str(), rt.workers(), opt.fingerprinters, opt.compressors,
+                     level.c_str());
+      }
       if (!summary_json.empty())
         write_summary_json(summary_json, s, rt.workers(), alternation ? &*alternation : nullptr);
     } else if (*ex) {
