@@ -71,11 +71,9 @@ void Scheduler::post(ActorCell* target, Envelope* e) {
     // point, so during a sweep that injected delay the sender pays its debt
     // first, here (causal::on_pay_point_in_handler: its running region is
     // suspended while it pays): its mail is then not early in virtual time,
-    // and it arrives mid-handler as it does without a sweep. (Buffering to
-    // the flush instead delivered a handler's sends at its end: a stage
-    // that sends as it goes, such as a reader that sends each block it
-    // reads, then fed its consumer later under a sweep than without one,
-    // and the sweep under-predicted its effect.) Outside a sweep, or in one
+    // and it arrives mid-handler as it does without a sweep (held to the
+    // flush, a stage that sends as it goes would feed its consumer later
+    // under a sweep than without one). Outside a sweep, or in one
     // at speedup 0 (G == 0: causal::pay_point_is_noop), the pay is one
     // load. Timer delay_stamps are untouched (taken at arming, timers.cpp
     // arm). No reference is taken: the caller's keeps the cell alive
