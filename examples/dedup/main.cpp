@@ -205,9 +205,9 @@ int main(int argc, char** argv) {
       if (!quiet) {
         // Alternating, `opt` holds the variant's level; the baseline's passes ran the default.
         const int base_level = dd::ArchiveOptions{}.level;
-        const std::string level = alternation && opt.level != base_level
-                                      ? std::to_string(base_level) + " and " + std::to_string(opt.level) + ", alternating"
-                                      : std::to_string(opt.level);
+        std::string level = std::to_string(opt.level);
+        if (alternation && opt.level != base_level)
+          level = std::to_string(base_level) + " and " + level + ", alternating";
         std::fprintf(stderr, "%s\n  runtime      %u workers, %u fingerprinters, %u compressors, zstd level %s\n",
                      dd::format_summary(opt, s).c_str(), rt.workers(), opt.fingerprinters, opt.compressors,
                      level.c_str());
