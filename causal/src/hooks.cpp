@@ -82,6 +82,16 @@ void hook_pay_point() noexcept {
 
 void hook_pay_point_in_handler() noexcept {
   if (global_delay_cycles() == 0) return;
+  // What the selected region has run on other threads so far is owed now
+  // (materialize_live), and this thread's own samples' delay is not. A
+  // thread that then owes no more than a catch-up's worth would wait for
+  // nothing: it sends at once, its fast frame left fast and its region
+  // unsuspended (most sends of a sweep, whose thread paid at its last
+  // dispatch). The rest, under kPayCatchUpCycles, is owed at the next pay
+  // point.
+  (void)materialize_live();
+  if (const uint64_t own = take_sample_credit(); own != 0) credit_local(own);
+  if (global_delay_cycles() <= local_delay_cycles() + kPayCatchUpCycles) return;
   // The running region is suspended while the thread pays: the wait is
   // neither its exclusive time nor its virtual speedup, as a pay point at the
   // flush (after the handler's exit) is not. Closing its segment first also

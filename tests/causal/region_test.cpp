@@ -318,6 +318,40 @@ TEST_CASE("a pay inside a running region suspends it: the wait is neither its ti
   ca::credit_resume();
 }
 
+// The common send of a sweep: its thread paid at its last dispatch and owes
+// nothing. Then the in-handler pay returns without suspending the running
+// region: a suspend would close the selected region's live segment and
+// publish its virtual speedup so far (s·Δ) into G at the send.
+TEST_CASE("a pay inside a running region that owes nothing leaves the region running", "[causal][region][ledger]") {
+  std::lock_guard lock(ca::test_ledger_mutex());
+  (void)cal::tsc_hz();
+  SweepOn on;
+  const uint32_t busy = ca::scope_region("region-test/owes-nothing");
+  ca::begin_experiment(busy, 50);
+  constexpr auto kRan = std::chrono::milliseconds(20);
+  uint64_t g_before_pay = 0, g_after_pay = 0, debt_before_pay = ~uint64_t{0};
+  std::thread t([&] {  // a plain thread, not the actor runtime
+    { COACT_SCOPE("region-test/warm-up"); }
+    ca::register_thread();
+    ca::inject_delay_cycles_for_test(cycles_of(std::chrono::milliseconds(1)));  // G != 0: the pay is not one load
+    ca::credit_resume();                                                          // and this thread owes none of it
+    {
+      COACT_SCOPE("region-test/owes-nothing");
+      spin_for(kRan);
+      debt_before_pay = ca::debt_cycles();
+      g_before_pay = ca::global_delay_cycles();
+      ca::on_pay_point_in_handler();
+      g_after_pay = ca::global_delay_cycles();
+    }
+  });
+  t.join();
+  ca::end_experiment();
+  CHECK(debt_before_pay == 0);
+  // Suspended, G would have grown by s·Δ = 10 ms at the pay.
+  CHECK(g_after_pay - g_before_pay < cycles_of(kRan) / 8);
+  ca::credit_resume();
+}
+
 // Two copies of the filter used to disagree on an empty entry: the
 // controller's matched every name with it (std::string::find("") == 0), the
 // region table's matched none. One function now; an empty entry matches

@@ -155,8 +155,10 @@ inline void on_handler_exit(const void* actor_type, uint32_t kind) noexcept {
 /// counts as neither the region's time nor its virtual speedup. So a sweep
 /// delivers a handler's mail when the program without a sweep would, not at
 /// the handler's end. While no delay was ever injected: one load, as
-/// on_pay_point. Called on a worker thread inside a handler (between its
-/// on_handler_enter and on_handler_exit).
+/// on_pay_point; a thread that owes nothing (it paid at its last dispatch)
+/// reads its debt and returns, its region not suspended. Called on a worker
+/// thread inside a handler (between its on_handler_enter and
+/// on_handler_exit).
 [[gnu::always_inline]] inline void on_pay_point_in_handler() noexcept {
   if (detail::g_global_delay.load(std::memory_order_relaxed) != 0 && g_sweep_active.load(std::memory_order_relaxed))
       [[unlikely]]
