@@ -57,8 +57,9 @@
 //     reports each arm's pass times and region counters), one run of 3 x
 //     --real-run-s: actual speedup = 1 - mean pass time(variant) / mean
 //     pass time(baseline), r = 1 - t_variant / t_baseline from the handler's
-//     time per visit in each arm. Otherwise (the analytics job, the
-//     service: no phases) the baseline, the variant and the baseline again,
+//     time per visit in each arm (the analytics job: the same, by blocks of
+//     jobs). Otherwise (the service: no phases, an outside client) the
+//     baseline, the variant and the baseline again,
 //     --real-run-s each, 1 s windows: actual = 1 - rate(baseline) /
 //     rate(variant) from progress visits per second of the windows, r from
 //     each run's handler time per visit. The row's actual is the mean over
