@@ -86,9 +86,9 @@ void hook_pay_point_in_handler() noexcept {
   // (materialize_live), and this thread's own samples' delay is not. A
   // thread that then owes no more than a catch-up's worth would wait for
   // nothing: it sends at once, its fast frame left fast and its region
-  // unsuspended (most sends of a sweep, whose thread paid at its last
-  // dispatch). The rest, under kPayCatchUpCycles, is owed at the next pay
-  // point.
+  // unsuspended (as after a pay at its last dispatch, with no other thread
+  // in the selected region since). The rest, under kPayCatchUpCycles, is
+  // owed at the next pay point.
   (void)materialize_live();
   if (const uint64_t own = take_sample_credit(); own != 0) credit_local(own);
   if (global_delay_cycles() <= local_delay_cycles() + kPayCatchUpCycles) return;
